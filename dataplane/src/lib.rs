@@ -1,0 +1,19 @@
+//! The emulated smart NIC of nicemu.
+//!
+//! Poll-mode NIC lcores own port queues and run a run-to-completion pipeline over each burst:
+//! rx → parse → classify → handlers → tx (DESIGN.md "Data path"). Everything protocol-related
+//! is sans-I/O: plain Rust over byte slices and an explicit `now`, tested without DPDK.
+#![deny(unsafe_code)]
+
+pub mod buf;
+pub mod config;
+pub mod cycles;
+pub mod lcore;
+pub mod net;
+pub mod pcap;
+pub mod port;
+pub mod rss;
+pub mod sys;
+
+pub use buf::{HeapBuf, PacketBuf};
+pub use port::{Port, QueueStats};
