@@ -1,1 +1,527 @@
-//! (being written)
+//! The TOML configuration of a nicemu run (`configs/*.toml`).
+//!
+//! Parsing is strict: an unknown key, a wrong type or a bad value is a [`ConfigError`] that
+//! names the file, the key (as a path like `port[1].mtu`) and what was expected. Checks that
+//! need the running system (does a DPDK device exist?) are made later by the runtime and
+//! reported with the same key path.
+
+use std::collections::{BTreeMap, HashSet};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::de::{self, Deserializer};
+use serde::Deserialize;
+
+use crate::port::wire::Impairments;
+use crate::rss::RssMode;
+
+/// A configuration error: where (file and key) and what.
+#[derive(Debug, thiserror::Error)]
+#[error("{file}: {key}: {message}")]
+pub struct ConfigError {
+    /// The file the configuration came from.
+    pub file: String,
+    /// The key path, e.g. `port[0].device`, or `(file)` for file-level problems.
+    pub key: String,
+    /// What is wrong and what form is expected.
+    pub message: String,
+}
+
+impl ConfigError {
+    /// An error about `key` of `file`.
+    pub fn new(file: impl Into<String>, key: impl Into<String>, message: impl Into<String>) -> Self {
+        ConfigError {
+            file: file.into(),
+            key: key.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// A whole configuration.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Where it was read from (set by the loader).
+    #[serde(skip)]
+    pub source: String,
+    /// DPDK EAL settings.
+    #[serde(default)]
+    pub eal: EalConfig,
+    /// Runtime settings.
+    #[serde(default)]
+    pub runtime: RuntimeConfig,
+    /// Ports, in order; lcores refer to them by name.
+    #[serde(rename = "port", default)]
+    pub ports: Vec<PortConfig>,
+    /// In-memory wires, by name (the `wire` of a port of driver `wire`): impairments of both
+    /// directions. A wire named by one port has its far end free for a traffic peer (the
+    /// demo's generator, a test); a wire named by two ports joins them.
+    #[serde(rename = "wire", default)]
+    pub wires: BTreeMap<String, Impairments>,
+    /// Lcores and their roles.
+    #[serde(rename = "lcore", default)]
+    pub lcores: Vec<LcoreConfig>,
+    /// AccelTCP offload switches.
+    #[serde(default)]
+    pub offloads: OffloadConfig,
+    /// Tonic transport engine settings.
+    #[serde(default)]
+    pub tonic: TonicConfig,
+}
+
+/// DPDK EAL settings. Arguments after `--` on the command line are appended to `args`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct EalConfig {
+    /// EAL arguments, e.g. `["--no-huge", "--no-pci", "--vdev=net_null0"]`.
+    pub args: Vec<String>,
+}
+
+/// Runtime settings.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RuntimeConfig {
+    /// Frames per rx burst (1..=512).
+    pub burst: u16,
+    /// Mbufs in each port's pool (DPDK).
+    pub mbufs: u32,
+    /// Seconds between periodic statistics lines (0: off).
+    pub stats_interval_s: f64,
+}
+
+impl Default for RuntimeConfig {
+    fn default() -> Self {
+        RuntimeConfig {
+            burst: 32,
+            mbufs: 8191,
+            stats_interval_s: 0.0,
+        }
+    }
+}
+
+/// Which backend a port uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Driver {
+    /// A DPDK ethdev (physical or virtual device).
+    Dpdk,
+    /// One end of an in-memory wire.
+    Wire,
+}
+
+/// One port.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PortConfig {
+    /// Name lcores and `--pcap` use.
+    pub name: String,
+    /// Backend.
+    pub driver: Driver,
+    /// DPDK device name (`net_null0`, `net_af_packet0`, or a PCI address like `0000:3b:00.0`).
+    #[serde(default)]
+    pub device: Option<String>,
+    /// Name of the in-memory wire this port is an end of (driver `wire`).
+    #[serde(default)]
+    pub wire: Option<String>,
+    /// MAC address; defaults to the device's (DPDK) or a locally administered one (wire).
+    #[serde(default, deserialize_with = "de_opt_mac")]
+    pub mac: Option<[u8; 6]>,
+    /// The NIC's IPv4 addresses on this port, with prefix length (`10.0.0.1/24`).
+    #[serde(default, deserialize_with = "de_cidrs")]
+    pub ipv4: Vec<([u8; 4], u8)>,
+    /// IP MTU in bytes (68..=9000).
+    #[serde(default = "default_mtu")]
+    pub mtu: u16,
+    /// Receive descriptors per queue (DPDK).
+    #[serde(default = "default_desc")]
+    pub rx_desc: u16,
+    /// Transmit descriptors per queue (DPDK).
+    #[serde(default = "default_desc")]
+    pub tx_desc: u16,
+    /// Accept frames for any MAC.
+    #[serde(default = "default_true")]
+    pub promiscuous: bool,
+    /// RSS key choice when the port has several queues.
+    #[serde(default)]
+    pub rss: RssMode,
+}
+
+fn default_mtu() -> u16 {
+    1500
+}
+fn default_desc() -> u16 {
+    1024
+}
+fn default_true() -> bool {
+    true
+}
+
+/// What an lcore does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// A NIC lcore: polls port queues and runs the offload engines.
+    Nic,
+    /// A host lcore: runs the host stack and an application.
+    Host,
+    /// Both, one after the other in one loop (small machines, deterministic tests).
+    Shared,
+}
+
+/// One lcore: a thread pinned to a CPU core.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LcoreConfig {
+    /// The CPU core to pin to.
+    pub core: usize,
+    /// What it runs.
+    pub role: Role,
+}
+
+/// AccelTCP offload switches (the engines come with their own issues; until then a switch
+/// that is on is reported as unavailable).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct OffloadConfig {
+    /// SYN-cookie connection setup on the NIC (AccelTCP §4.1).
+    pub setup: bool,
+    /// Connection teardown on the NIC (AccelTCP §4.2).
+    pub teardown: bool,
+    /// Connection splicing on the NIC (AccelTCP §4.3).
+    pub splice: bool,
+}
+
+/// Protocol modules the Tonic engine will offer (Tonic Table 3, plus DCTCP).
+pub const TONIC_MODULES: [&str; 7] = ["reno", "newreno", "sack", "ndp", "dcqcn", "irn", "dctcp"];
+
+/// Tonic settings.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TonicConfig {
+    /// The protocol module, one of [`TONIC_MODULES`]; none: Tonic off.
+    pub module: Option<String>,
+}
+
+fn parse_mac(s: &str) -> Option<[u8; 6]> {
+    let mut mac = [0u8; 6];
+    let mut parts = s.split(':');
+    for b in mac.iter_mut() {
+        let p = parts.next()?;
+        if p.len() != 2 {
+            return None;
+        }
+        *b = u8::from_str_radix(p, 16).ok()?;
+    }
+    parts.next().is_none().then_some(mac)
+}
+
+fn parse_cidr(s: &str) -> Option<([u8; 4], u8)> {
+    let (ip, len) = s.split_once('/')?;
+    let ip: std::net::Ipv4Addr = ip.parse().ok()?;
+    let len: u8 = len.parse().ok()?;
+    (len <= 32).then_some((ip.octets(), len))
+}
+
+fn de_opt_mac<'de, D: Deserializer<'de>>(d: D) -> Result<Option<[u8; 6]>, D::Error> {
+    let s = String::deserialize(d)?;
+    parse_mac(&s).map(Some).ok_or_else(|| {
+        de::Error::custom(format!(
+            "invalid MAC address {s:?}, expected six hex bytes like \"02:00:00:00:00:01\""
+        ))
+    })
+}
+
+fn de_cidrs<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<([u8; 4], u8)>, D::Error> {
+    let v = Vec::<String>::deserialize(d)?;
+    v.iter()
+        .map(|s| {
+            parse_cidr(s).ok_or_else(|| {
+                de::Error::custom(format!(
+                    "invalid IPv4 address {s:?}, expected address/prefix like \"10.0.0.1/24\""
+                ))
+            })
+        })
+        .collect()
+}
+
+/// Formats a MAC address as `aa:bb:cc:dd:ee:ff`.
+pub fn fmt_mac(mac: &[u8; 6]) -> String {
+    mac.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":")
+}
+
+impl Config {
+    /// Reads and checks a configuration file.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let file = path.display().to_string();
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ConfigError::new(&file, "(file)", format!("cannot read: {e}")))?;
+        Self::parse(&text, &file)
+    }
+
+    /// Parses and checks configuration text; `file` names it in errors.
+    pub fn parse(text: &str, file: &str) -> Result<Config, ConfigError> {
+        let value: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+            let msg = e.message().to_string();
+            let line = e
+                .span()
+                .map(|s| format!("line {}", text[..s.start].matches('\n').count() + 1))
+                .unwrap_or_else(|| "(syntax)".into());
+            ConfigError::new(file, line, format!("TOML syntax error: {msg}"))
+        })?;
+        let mut cfg: Config = serde_path_to_error::deserialize(toml::Value::Table(value))
+            .map_err(|e| {
+                let key = path_to_key(&e.path().to_string());
+                let msg = e.into_inner().message().to_string();
+                ConfigError::new(file, key, msg)
+            })?;
+        cfg.source = file.to_string();
+        cfg.check()?;
+        Ok(cfg)
+    }
+
+    fn err(&self, key: impl Into<String>, msg: impl Into<String>) -> ConfigError {
+        ConfigError::new(&self.source, key, msg)
+    }
+
+    /// Checks rules that span keys (names unique and resolvable, ranges).
+    fn check(&self) -> Result<(), ConfigError> {
+        let r = &self.runtime;
+        if !(1..=512).contains(&r.burst) {
+            return Err(self.err("runtime.burst", format!("{} is out of range, expected 1..=512", r.burst)));
+        }
+        if r.mbufs < 512 {
+            return Err(self.err("runtime.mbufs", format!("{} is too small, expected at least 512", r.mbufs)));
+        }
+        if !(r.stats_interval_s >= 0.0 && r.stats_interval_s.is_finite()) {
+            return Err(self.err("runtime.stats_interval_s", "expected a number of seconds >= 0"));
+        }
+        if self.ports.is_empty() {
+            return Err(self.err("port", "no ports: add at least one [[port]] table"));
+        }
+        let mut names = HashSet::new();
+        let mut wire_ends: BTreeMap<&str, usize> = BTreeMap::new();
+        for (i, p) in self.ports.iter().enumerate() {
+            let key = |k: &str| format!("port[{i}].{k}");
+            if p.name.is_empty() || !names.insert(p.name.as_str()) {
+                return Err(self.err(key("name"), format!("{:?} is empty or used twice, expected a unique name", p.name)));
+            }
+            if !(68..=9000).contains(&p.mtu) {
+                return Err(self.err(key("mtu"), format!("{} is out of range, expected 68..=9000", p.mtu)));
+            }
+            for (k, d) in [("rx_desc", p.rx_desc), ("tx_desc", p.tx_desc)] {
+                if !(32..=16384).contains(&d) {
+                    return Err(self.err(key(k), format!("{d} is out of range, expected 32..=16384")));
+                }
+            }
+            match p.driver {
+                Driver::Dpdk => {
+                    if p.device.as_deref().unwrap_or("").is_empty() {
+                        return Err(self.err(key("device"), "missing: a port of driver \"dpdk\" needs the DPDK device name, like \"net_null0\" or \"0000:3b:00.0\""));
+                    }
+                    if p.wire.is_some() {
+                        return Err(self.err(key("wire"), "only ports of driver \"wire\" take a wire"));
+                    }
+                }
+                Driver::Wire => {
+                    let Some(w) = p.wire.as_deref() else {
+                        return Err(self.err(key("wire"), "missing: a port of driver \"wire\" needs the name of its wire"));
+                    };
+                    *wire_ends.entry(w).or_default() += 1;
+                    if p.device.is_some() {
+                        return Err(self.err(key("device"), "only ports of driver \"dpdk\" take a device"));
+                    }
+                }
+            }
+        }
+        if self.ports.iter().any(|p| p.driver != self.ports[0].driver) {
+            return Err(self.err("port", "all ports of one run must use the same driver (\"dpdk\" or \"wire\")"));
+        }
+        for (w, n) in &wire_ends {
+            if *n > 2 {
+                return Err(self.err(format!("wire.{w}"), format!("a wire has two ends, but {n} ports name it")));
+            }
+        }
+        for (w, imp) in &self.wires {
+            if !wire_ends.contains_key(w.as_str()) {
+                return Err(self.err(format!("wire.{w}"), "no port uses this wire"));
+            }
+            if let Err(field) = imp.validate() {
+                return Err(self.err(format!("wire.{w}.{field}"), "expected a probability between 0 and 1"));
+            }
+        }
+        if self.lcores.is_empty() {
+            return Err(self.err("lcore", "no lcores: add at least one [[lcore]] with role \"nic\" or \"shared\""));
+        }
+        if !self.lcores.iter().any(|l| l.role != Role::Host) {
+            return Err(self.err("lcore", "no NIC lcore: at least one lcore needs role \"nic\" or \"shared\""));
+        }
+        let mut cores = HashSet::new();
+        for (i, l) in self.lcores.iter().enumerate() {
+            if !cores.insert(l.core) {
+                return Err(self.err(format!("lcore[{i}].core"), format!("core {} is used by two lcores", l.core)));
+            }
+        }
+        if let Some(m) = &self.tonic.module {
+            if !TONIC_MODULES.contains(&m.as_str()) {
+                return Err(self.err("tonic.module", format!("unknown module {m:?}, expected one of {}", TONIC_MODULES.join(", "))));
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks the lcores against the cores this process may use: every core must be in
+    /// `allowed`, and there cannot be more lcores than allowed cores.
+    pub fn check_cores(&self, allowed: &[usize]) -> Result<(), ConfigError> {
+        let avail = crate::sys::format_core_list(allowed);
+        if self.lcores.len() > allowed.len() {
+            return Err(self.err("lcore", format!(
+                "{} lcores configured but this machine has only {} usable core(s) ({avail})",
+                self.lcores.len(),
+                allowed.len()
+            )));
+        }
+        for (i, l) in self.lcores.iter().enumerate() {
+            if !allowed.contains(&l.core) {
+                return Err(self.err(format!("lcore[{i}].core"), format!(
+                    "core {} is not available on this machine (usable cores: {avail})",
+                    l.core
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The lcores that poll ports (role `nic` or `shared`), in order.
+    pub fn nic_lcores(&self) -> Vec<&LcoreConfig> {
+        self.lcores.iter().filter(|l| l.role != Role::Host).collect()
+    }
+
+    /// Index of the port named `name`.
+    pub fn port_index(&self, name: &str) -> Option<usize> {
+        self.ports.iter().position(|p| p.name == name)
+    }
+
+    /// Where this configuration came from, as a path.
+    pub fn source_path(&self) -> PathBuf {
+        PathBuf::from(&self.source)
+    }
+}
+
+/// Turns serde_path_to_error's `port[1].mtu`-style path into our key form (it already is,
+/// except the top level, which it prints as `.`).
+fn path_to_key(p: &str) -> String {
+    if p == "." || p.is_empty() {
+        "(top level)".to_string()
+    } else {
+        p.to_string()
+    }
+}
+
+impl fmt::Display for Driver {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Driver::Dpdk => "dpdk",
+            Driver::Wire => "wire",
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+        [runtime]
+        burst = 64
+        [[port]]
+        name = "a"
+        driver = "wire"
+        wire = "w"
+        ipv4 = ["10.1.0.1/24"]
+        mac = "02:00:00:00:00:0a"
+        [[port]]
+        name = "b"
+        driver = "wire"
+        wire = "w"
+        [wire.w]
+        loss = 0.01
+        [[lcore]]
+        core = 0
+        role = "nic"
+    "#;
+
+    fn err(text: &str) -> ConfigError {
+        Config::parse(text, "t.toml").unwrap_err()
+    }
+
+    #[test]
+    fn good_config_parses_with_defaults() {
+        let c = Config::parse(GOOD, "t.toml").unwrap();
+        assert_eq!(c.runtime.burst, 64);
+        assert_eq!(c.ports[0].ipv4, vec![([10, 1, 0, 1], 24)]);
+        assert_eq!(c.ports[0].mac, Some([2, 0, 0, 0, 0, 0xa]));
+        assert_eq!(c.ports[1].mtu, 1500);
+        assert_eq!(c.wires["w"].loss, 0.01);
+        assert_eq!(c.nic_lcores().len(), 1);
+    }
+
+    #[test]
+    fn unknown_key_names_file_key_and_choices() {
+        let e = err(&GOOD.replace("burst = 64", "burts = 64"));
+        assert_eq!(e.file, "t.toml");
+        assert_eq!(e.key, "runtime.burts");
+        assert!(e.message.contains("unknown field `burts`"), "{e}");
+        assert!(e.message.contains("burst"), "lists expected keys: {e}");
+        let e = err(&GOOD.replace("role = \"nic\"", "role = \"nic\"\nspeed = 1"));
+        assert_eq!(e.key, "lcore[0].speed");
+    }
+
+    #[test]
+    fn wrong_type_names_the_key() {
+        let e = err(&GOOD.replace("burst = 64", "burst = \"fast\""));
+        assert_eq!(e.key, "runtime.burst");
+        assert!(e.message.contains("expected u16"), "{e}");
+        let e = err(&GOOD.replace("10.1.0.1/24", "10.1.0.1"));
+        assert_eq!(e.key, "port[0].ipv4");
+        assert!(e.message.contains("10.0.0.1/24"), "{e}");
+        let e = err(&GOOD.replace("\"nic\"", "\"gpu\""));
+        assert_eq!(e.key, "lcore[0].role");
+        let e = err(&GOOD.replace("02:00:00:00:00:0a", "02:00"));
+        assert_eq!(e.key, "port[0].mac");
+    }
+
+    #[test]
+    fn cross_key_rules() {
+        assert_eq!(err(&GOOD.replace("name = \"b\"", "name = \"a\"")).key, "port[1].name");
+        assert_eq!(err(&GOOD.replace("loss = 0.01", "loss = 2.0")).key, "wire.w.loss");
+        let three = GOOD.to_string() + "\n[[port]]\nname = \"c\"\ndriver = \"wire\"\nwire = \"w\"\n";
+        assert_eq!(err(&three).key, "wire.w");
+        assert_eq!(err(&GOOD.replace("burst = 64", "burst = 0")).key, "runtime.burst");
+        assert_eq!(err(&GOOD.replace("\"nic\"", "\"host\"")).key, "lcore");
+        let two = GOOD.to_string() + "\n[[lcore]]\ncore = 0\nrole = \"host\"\n";
+        assert_eq!(err(&two).key, "lcore[1].core");
+        let e = err(&(GOOD.to_string() + "\n[tonic]\nmodule = \"cubic\"\n"));
+        assert_eq!(e.key, "tonic.module");
+        assert!(e.message.contains("newreno"));
+    }
+
+    #[test]
+    fn syntax_error_names_the_line() {
+        let e = err("[runtime]\nburst = \n");
+        assert_eq!(e.key, "line 2");
+    }
+
+    #[test]
+    fn cores_beyond_the_machine_are_refused() {
+        let c = Config::parse(&GOOD.replace("core = 0", "core = 7"), "t.toml").unwrap();
+        let e = c.check_cores(&[0, 1]).unwrap_err();
+        assert_eq!(e.key, "lcore[0].core");
+        assert!(e.message.contains("usable cores: 0-1"), "{e}");
+        let three = GOOD.to_string()
+            + "\n[[lcore]]\ncore = 1\nrole = \"host\"\n[[lcore]]\ncore = 2\nrole = \"host\"\n";
+        let c = Config::parse(&three, "t.toml").unwrap();
+        assert!(c.check_cores(&[0, 1]).unwrap_err().message.contains("3 lcores"));
+        assert!(c.check_cores(&[0, 1, 2]).is_ok());
+    }
+}

@@ -6,13 +6,16 @@
 #![deny(unsafe_code)]
 
 pub mod buf;
+pub mod clock;
 pub mod config;
 pub mod cycles;
+pub mod gen;
 pub mod lcore;
 pub mod net;
 pub mod pcap;
 pub mod port;
 pub mod rss;
+pub mod runtime;
 pub mod sys;
 
 pub use buf::{HeapBuf, PacketBuf};

@@ -1,1 +1,96 @@
-//! (being written)
+//! Thin, documented OS wrappers: CPU pinning and the cores this process may run on.
+//!
+//! This is one of the few places outside the DPDK FFI crate allowed `unsafe` (DESIGN.md,
+//! "Layout"): each block calls one libc function on memory we own.
+#![allow(unsafe_code)]
+
+use std::io;
+
+/// The CPU ids this process may run on (its affinity mask), ascending.
+///
+/// Invariant: never empty on success; every id is `< libc::CPU_SETSIZE`.
+pub fn allowed_cores() -> io::Result<Vec<usize>> {
+    // SAFETY: cpu_set_t is plain data; zeroed is a valid empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: we pass the set's true size and a valid pointer to it; pid 0 = this thread.
+    let rc = unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let mut cores = Vec::new();
+    for cpu in 0..libc::CPU_SETSIZE as usize {
+        // SAFETY: cpu < CPU_SETSIZE, the bound CPU_ISSET requires.
+        if unsafe { libc::CPU_ISSET(cpu, &set) } {
+            cores.push(cpu);
+        }
+    }
+    Ok(cores)
+}
+
+/// Pins the calling thread to CPU `core`.
+///
+/// Fails (without changing the thread's affinity) when `core` is out of range or not in the
+/// process's affinity mask.
+pub fn pin_current_thread(core: usize) -> io::Result<()> {
+    if core >= libc::CPU_SETSIZE as usize {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("core {core} is out of range"),
+        ));
+    }
+    // SAFETY: as above, a zeroed cpu_set_t is a valid empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: core < CPU_SETSIZE was checked above.
+    unsafe { libc::CPU_SET(core, &mut set) };
+    // SAFETY: valid pointer and size; pid 0 = the calling thread.
+    let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Formats a core list compactly, e.g. `[0,1,2,5]` → `"0-2,5"`, for error messages.
+pub fn format_core_list(cores: &[usize]) -> String {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < cores.len() {
+        let start = cores[i];
+        let mut end = start;
+        while i + 1 < cores.len() && cores[i + 1] == end + 1 {
+            i += 1;
+            end = cores[i];
+        }
+        out.push(if start == end {
+            start.to_string()
+        } else {
+            format!("{start}-{end}")
+        });
+        i += 1;
+    }
+    out.join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn this_process_has_cores_and_can_pin_to_the_first() {
+        let cores = allowed_cores().unwrap();
+        assert!(!cores.is_empty());
+        let handle = std::thread::spawn(move || pin_current_thread(cores[0]));
+        handle.join().unwrap().unwrap();
+    }
+
+    #[test]
+    fn pinning_to_a_missing_core_fails() {
+        assert!(pin_current_thread(libc::CPU_SETSIZE as usize).is_err());
+    }
+
+    #[test]
+    fn core_list_format() {
+        assert_eq!(format_core_list(&[0, 1, 2, 5, 7, 8]), "0-2,5,7-8");
+        assert_eq!(format_core_list(&[]), "");
+    }
+}

@@ -1,2 +1,23 @@
 //! Basic NIC duties on IPv4/Ethernet: parsing and validation, ARP, ICMP echo, checksum fill
 //! and software TSO for host-originated packets.
+//!
+//! - [`parse`]: validation of wire frames into [`Parsed`] or a [`DropReason`].
+//! - [`csum`]: the Internet checksum (RFC 1071, RFC 1624) and checksum fill.
+//! - [`arp`]: ARP bodies and the translation table (RFC 826).
+//! - [`icmp`]: ICMP echo replies (RFC 792).
+//! - [`tso`]: software TCP segmentation.
+//! - [`stack`]: [`NicStack`], the per-lcore combination of the above.
+//!
+//! All of it is sans-I/O (DESIGN.md principle 1): byte slices, [`crate::buf::PacketBuf`]s and
+//! an explicit `now_ns`.
+
+pub mod arp;
+pub mod csum;
+pub mod icmp;
+pub mod parse;
+pub mod stack;
+pub mod tso;
+
+pub use csum::fill_checksums;
+pub use parse::{parse, DropCounters, DropReason, Parsed, L3};
+pub use stack::{Disposition, IfaceConfig, NicStack, StackConfig, StackCounters};

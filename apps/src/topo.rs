@@ -1,0 +1,212 @@
+//! Building and running the topology a configuration describes (`run`, `fwd`, `check`).
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use dataplane::buf::HeapBuf;
+use dataplane::config::{Config, Driver};
+use dataplane::cycles::measure_tsc_hz;
+use dataplane::lcore::{LcoreReport, Mode};
+use dataplane::port::Port;
+use dataplane::runtime::{build_wire, run_lcores, RunOptions};
+
+use crate::report;
+use crate::CommonArgs;
+
+/// Source and destination of benchmark frames: RFC 2544's benchmarking range (198.18.0.0/15),
+/// which never leaves the process (in-memory wire, net_null, net_ring).
+pub const BENCH_SRC: [u8; 4] = [198, 18, 0, 1];
+/// See [`BENCH_SRC`].
+pub const BENCH_DST: [u8; 4] = [198, 19, 0, 1];
+
+/// A UDP/IPv4 frame of `size` bytes (at least 60) with valid checksums, for benchmarks.
+pub fn template_frame(size: usize) -> Vec<u8> {
+    let payload = vec![0x5a; size.max(60) - 42];
+    dataplane::gen::udp(
+        [0x02, 0, 0, 0, 0, 1],
+        [0x02, 0, 0, 0, 0, 2],
+        BENCH_SRC,
+        BENCH_DST,
+        1024,
+        1024,
+        &payload,
+    )
+}
+
+/// The cores this process may use, as an error string on failure.
+fn allowed() -> Result<Vec<usize>, String> {
+    dataplane::sys::allowed_cores().map_err(|e| format!("cannot read this process's CPU affinity: {e}"))
+}
+
+/// `nicemu check`.
+pub fn check(path: &Path) -> Result<(), String> {
+    let cfg = Config::load(path).map_err(|e| e.to_string())?;
+    cfg.check_cores(&allowed()?).map_err(|e| e.to_string())?;
+    println!(
+        "{}: ok ({} port(s), {} lcore(s), driver {})",
+        path.display(),
+        cfg.ports.len(),
+        cfg.lcores.len(),
+        cfg.ports[0].driver
+    );
+    Ok(())
+}
+
+fn warn_unavailable(cfg: &Config) {
+    let o = &cfg.offloads;
+    for (on, name) in [(o.setup, "setup"), (o.teardown, "teardown"), (o.splice, "splice")] {
+        if on {
+            eprintln!(
+                "nicemu: warning: {}: offloads.{name} = true, but this build has no {name} offload engine yet; it is off",
+                cfg.source
+            );
+        }
+    }
+    if let Some(m) = &cfg.tonic.module {
+        eprintln!(
+            "nicemu: warning: {}: tonic.module = {m:?}, but this build has no Tonic engine yet; it is off",
+            cfg.source
+        );
+    }
+}
+
+/// Prints interval statistics: rates since the previous call.
+pub struct IntervalPrinter {
+    prev: Vec<report::PortTotals>,
+    prev_t: Duration,
+}
+
+impl IntervalPrinter {
+    pub fn new() -> Self {
+        IntervalPrinter { prev: Vec::new(), prev_t: Duration::ZERO }
+    }
+    pub fn print(&mut self, reports: &[LcoreReport], t: Duration) {
+        let now = report::port_totals(reports);
+        let dt = (t - self.prev_t).as_secs_f64().max(1e-9);
+        let mut line = format!("[{:>7.1}s]", t.as_secs_f64());
+        for (i, p) in now.iter().enumerate() {
+            let (prx, ptx) = self.prev.get(i).map(|q| (q.rx_packets, q.tx_packets)).unwrap_or((0, 0));
+            line += &format!(
+                " {}: rx {:.3} Mpps tx {:.3} Mpps;",
+                p.name,
+                (p.rx_packets - prx) as f64 / dt / 1e6,
+                (p.tx_packets - ptx) as f64 / dt / 1e6
+            );
+        }
+        println!("{line}");
+        self.prev = now;
+        self.prev_t = t;
+    }
+}
+
+fn options(args: &CommonArgs, cfg: &Config, mode: Mode) -> Result<RunOptions, String> {
+    let stats = crate::secs(args.stats_interval.or(Some(cfg.runtime.stats_interval_s)), "--stats-interval")?;
+    Ok(RunOptions {
+        mode,
+        duration: crate::secs(args.duration, "--duration")?,
+        stats_interval: stats,
+        pcap: args.pcap.clone(),
+        pin: !args.no_pin,
+        host_channels: false,
+    })
+}
+
+fn install_ctrlc(stop: &Arc<AtomicBool>) {
+    let s = stop.clone();
+    if let Err(e) = ctrlc::set_handler(move || s.store(true, Ordering::Relaxed)) {
+        eprintln!("nicemu: warning: cannot install the Ctrl-C handler: {e}");
+    }
+}
+
+/// `nicemu run` and `nicemu fwd`.
+pub fn run(args: &CommonArgs, mode: Mode, template: Option<Vec<u8>>, frame_size: usize) -> Result<(), String> {
+    let cfg = Config::load(&args.config).map_err(|e| e.to_string())?;
+    cfg.check_cores(&allowed()?).map_err(|e| e.to_string())?;
+    warn_unavailable(&cfg);
+    let opts = options(args, &cfg, mode)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    install_ctrlc(&stop);
+    match cfg.ports[0].driver {
+        Driver::Wire => run_wire(&cfg, &opts, stop, mode, frame_size),
+        Driver::Dpdk => run_dpdk(&cfg, &opts, stop, &args.eal, template),
+    }
+}
+
+#[cfg(feature = "dpdk")]
+fn run_dpdk(cfg: &Config, opts: &RunOptions, stop: Arc<AtomicBool>, eal: &[String], template: Option<Vec<u8>>) -> Result<(), String> {
+    crate::dpdk::run(cfg, opts, stop, eal, template)
+}
+
+#[cfg(not(feature = "dpdk"))]
+fn run_dpdk(cfg: &Config, _: &RunOptions, _: Arc<AtomicBool>, _: &[String], _: Option<Vec<u8>>) -> Result<(), String> {
+    Err(format!(
+        "{}: port[0].driver: \"dpdk\" needs a nicemu built with DPDK support (cargo build --features dpdk; `make demo` and `make test` do)",
+        cfg.source
+    ))
+}
+
+fn run_wire(cfg: &Config, opts: &RunOptions, stop: Arc<AtomicBool>, mode: Mode, frame_size: usize) -> Result<(), String> {
+    let clock = dataplane::clock::Clock::real();
+    let mut topo = build_wire(cfg, opts, clock).map_err(|e| e.to_string())?;
+    let tsc_hz = measure_tsc_hz(Duration::from_millis(50));
+    // In forward mode a generator drives the far end of every wire named by one port: it
+    // sends on the far ends of even ports and drains all far ends.
+    let gen = if mode == Mode::Forward && !topo.peers.is_empty() {
+        let mut queues = Vec::new();
+        for (name, end) in topo.peers.iter_mut() {
+            let send = cfg.ports.iter().position(|p| p.wire.as_deref() == Some(name)).is_some_and(|i| i % 2 == 0);
+            for q in 0..end.queue_count() {
+                if let Some(queue) = end.take_queue(q) {
+                    queues.push((send && q == 0, queue));
+                }
+            }
+        }
+        let frame = template_frame(frame_size);
+        let stop = stop.clone();
+        Some(std::thread::spawn(move || generator(queues, frame, &stop)))
+    } else {
+        None
+    };
+    let mut printer = IntervalPrinter::new();
+    let lcores = std::mem::take(&mut topo.lcores);
+    let result = run_lcores(lcores, opts, stop.clone(), Arc::new(|| Ok(())), |r, t| printer.print(r, t));
+    stop.store(true, Ordering::Relaxed);
+    let gen_sent = gen.map(|g| g.join().unwrap_or(0));
+    let (reports, elapsed) = result.map_err(|e| e.to_string())?;
+    print!("{}", report::summary(&reports, elapsed, tsc_hz));
+    if let Some(sent) = gen_sent {
+        println!("generator: sent {sent} frames of {frame_size} bytes");
+    }
+    for (name, out, back) in &topo.links {
+        println!("wire {name}: nic->far {}; far->nic {}", report::link(&out.snapshot()), report::link(&back.snapshot()));
+    }
+    Ok(())
+}
+
+/// Sends `frame` as fast as the wire takes it on the queues marked for sending, and drains
+/// every queue, until `stop`. Returns frames sent.
+fn generator(mut queues: Vec<(bool, dataplane::port::wire::WireQueue)>, frame: Vec<u8>, stop: &AtomicBool) -> u64 {
+    let mut sent = 0u64;
+    let mut batch: Vec<HeapBuf> = Vec::with_capacity(32);
+    let mut sink = Vec::with_capacity(256);
+    let start = Instant::now();
+    let mut i = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        for (send, q) in queues.iter_mut() {
+            if *send {
+                batch.extend((0..32).map(|_| HeapBuf::from_frame(&frame)));
+                sent += q.tx_burst(&mut batch) as u64;
+                batch.clear();
+            }
+            q.rx_burst(&mut sink, 256);
+            sink.clear();
+        }
+        i += 1;
+        if i % 1024 == 0 && start.elapsed() > Duration::from_secs(24 * 3600) {
+            break;
+        }
+    }
+    sent
+}

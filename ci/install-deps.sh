@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs what nicemu needs to build and test, only what is missing (idempotent,
+# non-interactive). Debian/Ubuntu. Run as root (or with sudo available).
+set -euo pipefail
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+
+need=()
+pkg-config --exists 'libdpdk >= 21.11' 2>/dev/null || need+=(libdpdk-dev)
+command -v pkg-config >/dev/null || need+=(pkg-config)
+ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || need+=(libclang-dev)
+command -v ip >/dev/null || need+=(iproute2)
+command -v ethtool >/dev/null || need+=(ethtool)
+command -v dpdk-testpmd >/dev/null || need+=(dpdk-dev)
+command -v tshark >/dev/null || need+=(tshark)
+command -v ping >/dev/null || need+=(iputils-ping)
+command -v python3 >/dev/null || need+=(python3)
+command -v tc >/dev/null || need+=(iproute2)
+
+if [ ${#need[@]} -gt 0 ]; then
+  echo "install-deps: installing ${need[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+if ! cargo nextest --version >/dev/null 2>&1; then
+  echo "install-deps: installing cargo-nextest"
+  cargo install --locked cargo-nextest
+fi
+echo "install-deps: ok (DPDK $(pkg-config --modversion libdpdk))"

@@ -1,0 +1,617 @@
+//! Validation of frames received from a wire port: Ethernet, ARP, IPv4, TCP, UDP, ICMP.
+//!
+//! [`parse`] reads the bytes directly (no allocation, no copies) and either describes the frame
+//! ([`Parsed`]) or names why it must be dropped ([`DropReason`]). It never panics: every index
+//! is guarded by a length check first.
+
+use super::csum;
+
+/// Length of an Ethernet II header (destination, source, EtherType), no VLAN tag.
+pub const ETH_HDR_LEN: usize = 14;
+/// EtherType of IPv4 (RFC 894).
+pub const ETHERTYPE_IPV4: u16 = 0x0800;
+/// EtherType of ARP (RFC 826).
+pub const ETHERTYPE_ARP: u16 = 0x0806;
+/// IP protocol number of ICMP (RFC 792).
+pub const IPPROTO_ICMP: u8 = 1;
+/// IP protocol number of TCP (RFC 9293).
+pub const IPPROTO_TCP: u8 = 6;
+/// IP protocol number of UDP (RFC 768).
+pub const IPPROTO_UDP: u8 = 17;
+/// Length of an Ethernet/IPv4 ARP body (RFC 826 with hln = 6, pln = 4).
+pub const ARP_LEN: usize = 28;
+
+/// Why a frame was dropped. Each reason has its own counter in [`DropCounters`].
+///
+/// Invariant: the discriminants are `0..12` in declaration order, so `r as usize` indexes
+/// [`DropReason::ALL`] and the counter array.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum DropReason {
+    /// The frame ends before a header it announces (Ethernet, ARP, IPv4 header or payload
+    /// per `total_length`, TCP/UDP/ICMP header).
+    Truncated,
+    /// A length field is inconsistent: IPv4 IHL < 5 or `total_length` < IHL*4 (RFC 791 §3.1),
+    /// TCP data offset < 5 or beyond the segment (RFC 9293 §3.1), UDP length ≠ IP payload
+    /// length (RFC 768).
+    BadLength,
+    /// The IP version field is not 4 (RFC 791 §3.1).
+    BadIpVersion,
+    /// The IPv4 header checksum does not verify (RFC 791 §3.1, RFC 1071).
+    BadIpChecksum,
+    /// The TCP, UDP or ICMP checksum does not verify (RFC 9293 §3.1, RFC 768, RFC 792).
+    BadL4Checksum,
+    /// The IPv4 header carries options (IHL > 5); the fast path does not process them.
+    IpOptions,
+    /// The IPv4 packet is a fragment (MF set or fragment offset ≠ 0, RFC 791 §3.2); the NIC
+    /// does no reassembly.
+    Fragment,
+    /// A host ↔ NIC control EtherType (AccelTCP App. A) arrived from a wire port.
+    ControlFromWire,
+    /// No packet buffer could be allocated.
+    NoBuffer,
+    /// The next hop's MAC address could not be resolved by ARP (RFC 826), or the destination
+    /// is off every subnet of the port, or the per-destination pending queue was full.
+    ArpUnresolved,
+    /// A non-TCP packet longer than the port MTU, or a TCP packet that cannot be segmented.
+    TsoTooLarge,
+    /// Something this NIC does not handle (non Ethernet/IPv4 ARP, unknown ARP opcode, a port
+    /// index out of range, a host frame without a resolvable destination).
+    Unsupported,
+}
+
+impl DropReason {
+    /// Every reason, in discriminant order.
+    pub const ALL: [DropReason; 12] = [
+        DropReason::Truncated,
+        DropReason::BadLength,
+        DropReason::BadIpVersion,
+        DropReason::BadIpChecksum,
+        DropReason::BadL4Checksum,
+        DropReason::IpOptions,
+        DropReason::Fragment,
+        DropReason::ControlFromWire,
+        DropReason::NoBuffer,
+        DropReason::ArpUnresolved,
+        DropReason::TsoTooLarge,
+        DropReason::Unsupported,
+    ];
+
+    /// The reason's stable snake_case name, used in statistics output (e.g. "bad_ip_checksum").
+    pub fn name(self) -> &'static str {
+        match self {
+            DropReason::Truncated => "truncated",
+            DropReason::BadLength => "bad_length",
+            DropReason::BadIpVersion => "bad_ip_version",
+            DropReason::BadIpChecksum => "bad_ip_checksum",
+            DropReason::BadL4Checksum => "bad_l4_checksum",
+            DropReason::IpOptions => "ip_options",
+            DropReason::Fragment => "fragment",
+            DropReason::ControlFromWire => "control_from_wire",
+            DropReason::NoBuffer => "no_buffer",
+            DropReason::ArpUnresolved => "arp_unresolved",
+            DropReason::TsoTooLarge => "tso_too_large",
+            DropReason::Unsupported => "unsupported",
+        }
+    }
+}
+
+impl std::fmt::Display for DropReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One drop counter per [`DropReason`].
+///
+/// Invariant: `total()` is the sum of `get(r)` over [`DropReason::ALL`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DropCounters {
+    counts: [u64; 12],
+}
+
+impl DropCounters {
+    /// Counts one drop for `r`.
+    #[inline]
+    pub fn inc(&mut self, r: DropReason) {
+        self.counts[r as usize] += 1;
+    }
+
+    /// Counts `n` drops for `r`.
+    #[inline]
+    pub fn add_n(&mut self, r: DropReason, n: u64) {
+        self.counts[r as usize] += n;
+    }
+
+    /// The drops counted for `r`.
+    #[inline]
+    pub fn get(&self, r: DropReason) -> u64 {
+        self.counts[r as usize]
+    }
+
+    /// All drops, every reason together.
+    pub fn total(&self) -> u64 {
+        self.counts.iter().sum()
+    }
+
+    /// Adds every counter of `o` to this one (aggregation across lcores).
+    pub fn add(&mut self, o: &DropCounters) {
+        for (a, b) in self.counts.iter_mut().zip(o.counts.iter()) {
+            *a += *b;
+        }
+    }
+
+    /// `(reason, count)` for every reason, in [`DropReason::ALL`] order (zeros included).
+    pub fn iter(&self) -> impl Iterator<Item = (DropReason, u64)> + '_ {
+        DropReason::ALL.iter().map(move |&r| (r, self.get(r)))
+    }
+}
+
+/// What a frame is, after validation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum L3 {
+    /// An Ethernet/IPv4 ARP request or reply; the 28-byte body starts at [`ETH_HDR_LEN`].
+    Arp,
+    /// A validated, unfragmented IPv4 packet without options. `l4_off` is the offset of the L4
+    /// header in the frame and `l4_len` its length up to `total_length` (Ethernet padding
+    /// excluded), so `frame[l4_off..l4_off + l4_len]` is always in bounds.
+    Ipv4 {
+        /// IP protocol number (RFC 791 §3.1).
+        proto: u8,
+        /// Source address.
+        src: [u8; 4],
+        /// Destination address.
+        dst: [u8; 4],
+        /// Offset of the L4 header from the start of the frame.
+        l4_off: usize,
+        /// Length of the L4 header and payload.
+        l4_len: usize,
+    },
+    /// Any other EtherType (IPv6, VLAN-tagged, LLDP, ...): not inspected.
+    Other(u16),
+}
+
+/// A validated frame: its Ethernet addressing and what it carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Parsed {
+    /// Destination MAC address.
+    pub dst_mac: [u8; 6],
+    /// Source MAC address.
+    pub src_mac: [u8; 6],
+    /// EtherType (RFC 894).
+    pub ethertype: u16,
+    /// The network-layer view.
+    pub l3: L3,
+}
+
+#[inline(always)]
+fn be16(b: &[u8], i: usize) -> u16 {
+    u16::from_be_bytes([b[i], b[i + 1]])
+}
+
+#[inline(always)]
+fn addr4(b: &[u8], i: usize) -> [u8; 4] {
+    [b[i], b[i + 1], b[i + 2], b[i + 3]]
+}
+
+/// Validate a frame received from a wire port.
+///
+/// Checks, in order: Ethernet header present (`Truncated`); control EtherTypes
+/// (`offload_api::is_control_ethertype`) refused (`ControlFromWire`); ARP (RFC 826): fixed
+/// part present (`Truncated`), Ethernet/IPv4 with opcode request or reply (`Unsupported`),
+/// full 28-byte body (`Truncated`); IPv4 (RFC 791 §3.1): 20 bytes present (`Truncated`),
+/// version 4 (`BadIpVersion`), IHL ≥ 5 (`BadLength`), header present (`Truncated`), IHL > 5
+/// (`IpOptions`), `total_length` < IHL*4 (`BadLength`) or beyond the frame (`Truncated`:
+/// the frame was cut; Ethernet padding beyond `total_length` is allowed), header checksum
+/// (`BadIpChecksum`), MF or fragment offset ≠ 0 (`Fragment`); TCP (RFC 9293 §3.1): 20-byte
+/// header (`Truncated`), data offset ≥ 5 and within the segment (`BadLength`), checksum
+/// (`BadL4Checksum`); UDP (RFC 768): 8-byte header (`Truncated`), length field equal to the
+/// IP payload length (`BadLength`), checksum unless 0 (`BadL4Checksum`); ICMP (RFC 792):
+/// 8-byte header (`Truncated`), checksum (`BadL4Checksum`). Other IP protocols and other
+/// EtherTypes pass with no further check.
+///
+/// Invariant: never panics and never allocates, for any input.
+#[inline]
+pub fn parse(frame: &[u8]) -> Result<Parsed, DropReason> {
+    if frame.len() < ETH_HDR_LEN {
+        return Err(DropReason::Truncated);
+    }
+    let mut dst_mac = [0u8; 6];
+    let mut src_mac = [0u8; 6];
+    dst_mac.copy_from_slice(&frame[0..6]);
+    src_mac.copy_from_slice(&frame[6..12]);
+    let ethertype = be16(frame, 12);
+    let l3 = match ethertype {
+        ETHERTYPE_IPV4 => parse_ipv4(frame)?,
+        ETHERTYPE_ARP => {
+            parse_arp(&frame[ETH_HDR_LEN..])?;
+            L3::Arp
+        }
+        t if offload_api::is_control_ethertype(t) => return Err(DropReason::ControlFromWire),
+        t => L3::Other(t),
+    };
+    Ok(Parsed {
+        dst_mac,
+        src_mac,
+        ethertype,
+        l3,
+    })
+}
+
+#[inline]
+fn parse_arp(a: &[u8]) -> Result<(), DropReason> {
+    if a.len() < 8 {
+        return Err(DropReason::Truncated);
+    }
+    // htype 1 (Ethernet), ptype 0x0800, hlen 6, plen 4, op 1 or 2 (RFC 826 "Packet format").
+    let op = be16(a, 6);
+    if be16(a, 0) != 1 || be16(a, 2) != ETHERTYPE_IPV4 || a[4] != 6 || a[5] != 4 {
+        return Err(DropReason::Unsupported);
+    }
+    if op != 1 && op != 2 {
+        return Err(DropReason::Unsupported);
+    }
+    if a.len() < ARP_LEN {
+        return Err(DropReason::Truncated);
+    }
+    Ok(())
+}
+
+#[inline]
+fn parse_ipv4(frame: &[u8]) -> Result<L3, DropReason> {
+    let ip = &frame[ETH_HDR_LEN..];
+    if ip.len() < 20 {
+        return Err(DropReason::Truncated);
+    }
+    let vihl = ip[0];
+    if vihl >> 4 != 4 {
+        return Err(DropReason::BadIpVersion);
+    }
+    let ihl = ((vihl & 0x0f) as usize) * 4;
+    if ihl < 20 {
+        return Err(DropReason::BadLength);
+    }
+    if ihl > ip.len() {
+        return Err(DropReason::Truncated);
+    }
+    if ihl > 20 {
+        return Err(DropReason::IpOptions);
+    }
+    let total = be16(ip, 2) as usize;
+    if total < ihl {
+        return Err(DropReason::BadLength);
+    }
+    if total > ip.len() {
+        return Err(DropReason::Truncated);
+    }
+    if !csum::verify(&ip[..20]) {
+        return Err(DropReason::BadIpChecksum);
+    }
+    if be16(ip, 6) & 0x3fff != 0 {
+        return Err(DropReason::Fragment);
+    }
+    let proto = ip[9];
+    let src = addr4(ip, 12);
+    let dst = addr4(ip, 16);
+    let l4 = &ip[ihl..total];
+    match proto {
+        IPPROTO_TCP => {
+            if l4.len() < 20 {
+                return Err(DropReason::Truncated);
+            }
+            let doff = ((l4[12] >> 4) as usize) * 4;
+            if doff < 20 || doff > l4.len() {
+                return Err(DropReason::BadLength);
+            }
+            if !csum::verify_l4(src, dst, proto, l4) {
+                return Err(DropReason::BadL4Checksum);
+            }
+        }
+        IPPROTO_UDP => {
+            if l4.len() < 8 {
+                return Err(DropReason::Truncated);
+            }
+            if be16(l4, 4) as usize != l4.len() {
+                return Err(DropReason::BadLength);
+            }
+            if be16(l4, 6) != 0 && !csum::verify_l4(src, dst, proto, l4) {
+                return Err(DropReason::BadL4Checksum);
+            }
+        }
+        IPPROTO_ICMP => {
+            if l4.len() < 8 {
+                return Err(DropReason::Truncated);
+            }
+            if !csum::verify(l4) {
+                return Err(DropReason::BadL4Checksum);
+            }
+        }
+        _ => {}
+    }
+    Ok(L3::Ipv4 {
+        proto,
+        src,
+        dst,
+        l4_off: ETH_HDR_LEN + ihl,
+        l4_len: l4.len(),
+    })
+}
+
+#[cfg(test)]
+pub(crate) mod testframes {
+    //! Reference frames built with smoltcp's `wire` emitters (an implementation independent
+    //! of ours), shared by the unit tests of `net`.
+    use smoltcp::phy::ChecksumCapabilities;
+    use smoltcp::wire::{
+        ArpOperation, ArpPacket, ArpRepr, EthernetAddress, EthernetFrame, EthernetProtocol,
+        Icmpv4Packet, Icmpv4Repr, IpAddress, IpProtocol, Ipv4Address, Ipv4Packet, Ipv4Repr,
+        TcpControl, TcpPacket, TcpRepr, TcpSeqNumber, UdpPacket, UdpRepr,
+    };
+
+    pub const MAC_A: [u8; 6] = [0x02, 0, 0, 0, 0, 0x0a];
+    pub const MAC_B: [u8; 6] = [0x02, 0, 0, 0, 0, 0x0b];
+    pub const IP_A: [u8; 4] = [10, 0, 0, 1];
+    pub const IP_B: [u8; 4] = [10, 0, 0, 2];
+
+    fn ip(a: [u8; 4]) -> Ipv4Address {
+        Ipv4Address::from(a)
+    }
+
+    fn eth(dst: [u8; 6], src: [u8; 6], proto: EthernetProtocol, payload: usize) -> Vec<u8> {
+        let mut v = vec![0u8; 14 + payload];
+        let mut f = EthernetFrame::new_unchecked(&mut v[..]);
+        f.set_dst_addr(EthernetAddress(dst));
+        f.set_src_addr(EthernetAddress(src));
+        f.set_ethertype(proto);
+        v
+    }
+
+    pub fn arp(
+        op: ArpOperation,
+        smac: [u8; 6],
+        sip: [u8; 4],
+        tmac: [u8; 6],
+        tip: [u8; 4],
+    ) -> Vec<u8> {
+        let dst = if op == ArpOperation::Request {
+            [0xff; 6]
+        } else {
+            tmac
+        };
+        let mut v = eth(dst, smac, EthernetProtocol::Arp, 28);
+        ArpRepr::EthernetIpv4 {
+            operation: op,
+            source_hardware_addr: EthernetAddress(smac),
+            source_protocol_addr: ip(sip),
+            target_hardware_addr: EthernetAddress(tmac),
+            target_protocol_addr: ip(tip),
+        }
+        .emit(&mut ArpPacket::new_unchecked(&mut v[14..]));
+        v
+    }
+
+    fn ipv4(
+        dmac: [u8; 6],
+        smac: [u8; 6],
+        src: [u8; 4],
+        dst: [u8; 4],
+        proto: IpProtocol,
+        l4: usize,
+    ) -> Vec<u8> {
+        let mut v = eth(dmac, smac, EthernetProtocol::Ipv4, 20 + l4);
+        Ipv4Repr {
+            src_addr: ip(src),
+            dst_addr: ip(dst),
+            next_header: proto,
+            payload_len: l4,
+            hop_limit: 64,
+        }
+        .emit(
+            &mut Ipv4Packet::new_unchecked(&mut v[14..]),
+            &ChecksumCapabilities::default(),
+        );
+        v
+    }
+
+    pub fn tcp(
+        src: [u8; 4],
+        dst: [u8; 4],
+        seq: u32,
+        control: TcpControl,
+        payload: &[u8],
+    ) -> Vec<u8> {
+        let repr = TcpRepr {
+            src_port: 40000,
+            dst_port: 80,
+            control,
+            seq_number: TcpSeqNumber(seq as i32),
+            ack_number: Some(TcpSeqNumber(7)),
+            window_len: 1024,
+            window_scale: None,
+            max_seg_size: None,
+            sack_permitted: false,
+            sack_ranges: [None; 3],
+            timestamp: None,
+            payload,
+        };
+        let mut v = ipv4(MAC_B, MAC_A, src, dst, IpProtocol::Tcp, repr.buffer_len());
+        repr.emit(
+            &mut TcpPacket::new_unchecked(&mut v[34..]),
+            &IpAddress::Ipv4(ip(src)),
+            &IpAddress::Ipv4(ip(dst)),
+            &ChecksumCapabilities::default(),
+        );
+        v
+    }
+
+    pub fn udp(src: [u8; 4], dst: [u8; 4], payload: &[u8]) -> Vec<u8> {
+        let mut v = ipv4(MAC_B, MAC_A, src, dst, IpProtocol::Udp, 8 + payload.len());
+        UdpRepr {
+            src_port: 5000,
+            dst_port: 53,
+        }
+        .emit(
+            &mut UdpPacket::new_unchecked(&mut v[34..]),
+            &IpAddress::Ipv4(ip(src)),
+            &IpAddress::Ipv4(ip(dst)),
+            payload.len(),
+            |p| p.copy_from_slice(payload),
+            &ChecksumCapabilities::default(),
+        );
+        v
+    }
+
+    pub fn icmp_echo(
+        dmac: [u8; 6],
+        src: [u8; 4],
+        dst: [u8; 4],
+        ident: u16,
+        seq: u16,
+        data: &[u8],
+    ) -> Vec<u8> {
+        let repr = Icmpv4Repr::EchoRequest {
+            ident,
+            seq_no: seq,
+            data,
+        };
+        let mut v = ipv4(dmac, MAC_A, src, dst, IpProtocol::Icmp, repr.buffer_len());
+        repr.emit(
+            &mut Icmpv4Packet::new_unchecked(&mut v[34..]),
+            &ChecksumCapabilities::default(),
+        );
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testframes::*;
+    use super::*;
+    use smoltcp::wire::{ArpOperation, TcpControl};
+
+    #[test]
+    fn drop_reason_names_and_order() {
+        for (i, r) in DropReason::ALL.iter().enumerate() {
+            assert_eq!(*r as usize, i);
+        }
+        assert_eq!(DropReason::BadIpChecksum.name(), "bad_ip_checksum");
+        assert_eq!(DropReason::ControlFromWire.name(), "control_from_wire");
+        let mut names: Vec<_> = DropReason::ALL.iter().map(|r| r.name()).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), 12);
+    }
+
+    #[test]
+    fn drop_counters_arithmetic() {
+        let mut a = DropCounters::default();
+        a.inc(DropReason::Fragment);
+        a.inc(DropReason::Fragment);
+        a.inc(DropReason::NoBuffer);
+        let mut b = DropCounters::default();
+        b.add(&a);
+        b.add(&a);
+        assert_eq!(b.get(DropReason::Fragment), 4);
+        assert_eq!(b.total(), 6);
+        assert_eq!(b.iter().map(|(_, n)| n).sum::<u64>(), 6);
+        assert_eq!(b.iter().count(), 12);
+    }
+
+    #[test]
+    fn parses_arp() {
+        let f = arp(ArpOperation::Request, MAC_A, IP_A, [0; 6], IP_B);
+        let p = parse(&f).unwrap();
+        assert_eq!(p.l3, L3::Arp);
+        assert_eq!(p.ethertype, ETHERTYPE_ARP);
+        assert_eq!(p.dst_mac, [0xff; 6]);
+        assert_eq!(p.src_mac, MAC_A);
+        // Padded to the Ethernet minimum: still fine.
+        let mut padded = f.clone();
+        padded.resize(60, 0);
+        assert_eq!(parse(&padded).unwrap().l3, L3::Arp);
+        // Unknown opcode and non-Ethernet hardware are unsupported.
+        let mut bad = f.clone();
+        bad[21] = 3;
+        assert_eq!(parse(&bad), Err(DropReason::Unsupported));
+        let mut bad = f.clone();
+        bad[15] = 6;
+        assert_eq!(parse(&bad), Err(DropReason::Unsupported));
+        assert_eq!(parse(&f[..41]), Err(DropReason::Truncated));
+    }
+
+    #[test]
+    fn parses_tcp() {
+        let f = tcp(IP_A, IP_B, 1000, TcpControl::Psh, b"hello world");
+        let p = parse(&f).unwrap();
+        assert_eq!(
+            p.l3,
+            L3::Ipv4 {
+                proto: IPPROTO_TCP,
+                src: IP_A,
+                dst: IP_B,
+                l4_off: 34,
+                l4_len: 20 + 11
+            }
+        );
+        assert_eq!(p.dst_mac, MAC_B);
+    }
+
+    #[test]
+    fn parses_udp_with_and_without_checksum_and_padding() {
+        let mut f = udp(IP_A, IP_B, b"abc");
+        let want = L3::Ipv4 {
+            proto: IPPROTO_UDP,
+            src: IP_A,
+            dst: IP_B,
+            l4_off: 34,
+            l4_len: 11,
+        };
+        assert_eq!(parse(&f).unwrap().l3, want);
+        f.resize(60, 0); // Ethernet padding is not part of the IP packet.
+        assert_eq!(parse(&f).unwrap().l3, want);
+        f[40] = 0;
+        f[41] = 0; // RFC 768: no checksum.
+        assert_eq!(parse(&f).unwrap().l3, want);
+        f[44] ^= 1;
+        assert!(
+            parse(&f).is_ok(),
+            "payload change with checksum 0 is not detected"
+        );
+    }
+
+    #[test]
+    fn parses_icmp() {
+        let f = icmp_echo(MAC_B, IP_A, IP_B, 7, 1, b"ping");
+        let p = parse(&f).unwrap();
+        assert_eq!(
+            p.l3,
+            L3::Ipv4 {
+                proto: IPPROTO_ICMP,
+                src: IP_A,
+                dst: IP_B,
+                l4_off: 34,
+                l4_len: 12
+            }
+        );
+    }
+
+    #[test]
+    fn other_ethertypes_pass() {
+        let mut f = vec![0u8; 60];
+        f[12] = 0x86;
+        f[13] = 0xdd;
+        assert_eq!(parse(&f).unwrap().l3, L3::Other(0x86dd));
+        f[12] = 0x09;
+        f[13] = 0x0c;
+        assert_eq!(parse(&f), Err(DropReason::ControlFromWire));
+    }
+
+    #[test]
+    fn other_ip_protocols_pass_unchecked() {
+        let mut f = udp(IP_A, IP_B, b"abc");
+        f[23] = 47; // GRE
+        crate::net::csum::fill_ipv4_header(&mut f[14..34]);
+        f[40] ^= 0xff; // L4 junk is not inspected.
+        assert!(matches!(parse(&f).unwrap().l3, L3::Ipv4 { proto: 47, .. }));
+    }
+}

@@ -1,0 +1,636 @@
+//! The per-lcore L2/L3 duties of the NIC: validate received frames, answer ARP (RFC 826) and
+//! ICMP echo (RFC 792) for the port's addresses, and prepare host-originated frames for the
+//! wire (checksum fill, software TSO, next-hop MAC resolution with a pending queue).
+//!
+//! Sans-I/O: the caller passes buffers, an explicit `now_ns` and an allocator; frames to send
+//! come back in `Vec`s the caller owns and reuses. `rx` never allocates.
+
+use super::arp::{self, ArpFields, ArpTable, ARP_FRAME_LEN, OP_REQUEST};
+use super::csum::{self, ipv4_bounds_for_tx};
+use super::icmp;
+use super::parse::{
+    parse, DropCounters, DropReason, Parsed, ETHERTYPE_IPV4, ETH_HDR_LEN, IPPROTO_ICMP,
+    IPPROTO_TCP, L3,
+};
+use super::tso;
+use crate::buf::PacketBuf;
+
+/// Configuration of one port's interface.
+///
+/// Invariant: `mtu` is the IP MTU (Ethernet payload), not counting the 14-byte Ethernet header.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IfaceConfig {
+    /// The port's MAC address.
+    pub mac: [u8; 6],
+    /// The port's IPv4 addresses with their prefix lengths (0..=32).
+    pub ipv4: Vec<([u8; 4], u8)>,
+    /// IP MTU; 1500 by default (RFC 894).
+    pub mtu: u16,
+}
+
+impl IfaceConfig {
+    /// An interface with `mac`, `ipv4` and the default MTU of 1500.
+    pub fn new(mac: [u8; 6], ipv4: Vec<([u8; 4], u8)>) -> Self {
+        IfaceConfig {
+            mac,
+            ipv4,
+            mtu: 1500,
+        }
+    }
+
+    /// True when `ip` is one of this interface's addresses.
+    #[inline]
+    pub fn has_ip(&self, ip: [u8; 4]) -> bool {
+        self.ipv4.iter().any(|(a, _)| *a == ip)
+    }
+
+    /// The interface address whose subnet contains `ip`, if any.
+    #[inline]
+    pub fn subnet_addr(&self, ip: [u8; 4]) -> Option<[u8; 4]> {
+        self.ipv4
+            .iter()
+            .find(|(a, p)| same_subnet(*a, ip, *p))
+            .map(|(a, _)| *a)
+    }
+
+    /// True when `ip` is the directed broadcast address of one of the interface's subnets
+    /// (prefixes shorter than /31 only, RFC 3021).
+    #[inline]
+    fn is_subnet_broadcast(&self, ip: [u8; 4]) -> bool {
+        self.ipv4.iter().any(|(a, p)| {
+            *p < 31 && same_subnet(*a, ip, *p) && (u32::from_be_bytes(ip) | mask(*p)) == u32::MAX
+        })
+    }
+}
+
+impl Default for IfaceConfig {
+    fn default() -> Self {
+        IfaceConfig::new([0; 6], Vec::new())
+    }
+}
+
+#[inline]
+fn mask(prefix: u8) -> u32 {
+    match prefix {
+        0 => 0,
+        p if p >= 32 => u32::MAX,
+        p => u32::MAX << (32 - p as u32),
+    }
+}
+
+#[inline]
+fn same_subnet(a: [u8; 4], b: [u8; 4], prefix: u8) -> bool {
+    let m = mask(prefix);
+    u32::from_be_bytes(a) & m == u32::from_be_bytes(b) & m
+}
+
+/// Tunables of the ARP machinery.
+///
+/// Invariant: timing values are in nanoseconds of the caller's clock (`now_ns`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StackConfig {
+    /// How long a learnt ARP entry stays fresh (default 60 s).
+    pub arp_timeout_ns: u64,
+    /// Interval between ARP requests for an unresolved address (default 1 s).
+    pub arp_retry_ns: u64,
+    /// Requests sent after the first before giving up (default 3).
+    pub arp_max_retries: u32,
+    /// ARP table entries per port (default 1024); a full table evicts its oldest entry. Also
+    /// bounds the number of addresses being resolved at once per port.
+    pub arp_table_size: usize,
+    /// Host frames held per unresolved address (default 16); more are dropped.
+    pub pending_per_ip: usize,
+}
+
+impl Default for StackConfig {
+    fn default() -> Self {
+        StackConfig {
+            arp_timeout_ns: 60_000_000_000,
+            arp_retry_ns: 1_000_000_000,
+            arp_max_retries: 3,
+            arp_table_size: 1024,
+            pending_per_ip: 16,
+        }
+    }
+}
+
+/// What [`NicStack::rx`] decided about a frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Disposition {
+    /// The buffer was rewritten in place (ARP reply, ICMP echo reply): send it back out the
+    /// port it came in on.
+    Reply,
+    /// The stack used the frame (e.g. an ARP reply was learnt): free the buffer.
+    Consumed,
+    /// The frame is malformed or refused: free the buffer. Already counted.
+    Drop(DropReason),
+    /// Not for the NIC's own duties: the caller forwards it or hands it to the host.
+    Pass(Parsed),
+}
+
+/// Counters of one [`NicStack`].
+///
+/// Invariant (rx side): every frame given to `rx` is counted exactly once among `passed`,
+/// `drops`, `arp_replies_out + icmp_echo_replies` (Reply) and
+/// `arp_requests_in - arp_replies_out + arp_replies_in` (Consumed).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StackCounters {
+    /// ARP requests received (valid, addressed to our MAC or broadcast).
+    pub arp_requests_in: u64,
+    /// ARP replies sent in answer to requests for our addresses.
+    pub arp_replies_out: u64,
+    /// ARP requests the stack originated (first tries and retries).
+    pub arp_requests_out: u64,
+    /// ARP replies received.
+    pub arp_replies_in: u64,
+    /// ARP entries evicted from a full table.
+    pub arp_table_evictions: u64,
+    /// Addresses given up on after the last retry.
+    pub arp_resolution_failed: u64,
+    /// ICMP echo requests for our addresses received.
+    pub icmp_echo_in: u64,
+    /// ICMP echo replies sent.
+    pub icmp_echo_replies: u64,
+    /// Frames given to `host_tx`.
+    pub host_tx_packets: u64,
+    /// Segments produced by software TSO.
+    pub tso_segments: u64,
+    /// Received frames handed back as [`Disposition::Pass`].
+    pub passed: u64,
+    /// Drops by reason, rx and tx together.
+    pub drops: DropCounters,
+}
+
+impl StackCounters {
+    /// Adds every counter of `o` to this one (aggregation across lcores).
+    pub fn add(&mut self, o: &StackCounters) {
+        self.arp_requests_in += o.arp_requests_in;
+        self.arp_replies_out += o.arp_replies_out;
+        self.arp_requests_out += o.arp_requests_out;
+        self.arp_replies_in += o.arp_replies_in;
+        self.arp_table_evictions += o.arp_table_evictions;
+        self.arp_resolution_failed += o.arp_resolution_failed;
+        self.icmp_echo_in += o.icmp_echo_in;
+        self.icmp_echo_replies += o.icmp_echo_replies;
+        self.host_tx_packets += o.host_tx_packets;
+        self.tso_segments += o.tso_segments;
+        self.passed += o.passed;
+        self.drops.add(&o.drops);
+    }
+}
+
+/// An address being resolved, with the host frames waiting for it.
+struct Pending<B> {
+    ip: [u8; 4],
+    /// Host frames, checksums filled unless they need TSO (done on release).
+    frames: Vec<B>,
+    /// ARP requests sent so far.
+    sent: u32,
+    /// When the next request (or the give-up) is due.
+    next_ns: u64,
+}
+
+struct PortState<B> {
+    arp: ArpTable,
+    pending: Vec<Pending<B>>,
+    /// Earliest `next_ns` among `pending`.
+    next_deadline: u64,
+    /// An address with pending frames was learnt since the last `poll_tx`.
+    learnt: bool,
+}
+
+/// The L2/L3 stack of one NIC lcore, for all its ports.
+///
+/// Invariant: holds at most `arp_table_size` resolving addresses and `pending_per_ip` frames
+/// per address per port; every frame it takes is eventually returned to the caller (Reply,
+/// `out`) or dropped and counted.
+pub struct NicStack<B: PacketBuf> {
+    ifaces: Vec<IfaceConfig>,
+    cfg: StackConfig,
+    ports: Vec<PortState<B>>,
+    counters: StackCounters,
+}
+
+#[inline]
+fn is_group(mac: &[u8]) -> bool {
+    mac[0] & 1 != 0
+}
+
+impl<B: PacketBuf> NicStack<B> {
+    /// A stack for `ifaces`, indexed by port index.
+    pub fn new(ifaces: Vec<IfaceConfig>, cfg: StackConfig) -> Self {
+        let ports = ifaces
+            .iter()
+            .map(|_| PortState {
+                arp: ArpTable::new(cfg.arp_table_size, cfg.arp_timeout_ns),
+                pending: Vec::new(),
+                next_deadline: u64::MAX,
+                learnt: false,
+            })
+            .collect();
+        NicStack {
+            ifaces,
+            cfg,
+            ports,
+            counters: StackCounters::default(),
+        }
+    }
+
+    /// Handle one frame received on `port`.
+    ///
+    /// - ARP request for one of the port's addresses: learn the sender, rewrite the buffer into
+    ///   the ARP reply in place → `Reply` (RFC 826).
+    /// - Other ARP requests (gratuitous, for other hosts): update the sender if already known
+    ///   (RFC 826 merge) → `Consumed`.
+    /// - ARP reply: learn the sender if it is addressed to us, known or being resolved;
+    ///   pending host frames for it go out on the next `poll_tx` → `Consumed`.
+    /// - ICMP echo request to one of our addresses from a unicast source: rewrite into the echo
+    ///   reply in place → `Reply` (RFC 792).
+    /// - Anything else valid (other ICMP, TCP, UDP to us or not, other EtherTypes, frames whose
+    ///   destination MAC is neither ours nor broadcast/multicast) → `Pass`.
+    /// - Malformed (see [`parse`]) or `port` out of range (`Unsupported`) → `Drop`, counted.
+    ///
+    /// Invariant: no allocation; the buffer's length is never changed.
+    #[inline]
+    pub fn rx(&mut self, port: usize, buf: &mut B, now_ns: u64) -> Disposition {
+        if port >= self.ifaces.len() {
+            return self.rx_drop(DropReason::Unsupported);
+        }
+        let p = match parse(buf.data()) {
+            Ok(p) => p,
+            Err(r) => return self.rx_drop(r),
+        };
+        let mac = self.ifaces[port].mac;
+        if p.dst_mac != mac && !is_group(&p.dst_mac) {
+            return self.pass(p);
+        }
+        match p.l3 {
+            L3::Arp => self.rx_arp(port, buf, now_ns),
+            L3::Ipv4 {
+                proto: IPPROTO_ICMP,
+                src,
+                dst,
+                l4_off,
+                ..
+            } if self.ifaces[port].has_ip(dst)
+                && icmp::is_echo_request(&buf.data()[l4_off..])
+                && is_unicast_ip(src) =>
+            {
+                self.counters.icmp_echo_in += 1;
+                icmp::echo_reply_in_place(buf.data_mut(), l4_off, mac);
+                self.counters.icmp_echo_replies += 1;
+                Disposition::Reply
+            }
+            _ => self.pass(p),
+        }
+    }
+
+    #[inline]
+    fn pass(&mut self, p: Parsed) -> Disposition {
+        self.counters.passed += 1;
+        Disposition::Pass(p)
+    }
+
+    #[inline]
+    fn rx_drop(&mut self, r: DropReason) -> Disposition {
+        self.counters.drops.inc(r);
+        Disposition::Drop(r)
+    }
+
+    fn rx_arp(&mut self, port: usize, buf: &mut B, now_ns: u64) -> Disposition {
+        let Some(a) = ArpFields::read(&buf.data()[ETH_HDR_LEN..]) else {
+            return self.rx_drop(DropReason::Truncated);
+        };
+        let iface = &self.ifaces[port];
+        let for_us = iface.has_ip(a.tpa);
+        let is_request = a.op == OP_REQUEST;
+        if is_request {
+            self.counters.arp_requests_in += 1;
+        } else {
+            self.counters.arp_replies_in += 1;
+        }
+        // Never learn probes (sender 0.0.0.0, RFC 5227), group or zero MACs, or our own
+        // addresses claimed by someone else.
+        let learnable =
+            a.spa != [0; 4] && !is_group(&a.sha) && a.sha != [0; 6] && !iface.has_ip(a.spa);
+        if learnable {
+            let st = &mut self.ports[port];
+            let merged = st.arp.update_if_present(a.spa, a.sha, now_ns);
+            let resolving = st.pending.iter().any(|p| p.ip == a.spa);
+            if !merged && (for_us || resolving) && st.arp.insert(a.spa, a.sha, now_ns) {
+                self.counters.arp_table_evictions += 1;
+            }
+            if resolving {
+                st.learnt = true;
+            }
+        }
+        if is_request && for_us {
+            arp::reply_in_place(buf.data_mut(), self.ifaces[port].mac);
+            self.counters.arp_replies_out += 1;
+            Disposition::Reply
+        } else {
+            Disposition::Consumed
+        }
+    }
+
+    /// A host-originated Ethernet/IPv4 frame to send on `port`.
+    ///
+    /// Fills checksums ([`csum::fill_checksums`]); if the IP packet is longer than the port MTU
+    /// and it is TCP, splits it into MSS-sized segments ([`tso::segment`], buffers from
+    /// `alloc`); a non-TCP packet over the MTU is dropped (`TsoTooLarge`). A zero source MAC is
+    /// replaced by the port's. If the destination MAC is all zero it is resolved from the
+    /// destination IP: limited and subnet-directed broadcast → ff:ff:ff:ff:ff:ff, multicast →
+    /// 01:00:5e + low 23 bits (RFC 1112 §6.4), an address on one of the port's subnets → the ARP
+    /// table; off-subnet → `ArpUnresolved` (no gateway configuration yet). An unknown neighbour
+    /// holds the frame (at most `pending_per_ip`, beyond → `ArpUnresolved`) and an ARP request
+    /// goes out on the next [`NicStack::poll_tx`], which also releases the frame once resolved.
+    /// A stale entry is still used while it is refreshed in the background. Non-IPv4 frames
+    /// with a destination MAC go out unchanged; without one → `Unsupported`.
+    ///
+    /// Returns the number of frames pushed to `out` (0 when held), or the drop reason, counted
+    /// once per host frame. Invariant: on `Err`, `out` is unchanged and `buf` is freed.
+    pub fn host_tx(
+        &mut self,
+        port: usize,
+        buf: B,
+        now_ns: u64,
+        alloc: &mut dyn FnMut() -> Option<B>,
+        out: &mut Vec<B>,
+    ) -> Result<usize, DropReason> {
+        let r = self.host_tx_inner(port, buf, now_ns, alloc, out);
+        if let Err(reason) = r {
+            self.counters.drops.inc(reason);
+        }
+        r
+    }
+
+    fn host_tx_inner(
+        &mut self,
+        port: usize,
+        mut buf: B,
+        now_ns: u64,
+        alloc: &mut dyn FnMut() -> Option<B>,
+        out: &mut Vec<B>,
+    ) -> Result<usize, DropReason> {
+        if port >= self.ifaces.len() {
+            return Err(DropReason::Unsupported);
+        }
+        self.counters.host_tx_packets += 1;
+        let iface = &self.ifaces[port];
+        let d = buf.data_mut();
+        if d.len() < ETH_HDR_LEN {
+            return Err(DropReason::Truncated);
+        }
+        let dst_zero = d[0..6] == [0; 6];
+        if d[6..12] == [0; 6] {
+            d[6..12].copy_from_slice(&iface.mac);
+        }
+        if u16::from_be_bytes([d[12], d[13]]) != ETHERTYPE_IPV4 {
+            if dst_zero {
+                return Err(DropReason::Unsupported);
+            }
+            out.push(buf);
+            return Ok(1);
+        }
+        let (_, total) = ipv4_bounds_for_tx(&d[ETH_HDR_LEN..])?;
+        let needs_tso = total > iface.mtu as usize;
+        if needs_tso {
+            if d[ETH_HDR_LEN + 9] != IPPROTO_TCP {
+                return Err(DropReason::TsoTooLarge);
+            }
+            tso::mss_for(d, iface.mtu)?;
+        } else {
+            csum::fill_checksums(d)?;
+        }
+        if dst_zero {
+            let dst_ip = [d[30], d[31], d[32], d[33]];
+            match self.next_hop_mac(port, dst_ip, now_ns) {
+                Ok(mac) => buf.data_mut()[0..6].copy_from_slice(&mac),
+                Err(None) => return Err(DropReason::ArpUnresolved),
+                Err(Some(())) => return self.hold(port, dst_ip, buf, now_ns),
+            }
+        }
+        self.emit(port, buf, needs_tso, alloc, out)
+    }
+
+    /// Sends a frame whose MACs are set: TSO if needed, else push as is.
+    fn emit(
+        &mut self,
+        port: usize,
+        buf: B,
+        needs_tso: bool,
+        alloc: &mut dyn FnMut() -> Option<B>,
+        out: &mut Vec<B>,
+    ) -> Result<usize, DropReason> {
+        if needs_tso {
+            let n = tso::segment(buf.data(), self.ifaces[port].mtu, alloc, out)?;
+            self.counters.tso_segments += n as u64;
+            Ok(n)
+        } else {
+            out.push(buf);
+            Ok(1)
+        }
+    }
+
+    /// The destination MAC for `ip` on `port`: `Ok(mac)`, `Err(None)` when it cannot be
+    /// resolved at all, `Err(Some(()))` when ARP must be asked first.
+    fn next_hop_mac(
+        &mut self,
+        port: usize,
+        ip: [u8; 4],
+        now_ns: u64,
+    ) -> Result<[u8; 6], Option<()>> {
+        let iface = &self.ifaces[port];
+        if ip == [255; 4] || iface.is_subnet_broadcast(ip) {
+            return Ok([0xff; 6]);
+        }
+        if ip[0] & 0xf0 == 0xe0 {
+            return Ok([0x01, 0x00, 0x5e, ip[1] & 0x7f, ip[2], ip[3]]);
+        }
+        if iface.subnet_addr(ip).is_none() {
+            return Err(None);
+        }
+        match self.ports[port].arp.lookup_any(ip, now_ns) {
+            Some((mac, true)) => Ok(mac),
+            Some((mac, false)) => {
+                self.resolve_inner(port, ip, now_ns);
+                Ok(mac)
+            }
+            None => Err(Some(())),
+        }
+    }
+
+    /// Holds `buf` until `ip` is resolved.
+    fn hold(&mut self, port: usize, ip: [u8; 4], buf: B, now_ns: u64) -> Result<usize, DropReason> {
+        let cap = self.cfg.pending_per_ip;
+        let max_ips = self.cfg.arp_table_size.max(1);
+        let st = &mut self.ports[port];
+        if let Some(p) = st.pending.iter_mut().find(|p| p.ip == ip) {
+            if p.frames.len() >= cap {
+                return Err(DropReason::ArpUnresolved);
+            }
+            p.frames.push(buf);
+            return Ok(0);
+        }
+        if st.pending.len() >= max_ips || cap == 0 {
+            return Err(DropReason::ArpUnresolved);
+        }
+        let mut frames = Vec::with_capacity(cap.min(4));
+        frames.push(buf);
+        st.pending.push(Pending {
+            ip,
+            frames,
+            sent: 0,
+            next_ns: now_ns,
+        });
+        st.next_deadline = st.next_deadline.min(now_ns);
+        Ok(0)
+    }
+
+    /// Frames the stack itself wants to send on `port` now: ARP requests (new, and retries
+    /// every `arp_retry_ns` up to `arp_max_retries`; after the last one times out the held
+    /// frames are dropped as `ArpUnresolved`, counted, and `arp_resolution_failed` counts the
+    /// address) and held frames whose MAC got resolved (segmented by TSO when needed). Uses
+    /// `alloc` for new frames; `NoBuffer` is counted when it returns `None` (the request is
+    /// tried again on the next call).
+    ///
+    /// Invariant: cheap when nothing is due (no pending address, or none learnt and the
+    /// earliest deadline not reached); `port` out of range is ignored.
+    pub fn poll_tx(
+        &mut self,
+        port: usize,
+        now_ns: u64,
+        alloc: &mut dyn FnMut() -> Option<B>,
+        out: &mut Vec<B>,
+    ) {
+        let Some(st) = self.ports.get_mut(port) else {
+            return;
+        };
+        if st.pending.is_empty() || (!st.learnt && now_ns < st.next_deadline) {
+            return;
+        }
+        st.learnt = false;
+        let mut i = 0;
+        while i < self.ports[port].pending.len() {
+            let ip = self.ports[port].pending[i].ip;
+            if let Some(mac) = self.ports[port].arp.lookup(ip, now_ns) {
+                let p = self.ports[port].pending.swap_remove(i);
+                for mut b in p.frames {
+                    b.data_mut()[0..6].copy_from_slice(&mac);
+                    let needs_tso = ipv4_bounds_for_tx(&b.data()[ETH_HDR_LEN..])
+                        .is_ok_and(|(_, total)| total > self.ifaces[port].mtu as usize);
+                    if let Err(r) = self.emit(port, b, needs_tso, alloc, out) {
+                        self.counters.drops.inc(r);
+                    }
+                }
+                continue;
+            }
+            let p = &mut self.ports[port].pending[i];
+            if now_ns < p.next_ns {
+                i += 1;
+                continue;
+            }
+            if p.sent > self.cfg.arp_max_retries {
+                let p = self.ports[port].pending.swap_remove(i);
+                self.counters
+                    .drops
+                    .add_n(DropReason::ArpUnresolved, p.frames.len() as u64);
+                self.counters.arp_resolution_failed += 1;
+                // A stale entry that no longer answers is forgotten.
+                self.ports[port].arp.remove(ip);
+                continue;
+            }
+            let Some(mut b) = alloc() else {
+                self.counters.drops.inc(DropReason::NoBuffer);
+                i += 1;
+                continue;
+            };
+            if !tso::set_len(&mut b, ARP_FRAME_LEN) {
+                self.counters.drops.inc(DropReason::NoBuffer);
+                i += 1;
+                continue;
+            }
+            let iface = &self.ifaces[port];
+            let our_ip = iface
+                .subnet_addr(ip)
+                .or_else(|| iface.ipv4.first().map(|(a, _)| *a))
+                .unwrap_or([0; 4]);
+            arp::write_request(b.data_mut(), iface.mac, our_ip, ip);
+            out.push(b);
+            self.counters.arp_requests_out += 1;
+            let p = &mut self.ports[port].pending[i];
+            p.sent += 1;
+            p.next_ns = now_ns.saturating_add(self.cfg.arp_retry_ns);
+            i += 1;
+        }
+        let st = &mut self.ports[port];
+        st.next_deadline = st
+            .pending
+            .iter()
+            .map(|p| p.next_ns)
+            .min()
+            .unwrap_or(u64::MAX);
+    }
+
+    /// Ask to resolve `ip` on `port`: an ARP request goes out on the next `poll_tx` unless the
+    /// address is known and fresh or already being resolved. Out-of-range ports are ignored.
+    pub fn resolve(&mut self, port: usize, ip: [u8; 4], now_ns: u64) {
+        if port >= self.ports.len() || self.ports[port].arp.lookup(ip, now_ns).is_some() {
+            return;
+        }
+        self.resolve_inner(port, ip, now_ns);
+    }
+
+    fn resolve_inner(&mut self, port: usize, ip: [u8; 4], now_ns: u64) {
+        let max_ips = self.cfg.arp_table_size.max(1);
+        let st = &mut self.ports[port];
+        if st.pending.len() >= max_ips || st.pending.iter().any(|p| p.ip == ip) {
+            return;
+        }
+        st.pending.push(Pending {
+            ip,
+            frames: Vec::new(),
+            sent: 0,
+            next_ns: now_ns,
+        });
+        st.next_deadline = st.next_deadline.min(now_ns);
+    }
+
+    /// The MAC address of `ip` on `port` if known and fresh at `now_ns` (learnt less than
+    /// `arp_timeout_ns` ago); `None` otherwise or for an out-of-range port.
+    #[inline]
+    pub fn arp_lookup(&self, port: usize, ip: [u8; 4], now_ns: u64) -> Option<[u8; 6]> {
+        self.ports.get(port)?.arp.lookup(ip, now_ns)
+    }
+
+    /// The counters since creation.
+    pub fn counters(&self) -> &StackCounters {
+        &self.counters
+    }
+
+    /// The configuration of `port`. Panics if `port` is out of range (a configuration error of
+    /// the caller, unlike frame contents).
+    pub fn iface(&self, port: usize) -> &IfaceConfig {
+        &self.ifaces[port]
+    }
+
+    /// Number of ports.
+    pub fn ports(&self) -> usize {
+        self.ifaces.len()
+    }
+
+    /// Host frames currently held waiting for ARP on `port`.
+    pub fn pending_frames(&self, port: usize) -> usize {
+        self.ports
+            .get(port)
+            .map_or(0, |s| s.pending.iter().map(|p| p.frames.len()).sum())
+    }
+}
+
+#[inline]
+fn is_unicast_ip(ip: [u8; 4]) -> bool {
+    ip != [0; 4] && ip != [255; 4] && ip[0] < 224
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,257 @@
+//! Software TCP segmentation offload: split a host-built Ethernet/IPv4/TCP frame larger than
+//! the port MTU into MSS-sized segments (what a NIC's TSO engine does, and what Linux's
+//! `tcp_gso_segment` does in software).
+
+use super::csum::{self, ipv4_bounds_for_tx};
+use super::parse::{DropReason, ETHERTYPE_IPV4, ETH_HDR_LEN, IPPROTO_TCP};
+use crate::buf::PacketBuf;
+
+/// TCP flag FIN (RFC 9293 §3.1).
+pub const TCP_FIN: u8 = 0x01;
+/// TCP flag PSH (RFC 9293 §3.1).
+pub const TCP_PSH: u8 = 0x08;
+/// TCP flag CWR (RFC 3168 §6.1).
+pub const TCP_CWR: u8 = 0x80;
+
+/// Makes `b`'s frame exactly `n` bytes long (content unspecified); false if it cannot.
+#[inline]
+pub(crate) fn set_len<B: PacketBuf>(b: &mut B, n: usize) -> bool {
+    let len = b.len();
+    if n >= len {
+        b.append(n - len).is_some()
+    } else {
+        b.trim(len - n)
+    }
+}
+
+/// The MSS that segments of `frame` (Ethernet/IPv4/TCP) get on a link of IP MTU `mtu`:
+/// `mtu` − IP header − TCP header with options (RFC 9293 §3.7.1). `Err` when the frame's
+/// headers are malformed or leave no room for payload (`TsoTooLarge`).
+pub fn mss_for(frame: &[u8], mtu: u16) -> Result<usize, DropReason> {
+    let (ihl, doff, _) = headers(frame)?;
+    let mss = mtu as usize;
+    if mss <= ihl + doff {
+        return Err(DropReason::TsoTooLarge);
+    }
+    Ok(mss - ihl - doff)
+}
+
+/// Validates the headers of a host TCP frame; returns (IHL*4, TCP header length, total_length).
+#[inline]
+fn headers(frame: &[u8]) -> Result<(usize, usize, usize), DropReason> {
+    if frame.len() < ETH_HDR_LEN {
+        return Err(DropReason::Truncated);
+    }
+    if u16::from_be_bytes([frame[12], frame[13]]) != ETHERTYPE_IPV4 {
+        return Err(DropReason::Unsupported);
+    }
+    let ip = &frame[ETH_HDR_LEN..];
+    let (ihl, total) = ipv4_bounds_for_tx(ip)?;
+    if ip[9] != IPPROTO_TCP {
+        return Err(DropReason::TsoTooLarge);
+    }
+    let tcp = &ip[ihl..total];
+    if tcp.len() < 20 {
+        return Err(DropReason::Truncated);
+    }
+    let doff = ((tcp[12] >> 4) as usize) * 4;
+    if doff < 20 || doff > tcp.len() {
+        return Err(DropReason::BadLength);
+    }
+    Ok((ihl, doff, total))
+}
+
+/// Splits the Ethernet/IPv4/TCP `frame` into segments whose IP packets fit in `mtu`, each in a
+/// new buffer from `alloc`, pushed to `out`; returns how many were pushed.
+///
+/// Each segment carries a copy of the Ethernet, IP (options included) and TCP (options
+/// included) headers with: IP total length of the segment, IP identification incremented by
+/// one per segment, TCP sequence number advanced by the payload before it, FIN and PSH only on
+/// the last segment, CWR only on the first, and fresh IP and TCP checksums (RFC 791 §3.1,
+/// RFC 9293 §3.1). The urgent pointer is copied unchanged. A frame that already fits yields
+/// one segment (checksums filled).
+///
+/// Invariant: on `Ok(n)`, the segments' payloads concatenate to the original payload; on
+/// `Err`, `out` is left as it was (segments already built are freed): `NoBuffer` when `alloc`
+/// fails or a buffer is too small, `TsoTooLarge` when the frame is not TCP or the headers
+/// leave no room for payload, and the header validation reasons of
+/// [`super::csum::fill_checksums`].
+pub fn segment<B: PacketBuf>(
+    frame: &[u8],
+    mtu: u16,
+    alloc: &mut dyn FnMut() -> Option<B>,
+    out: &mut Vec<B>,
+) -> Result<usize, DropReason> {
+    let (ihl, doff, total) = headers(frame)?;
+    let mss = mss_for(frame, mtu)?;
+    let hdrs = ETH_HDR_LEN + ihl + doff;
+    let payload = &frame[hdrs..ETH_HDR_LEN + total];
+    let nseg = payload.len().div_ceil(mss).max(1);
+    let t = ETH_HDR_LEN + ihl;
+    let seq0 = u32::from_be_bytes([frame[t + 4], frame[t + 5], frame[t + 6], frame[t + 7]]);
+    let id0 = u16::from_be_bytes([frame[18], frame[19]]);
+    let flags = frame[t + 13];
+    let src = [frame[26], frame[27], frame[28], frame[29]];
+    let dst = [frame[30], frame[31], frame[32], frame[33]];
+    let start = out.len();
+    for i in 0..nseg {
+        let lo = (i * mss).min(payload.len());
+        let hi = ((i + 1) * mss).min(payload.len());
+        let chunk = &payload[lo..hi];
+        let Some(mut b) = alloc() else {
+            out.truncate(start);
+            return Err(DropReason::NoBuffer);
+        };
+        if !set_len(&mut b, hdrs + chunk.len()) {
+            out.truncate(start);
+            return Err(DropReason::NoBuffer);
+        }
+        let d = b.data_mut();
+        d[..hdrs].copy_from_slice(&frame[..hdrs]);
+        d[hdrs..].copy_from_slice(chunk);
+        let ip_len = (ihl + doff + chunk.len()) as u16;
+        d[16..18].copy_from_slice(&ip_len.to_be_bytes());
+        d[18..20].copy_from_slice(&id0.wrapping_add(i as u16).to_be_bytes());
+        let seq = seq0.wrapping_add(lo as u32);
+        d[t + 4..t + 8].copy_from_slice(&seq.to_be_bytes());
+        let mut f = flags;
+        if i + 1 != nseg {
+            f &= !(TCP_FIN | TCP_PSH);
+        }
+        if i != 0 {
+            f &= !TCP_CWR;
+        }
+        d[t + 13] = f;
+        csum::fill_ipv4_header(&mut d[ETH_HDR_LEN..t]);
+        csum::fill_l4(IPPROTO_TCP, src, dst, &mut d[t..])?;
+        out.push(b);
+    }
+    Ok(nseg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::buf::HeapBuf;
+    use crate::net::parse::testframes::*;
+    use crate::net::parse::{parse, L3};
+    use smoltcp::wire::TcpControl;
+
+    fn big_frame(payload: &[u8], control: TcpControl, extra_flags: u8) -> Vec<u8> {
+        let mut f = tcp(IP_A, IP_B, 0xffff_f000, control, &[]);
+        f[47] |= extra_flags;
+        f.extend_from_slice(payload);
+        let total = (f.len() - 14) as u16;
+        f[16..18].copy_from_slice(&total.to_be_bytes());
+        f[18..20].copy_from_slice(&0xfffeu16.to_be_bytes()); // IP id wraps too
+        f
+    }
+
+    fn alloc() -> Option<HeapBuf> {
+        Some(HeapBuf::new())
+    }
+
+    #[test]
+    fn splits_9000_bytes_into_valid_segments() {
+        let payload: Vec<u8> = (0..9000u32).map(|i| (i * 7 + i / 251) as u8).collect();
+        let f = big_frame(&payload, TcpControl::Fin, TCP_PSH | TCP_CWR);
+        let mut out = Vec::new();
+        let n = segment::<HeapBuf>(&f, 1500, &mut alloc, &mut out).unwrap();
+        assert_eq!(n, 7); // 6 × 1460 + 240
+        assert_eq!(out.len(), 7);
+        let mut joined = Vec::new();
+        let mut expect_seq = 0xffff_f000u32;
+        for (i, b) in out.iter().enumerate() {
+            let d = b.data();
+            assert!(d.len() - 14 <= 1500);
+            let p = parse(d).unwrap_or_else(|e| panic!("segment {i}: {e}"));
+            let L3::Ipv4 { l4_off, l4_len, .. } = p.l3 else {
+                panic!()
+            };
+            assert_eq!(&d[..14], &f[..14]);
+            let id = u16::from_be_bytes([d[18], d[19]]);
+            assert_eq!(id, 0xfffeu16.wrapping_add(i as u16));
+            let seq = u32::from_be_bytes([d[38], d[39], d[40], d[41]]);
+            assert_eq!(seq, expect_seq);
+            let data = &d[l4_off + 20..l4_off + l4_len];
+            assert_eq!(data.len(), if i < 6 { 1460 } else { 240 });
+            expect_seq = expect_seq.wrapping_add(data.len() as u32);
+            joined.extend_from_slice(data);
+            let flags = d[47];
+            let last = i == 6;
+            assert_eq!(flags & TCP_FIN != 0, last, "FIN only on last");
+            assert_eq!(flags & TCP_PSH != 0, last, "PSH only on last");
+            assert_eq!(flags & TCP_CWR != 0, i == 0, "CWR only on first");
+            assert!(flags & 0x10 != 0, "ACK on every segment");
+        }
+        assert_eq!(joined, payload);
+    }
+
+    #[test]
+    fn mss_accounts_for_tcp_options() {
+        let payload = vec![0x5a; 3000];
+        let mut f = big_frame(&payload, TcpControl::Psh, 0);
+        // Insert 12 bytes of options (NOP NOP TS) after the 20-byte TCP header.
+        let opts = [1u8, 1, 8, 10, 0, 0, 0, 1, 0, 0, 0, 2];
+        f.splice(54..54, opts);
+        f[46] = (8 << 4) | (f[46] & 0x0f);
+        let total = (f.len() - 14) as u16;
+        f[16..18].copy_from_slice(&total.to_be_bytes());
+        assert_eq!(mss_for(&f, 1500), Ok(1448));
+        let mut out = Vec::new();
+        let n = segment::<HeapBuf>(&f, 1500, &mut alloc, &mut out).unwrap();
+        assert_eq!(n, 3);
+        for b in &out {
+            assert!(parse(b.data()).is_ok());
+            assert_eq!(&b.data()[54..66], &opts);
+        }
+        assert_eq!(out[0].len(), 14 + 1500);
+        assert_eq!(out[2].len(), 14 + 20 + 32 + 3000 - 2 * 1448);
+    }
+
+    #[test]
+    fn alloc_failure_leaves_out_unchanged() {
+        let f = big_frame(&[1; 5000], TcpControl::Psh, 0);
+        let mut out = vec![HeapBuf::from_frame(b"keep")];
+        let mut left = 2;
+        let mut alloc2 = || {
+            if left == 0 {
+                return None;
+            }
+            left -= 1;
+            Some(HeapBuf::new())
+        };
+        assert_eq!(
+            segment::<HeapBuf>(&f, 1500, &mut alloc2, &mut out),
+            Err(DropReason::NoBuffer)
+        );
+        assert_eq!(out.len(), 1);
+        let mut tiny = || Some(HeapBuf::with_room(100, 0));
+        assert_eq!(
+            segment::<HeapBuf>(&f, 1500, &mut tiny, &mut out),
+            Err(DropReason::NoBuffer)
+        );
+        assert_eq!(out.len(), 1);
+    }
+
+    #[test]
+    fn refuses_non_tcp_and_tiny_mtu() {
+        let mut u = udp(IP_A, IP_B, &[0; 100]);
+        let mut out: Vec<HeapBuf> = Vec::new();
+        assert_eq!(
+            segment(&u, 60, &mut alloc, &mut out),
+            Err(DropReason::TsoTooLarge)
+        );
+        u.truncate(10);
+        assert_eq!(
+            segment(&u, 60, &mut alloc, &mut out),
+            Err(DropReason::Truncated)
+        );
+        let f = big_frame(&[1; 100], TcpControl::Psh, 0);
+        assert_eq!(
+            segment(&f, 40, &mut alloc, &mut out),
+            Err(DropReason::TsoTooLarge)
+        );
+        assert!(out.is_empty());
+    }
+}

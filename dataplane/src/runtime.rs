@@ -1,0 +1,299 @@
+//! Building NIC lcores from a [`Config`] and running them on pinned threads.
+//!
+//! The backend-independent part lives here: spawning, pinning, periodic statistics, stopping
+//! and collecting reports. Port construction is per backend: [`build_wire`] for the
+//! in-memory wire here, and `runtime_dpdk` (feature `dpdk`) for DPDK ethdevs.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::clock::Clock;
+use crate::config::{Config, ConfigError, Driver};
+use crate::lcore::{HostChannel, LcoreReport, Mode, NicLcore, PortSlot};
+use crate::net::stack::{IfaceConfig, NicStack, StackConfig};
+use crate::pcap::PcapWriter;
+use crate::port::wire::{wire_pair, Impairments, LinkCounters, WireConfig, WireEnd, WireQueue};
+use crate::port::Port;
+
+/// Errors of building or running a topology.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The configuration does not fit this run.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// A capture file could not be opened.
+    #[error("--pcap {port}={path}: {source}")]
+    Pcap {
+        /// Port name.
+        port: String,
+        /// File.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// An lcore thread could not be started or panicked.
+    #[error("lcore {name}: {message}")]
+    Lcore {
+        /// Lcore name.
+        name: String,
+        /// What happened.
+        message: String,
+    },
+    /// A DPDK call failed.
+    #[error("DPDK: {0}")]
+    Dpdk(String),
+}
+
+/// Options of one run, beyond the configuration file.
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    /// What lcores do with frames not for the NIC itself.
+    pub mode: Mode,
+    /// Stop after this long (None: until Ctrl-C).
+    pub duration: Option<Duration>,
+    /// Print statistics this often (None: only at the end).
+    pub stats_interval: Option<Duration>,
+    /// `(port name, file)`: capture what the port sends and receives.
+    pub pcap: Vec<(String, PathBuf)>,
+    /// Pin lcore threads to their configured cores.
+    pub pin: bool,
+    /// Give each NIC lcore a host channel (frames to and from the host side).
+    pub host_channels: bool,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
+            mode: Mode::Nic,
+            duration: None,
+            stats_interval: None,
+            pcap: Vec::new(),
+            pin: true,
+            host_channels: false,
+        }
+    }
+}
+
+/// The per-port interface settings of a configuration, with each port's MAC.
+pub fn ifaces(cfg: &Config, macs: &[[u8; 6]]) -> Vec<IfaceConfig> {
+    cfg.ports
+        .iter()
+        .zip(macs)
+        .map(|(p, mac)| IfaceConfig {
+            mac: *mac,
+            ipv4: p.ipv4.clone(),
+            mtu: p.mtu,
+        })
+        .collect()
+}
+
+/// Opens the capture files named in `opts`, one writer per port index.
+pub fn open_captures(
+    cfg: &Config,
+    opts: &RunOptions,
+) -> Result<Vec<Option<Arc<Mutex<PcapWriter>>>>, RunError> {
+    let mut out: Vec<Option<Arc<Mutex<PcapWriter>>>> = vec![None; cfg.ports.len()];
+    for (port, path) in &opts.pcap {
+        let Some(i) = cfg.port_index(port) else {
+            let names: Vec<&str> = cfg.ports.iter().map(|p| p.name.as_str()).collect();
+            return Err(ConfigError::new(
+                "--pcap",
+                port.clone(),
+                format!("no such port; the ports are: {}", names.join(", ")),
+            )
+            .into());
+        };
+        let w = PcapWriter::create(path, 65535).map_err(|e| RunError::Pcap {
+            port: port.clone(),
+            path: path.display().to_string(),
+            source: e,
+        })?;
+        out[i] = Some(Arc::new(Mutex::new(w)));
+    }
+    Ok(out)
+}
+
+/// The forwarding peer of each port: 0 ↔ 1, 2 ↔ 3, ...; an odd last port has none.
+pub fn forward_peer(index: usize, ports: usize) -> Option<usize> {
+    let p = index ^ 1;
+    (p < ports).then_some(p)
+}
+
+/// A locally administered MAC for wire port `index` (02:6e:69:00:00:index+1).
+pub fn wire_mac(index: usize) -> [u8; 6] {
+    [0x02, 0x6e, 0x69, 0x00, (index >> 8) as u8, (index as u8).wrapping_add(1)]
+}
+
+/// An in-memory topology built from a configuration whose ports are all wire ports.
+pub struct WireTopology {
+    /// One lcore per NIC lcore of the configuration.
+    pub lcores: Vec<NicLcore<WireQueue>>,
+    /// Far ends of wires named by only one port, by wire name: for traffic peers.
+    pub peers: BTreeMap<String, WireEnd>,
+    /// Counters of each wire's directions: (wire name, NIC→far, far→NIC).
+    pub links: Vec<(String, Arc<LinkCounters>, Arc<LinkCounters>)>,
+    /// Host channel of each lcore (when asked for).
+    pub host: Vec<Arc<HostChannel>>,
+}
+
+/// Builds the in-memory topology of `cfg` (all ports of driver `wire`).
+pub fn build_wire(cfg: &Config, opts: &RunOptions, clock: Clock) -> Result<WireTopology, RunError> {
+    if cfg.ports.iter().any(|p| p.driver != Driver::Wire) {
+        return Err(ConfigError::new(&cfg.source, "port", "build_wire needs ports of driver \"wire\"").into());
+    }
+    let nic = cfg.nic_lcores();
+    let queues = nic.len() as u16;
+    let macs: Vec<[u8; 6]> = cfg
+        .ports
+        .iter()
+        .enumerate()
+        .map(|(i, p)| p.mac.unwrap_or_else(|| wire_mac(i)))
+        .collect();
+    // For each wire: the ends taken by ports, in port order.
+    let mut ends: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    for (i, p) in cfg.ports.iter().enumerate() {
+        ends.entry(p.wire.clone().unwrap_or_default()).or_default().push(i);
+    }
+    let mut port_ends: Vec<Option<WireEnd>> = (0..cfg.ports.len()).map(|_| None).collect();
+    let mut peers = BTreeMap::new();
+    let mut links = Vec::new();
+    for (name, users) in &ends {
+        let imp = cfg.wires.get(name).cloned().unwrap_or_default();
+        let back = Impairments {
+            seed: imp.seed.wrapping_add(0x5eed),
+            ..imp.clone()
+        };
+        let far_mac = users.get(1).map(|&j| macs[j]).unwrap_or([0x02, 0x70, 0x65, 0x65, 0x72, 0x01]);
+        let (a, b) = wire_pair(&WireConfig {
+            queues,
+            a_to_b: imp,
+            b_to_a: back,
+            rss: cfg.ports[users[0]].rss,
+            macs: [macs[users[0]], far_mac],
+            clock: clock.clone(),
+            ..WireConfig::default()
+        });
+        links.push((name.clone(), a.tx_link(), a.rx_link()));
+        port_ends[users[0]] = Some(a);
+        match users.get(1) {
+            Some(&j) => port_ends[j] = Some(b),
+            None => {
+                peers.insert(name.clone(), b);
+            }
+        }
+    }
+    let captures = open_captures(cfg, opts)?;
+    let host: Vec<Arc<HostChannel>> = if opts.host_channels {
+        nic.iter().map(|_| HostChannel::new(4096)).collect()
+    } else {
+        Vec::new()
+    };
+    let mut lcores = Vec::new();
+    for (k, l) in nic.iter().enumerate() {
+        let slots = port_ends
+            .iter_mut()
+            .enumerate()
+            .map(|(i, end)| PortSlot {
+                port: end
+                    .as_mut()
+                    .and_then(|e| e.take_queue(k as u16))
+                    .expect("every wire end has one queue per NIC lcore"),
+                index: i,
+                name: cfg.ports[i].name.clone(),
+                peer: forward_peer(i, cfg.ports.len()),
+                pcap: captures[i].clone(),
+            })
+            .collect();
+        lcores.push(NicLcore::new(
+            format!("nic{k}"),
+            Some(l.core),
+            slots,
+            NicStack::new(ifaces(cfg, &macs), StackConfig::default()),
+            opts.mode,
+            cfg.runtime.burst as usize,
+            clock.clone(),
+            host.get(k).cloned(),
+        ));
+    }
+    Ok(WireTopology { lcores, peers, links, host })
+}
+
+/// Runs `lcores` on their own threads until `stop` is set or `opts.duration` passes, calling
+/// `on_stats` every `opts.stats_interval` with the reports so far; returns the final reports
+/// and the wall time the lcores ran.
+///
+/// `thread_init` runs first on every lcore thread (DPDK registers the thread there).
+pub fn run_lcores<P: Port + 'static>(
+    lcores: Vec<NicLcore<P>>,
+    opts: &RunOptions,
+    stop: Arc<AtomicBool>,
+    thread_init: Arc<dyn Fn() -> Result<(), String> + Send + Sync>,
+    mut on_stats: impl FnMut(&[LcoreReport], Duration),
+) -> Result<(Vec<LcoreReport>, Duration), RunError> {
+    let handles: Vec<_> = lcores.iter().map(|l| l.report_handle()).collect();
+    let start = Instant::now();
+    let mut threads = Vec::new();
+    for mut lcore in lcores {
+        let stop = stop.clone();
+        let init = thread_init.clone();
+        let pin = opts.pin;
+        let name = lcore.name().to_string();
+        let t = std::thread::Builder::new()
+            .name(name.clone())
+            .spawn(move || -> Result<LcoreReport, String> {
+                if let (true, Some(core)) = (pin, lcore.core()) {
+                    crate::sys::pin_current_thread(core).map_err(|e| format!("cannot pin to core {core}: {e}"))?;
+                }
+                init()?;
+                tracing::debug!(lcore = %lcore.name(), core = ?lcore.core(), "lcore started");
+                Ok(lcore.run(&stop, None))
+            })
+            .map_err(|e| RunError::Lcore { name: name.clone(), message: e.to_string() })?;
+        threads.push((name, t));
+    }
+    let mut next_stats = opts.stats_interval.map(|i| start + i);
+    loop {
+        std::thread::sleep(Duration::from_millis(20));
+        let now = Instant::now();
+        if opts.duration.is_some_and(|d| now - start >= d) {
+            stop.store(true, Ordering::Relaxed);
+        }
+        if threads.iter().any(|(_, t)| t.is_finished()) {
+            stop.store(true, Ordering::Relaxed);
+        }
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        if let (Some(at), Some(every)) = (next_stats, opts.stats_interval) {
+            if now >= at {
+                let reports: Vec<LcoreReport> = handles
+                    .iter()
+                    .map(|h| h.lock().map(|r| r.clone()).unwrap_or_default())
+                    .collect();
+                on_stats(&reports, now - start);
+                next_stats = Some(at + every);
+            }
+        }
+    }
+    let mut reports = Vec::new();
+    let mut first_err = None;
+    for (name, t) in threads {
+        match t.join() {
+            Ok(Ok(r)) => reports.push(r),
+            Ok(Err(message)) => {
+                first_err.get_or_insert(RunError::Lcore { name, message });
+            }
+            Err(_) => {
+                first_err.get_or_insert(RunError::Lcore { name, message: "panicked".into() });
+            }
+        }
+    }
+    let elapsed = start.elapsed();
+    match first_err {
+        Some(e) => Err(e),
+        None => Ok((reports, elapsed)),
+    }
+}
