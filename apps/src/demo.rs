@@ -45,7 +45,12 @@ impl Peer {
 }
 
 /// Polls the NIC and collects what each peer receives, `rounds` times.
-fn pump(nic: &mut NicLcore<WireQueue>, client: &mut Peer, server: &mut Peer, rounds: usize) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+fn pump(
+    nic: &mut NicLcore<WireQueue>,
+    client: &mut Peer,
+    server: &mut Peer,
+    rounds: usize,
+) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
     let (mut c, mut s) = (Vec::new(), Vec::new());
     for _ in 0..rounds {
         nic.poll_once();
@@ -67,12 +72,21 @@ fn check(ok: bool, what: String) -> Result<(), String> {
 /// Runs the demo.
 pub fn run(frames: u32, dpdk_seconds: f64) -> Result<(), String> {
     let cfg = Config::parse(CONFIG, "configs/demo.toml (embedded)").map_err(|e| e.to_string())?;
-    let opts = RunOptions { mode: Mode::Forward, host_channels: true, pin: false, ..RunOptions::default() };
+    let opts = RunOptions {
+        mode: Mode::Forward,
+        host_channels: true,
+        pin: false,
+        ..RunOptions::default()
+    };
     let mut topo = build_wire(&cfg, &opts, Clock::real()).map_err(|e| e.to_string())?;
     let mut nic = topo.lcores.remove(0);
     let host = topo.host[0].clone();
     let take = |name: &str, topo: &mut dataplane::runtime::WireTopology| Peer {
-        q: topo.peers.get_mut(name).and_then(|e| e.take_queue(0)).expect("demo wire"),
+        q: topo
+            .peers
+            .get_mut(name)
+            .and_then(|e| e.take_queue(0))
+            .expect("demo wire"),
         inbox: Vec::new(),
     };
     let mut client = take("client", &mut topo);
@@ -81,40 +95,77 @@ pub fn run(frames: u32, dpdk_seconds: f64) -> Result<(), String> {
     let nic1_mac = dataplane::runtime::wire_mac(1);
     let start = std::time::Instant::now();
     let tsc_hz = measure_tsc_hz(Duration::from_millis(20));
-    println!("nicemu demo: client {} --wire(1% loss)-- [p0 NIC p1] --wire-- server {}", ip(CLIENT_IP), ip(SERVER_IP));
+    println!(
+        "nicemu demo: client {} --wire(1% loss)-- [p0 NIC p1] --wire-- server {}",
+        ip(CLIENT_IP),
+        ip(SERVER_IP)
+    );
 
-    println!("1. ARP: the client resolves the NIC's address {}", ip(NIC0_IP));
+    println!(
+        "1. ARP: the client resolves the NIC's address {}",
+        ip(NIC0_IP)
+    );
     client.send(&gen::arp_request(CLIENT_MAC, CLIENT_IP, NIC0_IP));
     let (got, _) = pump(&mut nic, &mut client, &mut server, 4);
-    let reply = got.iter().find(|f| f.len() >= 42 && f[12..14] == [8, 6] && f[20..22] == [0, 2]);
+    let reply = got
+        .iter()
+        .find(|f| f.len() >= 42 && f[12..14] == [8, 6] && f[20..22] == [0, 2]);
     // The client wire loses 1%: a lost request or reply is retried, as a host would.
     let reply = match reply {
         Some(r) => Some(r.clone()),
         None => {
             client.send(&gen::arp_request(CLIENT_MAC, CLIENT_IP, NIC0_IP));
-            pump(&mut nic, &mut client, &mut server, 4).0.into_iter().find(|f| f.len() >= 42 && f[20..22] == [0, 2])
+            pump(&mut nic, &mut client, &mut server, 4)
+                .0
+                .into_iter()
+                .find(|f| f.len() >= 42 && f[20..22] == [0, 2])
         }
     };
-    check(reply.as_ref().is_some_and(|r| r[22..28] == nic0_mac), format!("ARP reply says {} is at {}", ip(NIC0_IP), fmt_mac(&nic0_mac)))?;
+    check(
+        reply.as_ref().is_some_and(|r| r[22..28] == nic0_mac),
+        format!(
+            "ARP reply says {} is at {}",
+            ip(NIC0_IP),
+            fmt_mac(&nic0_mac)
+        ),
+    )?;
 
     println!("2. ICMP: the client pings the NIC 10 times");
     let mut replies = 0;
     for seq in 0..10u16 {
-        client.send(&gen::icmp_echo_request(CLIENT_MAC, nic0_mac, CLIENT_IP, NIC0_IP, 7, seq, b"nicemu demo ping"));
+        client.send(&gen::icmp_echo_request(
+            CLIENT_MAC,
+            nic0_mac,
+            CLIENT_IP,
+            NIC0_IP,
+            7,
+            seq,
+            b"nicemu demo ping",
+        ));
         let (got, _) = pump(&mut nic, &mut client, &mut server, 2);
         replies += got
             .iter()
-            .filter(|f| matches!(parse(f), Ok(p) if matches!(p.l3, L3::Ipv4 { proto: 1, .. })) && f[34] == 0)
+            .filter(|f| {
+                matches!(parse(f), Ok(p) if matches!(p.l3, L3::Ipv4 { proto: 1, .. })) && f[34] == 0
+            })
             .count();
     }
-    check(replies >= 8, format!("{replies}/10 echo replies (the wire loses 1% each way)"))?;
+    check(
+        replies >= 8,
+        format!("{replies}/10 echo replies (the wire loses 1% each way)"),
+    )?;
 
     println!("3. Forwarding: the client sends {frames} UDP frames to the server through the NIC");
     let mut sent = Vec::new();
     let mut received = Vec::new();
     for i in 0..frames {
-        let payload: Vec<u8> = (0..(18 + i % 1400)).map(|k| (k as u32 ^ i) as u8).chain(i.to_be_bytes()).collect();
-        let f = gen::udp(CLIENT_MAC, nic0_mac, CLIENT_IP, SERVER_IP, 40000, 9, &payload);
+        let payload: Vec<u8> = (0..(18 + i % 1400))
+            .map(|k| (k ^ i) as u8)
+            .chain(i.to_be_bytes())
+            .collect();
+        let f = gen::udp(
+            CLIENT_MAC, nic0_mac, CLIENT_IP, SERVER_IP, 40000, 9, &payload,
+        );
         client.send(&f);
         sent.push(f);
         if i % 32 == 31 {
@@ -122,16 +173,30 @@ pub fn run(frames: u32, dpdk_seconds: f64) -> Result<(), String> {
         }
     }
     received.extend(pump(&mut nic, &mut client, &mut server, 8).1);
-    let link = topo.links.iter().find(|l| l.0 == "client").map(|l| l.2.snapshot()).unwrap_or_default();
+    let link = topo
+        .links
+        .iter()
+        .find(|l| l.0 == "client")
+        .map(|l| l.2.snapshot())
+        .unwrap_or_default();
     let lost = link.lost;
     // Every frame that arrives must be byte-identical to one that was sent, in order.
     let mut it = sent.iter();
     let intact = received.iter().all(|r| it.by_ref().any(|s| s == r));
-    check(intact, format!("{} frames arrived, every byte intact and in order", received.len()))?;
+    check(
+        intact,
+        format!(
+            "{} frames arrived, every byte intact and in order",
+            received.len()
+        ),
+    )?;
     let expect = frames as u64 - lost;
     check(
         received.len() as u64 + 12 >= expect && received.len() as u64 <= expect,
-        format!("delivered {} + lost on the wire {lost} ≈ sent {frames} (pings and ARP share the wire)", received.len()),
+        format!(
+            "delivered {} + lost on the wire {lost} ≈ sent {frames} (pings and ARP share the wire)",
+            received.len()
+        ),
     )?;
 
     println!("4. Malformed frames are dropped and counted");
@@ -167,13 +232,31 @@ pub fn run(frames: u32, dpdk_seconds: f64) -> Result<(), String> {
         }
     }
     let dropped = nic.stack().counters().drops.total() - before;
-    check(delivered == bad.len() as u64 && dropped == bad.len() as u64, format!("{dropped} of {} malformed frames dropped and counted, none forwarded", bad.len()))?;
+    check(
+        delivered == bad.len() as u64 && dropped == bad.len() as u64,
+        format!(
+            "{dropped} of {} malformed frames dropped and counted, none forwarded",
+            bad.len()
+        ),
+    )?;
 
-    println!("5. Host transmit: a UDP datagram and a 1900-byte TCP segment to the server, MAC unknown");
-    let mut udp = gen::udp(nic1_mac, [0; 6], NIC1_IP, SERVER_IP, 5000, 5001, b"from the host");
+    println!(
+        "5. Host transmit: a UDP datagram and a 1900-byte TCP segment to the server, MAC unknown"
+    );
+    let mut udp = gen::udp(
+        nic1_mac,
+        [0; 6],
+        NIC1_IP,
+        SERVER_IP,
+        5000,
+        5001,
+        b"from the host",
+    );
     zero_checksums(&mut udp);
     let payload: Vec<u8> = (0..1900u32).map(|k| (k % 251) as u8).collect();
-    let mut big = gen::tcp(nic1_mac, [0; 6], NIC1_IP, SERVER_IP, 5000, 80, 1000, 1, 0x18, &payload);
+    let mut big = gen::tcp(
+        nic1_mac, [0; 6], NIC1_IP, SERVER_IP, 5000, 80, 1000, 1, 0x18, &payload,
+    );
     zero_checksums(&mut big);
     let _ = host.to_nic.push((1, udp));
     let _ = host.to_nic.push((1, big));
@@ -181,8 +264,16 @@ pub fn run(frames: u32, dpdk_seconds: f64) -> Result<(), String> {
     for _ in 0..50 {
         let (_, s) = pump(&mut nic, &mut client, &mut server, 1);
         for f in s {
-            if f.len() >= 42 && f[12..14] == [8, 6] && f[20..22] == [0, 1] && f[38..42] == SERVER_IP {
-                server.send(&gen::arp(2, SERVER_MAC, SERVER_IP, f[6..12].try_into().unwrap(), f[22..28].try_into().unwrap(), f[28..32].try_into().unwrap()));
+            if f.len() >= 42 && f[12..14] == [8, 6] && f[20..22] == [0, 1] && f[38..42] == SERVER_IP
+            {
+                server.send(&gen::arp(
+                    2,
+                    SERVER_MAC,
+                    SERVER_IP,
+                    f[6..12].try_into().unwrap(),
+                    f[22..28].try_into().unwrap(),
+                    f[28..32].try_into().unwrap(),
+                ));
             } else {
                 at_server.push(f);
             }
@@ -192,25 +283,46 @@ pub fn run(frames: u32, dpdk_seconds: f64) -> Result<(), String> {
         }
         std::thread::sleep(Duration::from_millis(2));
     }
-    let valid = at_server.iter().filter(|f| parse(f).is_ok() && f[0..6] == SERVER_MAC).count();
+    let valid = at_server
+        .iter()
+        .filter(|f| parse(f).is_ok() && f[0..6] == SERVER_MAC)
+        .count();
     let tcp_bytes: usize = at_server
         .iter()
         .filter_map(|f| match parse(f) {
             Ok(p) => match p.l3 {
-                L3::Ipv4 { proto: 6, l4_off, l4_len, .. } => Some(l4_len - (f[l4_off + 12] >> 4) as usize * 4),
+                L3::Ipv4 {
+                    proto: 6,
+                    l4_off,
+                    l4_len,
+                    ..
+                } => Some(l4_len - (f[l4_off + 12] >> 4) as usize * 4),
                 _ => None,
             },
             _ => None,
         })
         .sum();
-    check(valid == at_server.len() && valid >= 2, format!("the NIC resolved {} by ARP and delivered {valid} frames with valid checksums", ip(SERVER_IP)))?;
+    check(
+        valid == at_server.len() && valid >= 2,
+        format!(
+            "the NIC resolved {} by ARP and delivered {valid} frames with valid checksums",
+            ip(SERVER_IP)
+        ),
+    )?;
     check(tcp_bytes == 1900, format!("software TSO split the TCP segment into MSS-sized segments carrying all {tcp_bytes} bytes"))?;
 
     let rep = nic.finish();
     println!();
-    print!("{}", report::summary(std::slice::from_ref(&rep), start.elapsed(), tsc_hz));
+    print!(
+        "{}",
+        report::summary(std::slice::from_ref(&rep), start.elapsed(), tsc_hz)
+    );
     for (name, out, back) in &topo.links {
-        println!("wire {name}: nic->peer {}; peer->nic {}", report::link(&out.snapshot()), report::link(&back.snapshot()));
+        println!(
+            "wire {name}: nic->peer {}; peer->nic {}",
+            report::link(&out.snapshot()),
+            report::link(&back.snapshot())
+        );
     }
     if dpdk_seconds > 0.0 {
         crate::dpdk_demo(dpdk_seconds)?;

@@ -116,7 +116,9 @@ fn secs(v: Option<f64>, what: &str) -> Result<Option<Duration>, String> {
     match v {
         None => Ok(None),
         Some(s) if s.is_finite() && s >= 0.0 => Ok((s > 0.0).then(|| Duration::from_secs_f64(s))),
-        Some(s) => Err(format!("{what}: expected a number of seconds >= 0, got {s}")),
+        Some(s) => Err(format!(
+            "{what}: expected a number of seconds >= 0, got {s}"
+        )),
     }
 }
 
@@ -124,7 +126,9 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let filter = std::env::var("RUST_LOG").unwrap_or_else(|_| cli.log.clone());
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_new(&filter).unwrap_or_else(|_| "warn".into()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_new(&filter).unwrap_or_else(|_| "warn".into()),
+        )
         .with_writer(std::io::stderr)
         .init();
     let result = match cli.cmd {
@@ -138,7 +142,12 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
-            topo::run(&a.common, dataplane::lcore::Mode::Forward, template, a.frame_size)
+            topo::run(
+                &a.common,
+                dataplane::lcore::Mode::Forward,
+                template,
+                a.frame_size,
+            )
         }
         Cmd::Check { config } => topo::check(&config),
         Cmd::Demo(a) => demo::run(a.frames, a.dpdk_seconds),
@@ -164,5 +173,8 @@ fn dpdk_demo(secs: f64) -> Result<(), String> {
 /// The DPDK part of `nicemu demo`.
 #[cfg(not(feature = "dpdk"))]
 fn dpdk_demo(_: f64) -> Result<(), String> {
-    Err("--dpdk-seconds needs nicemu built with the dpdk feature (cargo build --features dpdk)".into())
+    Err(
+        "--dpdk-seconds needs nicemu built with the dpdk feature (cargo build --features dpdk)"
+            .into(),
+    )
 }

@@ -79,7 +79,8 @@ pub fn summary(reports: &[LcoreReport], elapsed: Duration, tsc_hz: u64) -> Strin
     let _ = writeln!(s, "== nicemu summary ({:.3} s) ==", elapsed.as_secs_f64());
     s.push_str(&ports_block(reports, elapsed));
     let mut stack = dataplane::net::stack::StackCounters::default();
-    let (mut fwd, mut to_host, mut to_host_drop, mut from_host, mut from_host_drop) = (0, 0, 0, 0, 0);
+    let (mut fwd, mut to_host, mut to_host_drop, mut from_host, mut from_host_drop) =
+        (0, 0, 0, 0, 0);
     for r in reports {
         stack.add(&r.stack);
         fwd += r.forwarded;
@@ -123,7 +124,13 @@ pub fn summary(reports: &[LcoreReport], elapsed: Duration, tsc_hz: u64) -> Strin
         let stages: Vec<String> = Stage::ALL
             .iter()
             .filter(|st| **st != Stage::Idle)
-            .map(|st| format!("{} {:.0}%", st.name(), 100.0 * r.cycles.get(*st) as f64 / busy))
+            .map(|st| {
+                format!(
+                    "{} {:.0}%",
+                    st.name(),
+                    100.0 * r.cycles.get(*st) as f64 / busy
+                )
+            })
             .collect();
         let total = r.cycles.total().max(1) as f64;
         let _ = writeln!(

@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use dataplane::buf::HeapBuf;
 use dataplane::config::{Config, Driver};
@@ -37,7 +37,8 @@ pub fn template_frame(size: usize) -> Vec<u8> {
 
 /// The cores this process may use, as an error string on failure.
 fn allowed() -> Result<Vec<usize>, String> {
-    dataplane::sys::allowed_cores().map_err(|e| format!("cannot read this process's CPU affinity: {e}"))
+    dataplane::sys::allowed_cores()
+        .map_err(|e| format!("cannot read this process's CPU affinity: {e}"))
 }
 
 /// `nicemu check`.
@@ -56,7 +57,11 @@ pub fn check(path: &Path) -> Result<(), String> {
 
 fn warn_unavailable(cfg: &Config) {
     let o = &cfg.offloads;
-    for (on, name) in [(o.setup, "setup"), (o.teardown, "teardown"), (o.splice, "splice")] {
+    for (on, name) in [
+        (o.setup, "setup"),
+        (o.teardown, "teardown"),
+        (o.splice, "splice"),
+    ] {
         if on {
             eprintln!(
                 "nicemu: warning: {}: offloads.{name} = true, but this build has no {name} offload engine yet; it is off",
@@ -80,14 +85,21 @@ pub struct IntervalPrinter {
 
 impl IntervalPrinter {
     pub fn new() -> Self {
-        IntervalPrinter { prev: Vec::new(), prev_t: Duration::ZERO }
+        IntervalPrinter {
+            prev: Vec::new(),
+            prev_t: Duration::ZERO,
+        }
     }
     pub fn print(&mut self, reports: &[LcoreReport], t: Duration) {
         let now = report::port_totals(reports);
         let dt = (t - self.prev_t).as_secs_f64().max(1e-9);
         let mut line = format!("[{:>7.1}s]", t.as_secs_f64());
         for (i, p) in now.iter().enumerate() {
-            let (prx, ptx) = self.prev.get(i).map(|q| (q.rx_packets, q.tx_packets)).unwrap_or((0, 0));
+            let (prx, ptx) = self
+                .prev
+                .get(i)
+                .map(|q| (q.rx_packets, q.tx_packets))
+                .unwrap_or((0, 0));
             line += &format!(
                 " {}: rx {:.3} Mpps tx {:.3} Mpps;",
                 p.name,
@@ -102,7 +114,10 @@ impl IntervalPrinter {
 }
 
 fn options(args: &CommonArgs, cfg: &Config, mode: Mode) -> Result<RunOptions, String> {
-    let stats = crate::secs(args.stats_interval.or(Some(cfg.runtime.stats_interval_s)), "--stats-interval")?;
+    let stats = crate::secs(
+        args.stats_interval.or(Some(cfg.runtime.stats_interval_s)),
+        "--stats-interval",
+    )?;
     Ok(RunOptions {
         mode,
         duration: crate::secs(args.duration, "--duration")?,
@@ -121,7 +136,12 @@ fn install_ctrlc(stop: &Arc<AtomicBool>) {
 }
 
 /// `nicemu run` and `nicemu fwd`.
-pub fn run(args: &CommonArgs, mode: Mode, template: Option<Vec<u8>>, frame_size: usize) -> Result<(), String> {
+pub fn run(
+    args: &CommonArgs,
+    mode: Mode,
+    template: Option<Vec<u8>>,
+    frame_size: usize,
+) -> Result<(), String> {
     let cfg = Config::load(&args.config).map_err(|e| e.to_string())?;
     cfg.check_cores(&allowed()?).map_err(|e| e.to_string())?;
     warn_unavailable(&cfg);
@@ -135,19 +155,37 @@ pub fn run(args: &CommonArgs, mode: Mode, template: Option<Vec<u8>>, frame_size:
 }
 
 #[cfg(feature = "dpdk")]
-fn run_dpdk(cfg: &Config, opts: &RunOptions, stop: Arc<AtomicBool>, eal: &[String], template: Option<Vec<u8>>) -> Result<(), String> {
+fn run_dpdk(
+    cfg: &Config,
+    opts: &RunOptions,
+    stop: Arc<AtomicBool>,
+    eal: &[String],
+    template: Option<Vec<u8>>,
+) -> Result<(), String> {
     crate::dpdk::run(cfg, opts, stop, eal, template)
 }
 
 #[cfg(not(feature = "dpdk"))]
-fn run_dpdk(cfg: &Config, _: &RunOptions, _: Arc<AtomicBool>, _: &[String], _: Option<Vec<u8>>) -> Result<(), String> {
+fn run_dpdk(
+    cfg: &Config,
+    _: &RunOptions,
+    _: Arc<AtomicBool>,
+    _: &[String],
+    _: Option<Vec<u8>>,
+) -> Result<(), String> {
     Err(format!(
         "{}: port[0].driver: \"dpdk\" needs a nicemu built with DPDK support (cargo build --features dpdk; `make demo` and `make test` do)",
         cfg.source
     ))
 }
 
-fn run_wire(cfg: &Config, opts: &RunOptions, stop: Arc<AtomicBool>, mode: Mode, frame_size: usize) -> Result<(), String> {
+fn run_wire(
+    cfg: &Config,
+    opts: &RunOptions,
+    stop: Arc<AtomicBool>,
+    mode: Mode,
+    frame_size: usize,
+) -> Result<(), String> {
     let clock = dataplane::clock::Clock::real();
     let mut topo = build_wire(cfg, opts, clock).map_err(|e| e.to_string())?;
     let tsc_hz = measure_tsc_hz(Duration::from_millis(50));
@@ -156,7 +194,11 @@ fn run_wire(cfg: &Config, opts: &RunOptions, stop: Arc<AtomicBool>, mode: Mode, 
     let gen = if mode == Mode::Forward && !topo.peers.is_empty() {
         let mut queues = Vec::new();
         for (name, end) in topo.peers.iter_mut() {
-            let send = cfg.ports.iter().position(|p| p.wire.as_deref() == Some(name)).is_some_and(|i| i % 2 == 0);
+            let send = cfg
+                .ports
+                .iter()
+                .position(|p| p.wire.as_deref() == Some(name))
+                .is_some_and(|i| i % 2 == 0);
             for q in 0..end.queue_count() {
                 if let Some(queue) = end.take_queue(q) {
                     queues.push((send && q == 0, queue));
@@ -171,7 +213,9 @@ fn run_wire(cfg: &Config, opts: &RunOptions, stop: Arc<AtomicBool>, mode: Mode, 
     };
     let mut printer = IntervalPrinter::new();
     let lcores = std::mem::take(&mut topo.lcores);
-    let result = run_lcores(lcores, opts, stop.clone(), Arc::new(|| Ok(())), |r, t| printer.print(r, t));
+    let result = run_lcores(lcores, opts, stop.clone(), Arc::new(|| Ok(())), |r, t| {
+        printer.print(r, t)
+    });
     stop.store(true, Ordering::Relaxed);
     let gen_sent = gen.map(|g| g.join().unwrap_or(0));
     let (reports, elapsed) = result.map_err(|e| e.to_string())?;
@@ -180,19 +224,25 @@ fn run_wire(cfg: &Config, opts: &RunOptions, stop: Arc<AtomicBool>, mode: Mode, 
         println!("generator: sent {sent} frames of {frame_size} bytes");
     }
     for (name, out, back) in &topo.links {
-        println!("wire {name}: nic->far {}; far->nic {}", report::link(&out.snapshot()), report::link(&back.snapshot()));
+        println!(
+            "wire {name}: nic->far {}; far->nic {}",
+            report::link(&out.snapshot()),
+            report::link(&back.snapshot())
+        );
     }
     Ok(())
 }
 
 /// Sends `frame` as fast as the wire takes it on the queues marked for sending, and drains
 /// every queue, until `stop`. Returns frames sent.
-fn generator(mut queues: Vec<(bool, dataplane::port::wire::WireQueue)>, frame: Vec<u8>, stop: &AtomicBool) -> u64 {
+fn generator(
+    mut queues: Vec<(bool, dataplane::port::wire::WireQueue)>,
+    frame: Vec<u8>,
+    stop: &AtomicBool,
+) -> u64 {
     let mut sent = 0u64;
     let mut batch: Vec<HeapBuf> = Vec::with_capacity(32);
     let mut sink = Vec::with_capacity(256);
-    let start = Instant::now();
-    let mut i = 0u64;
     while !stop.load(Ordering::Relaxed) {
         for (send, q) in queues.iter_mut() {
             if *send {
@@ -202,10 +252,6 @@ fn generator(mut queues: Vec<(bool, dataplane::port::wire::WireQueue)>, frame: V
             }
             q.rx_burst(&mut sink, 256);
             sink.clear();
-        }
-        i += 1;
-        if i % 1024 == 0 && start.elapsed() > Duration::from_secs(24 * 3600) {
-            break;
         }
     }
     sent

@@ -34,7 +34,10 @@ role = "nic"
 fn assert_one_line_error(name: &str, text: &str, expect: &[&str]) {
     let p = write_cfg(name, text);
     let path = p.to_str().unwrap();
-    for args in [vec!["check", "-c", path], vec!["run", "-c", path, "-d", "0.1"]] {
+    for args in [
+        vec!["check", "-c", path],
+        vec!["run", "-c", path, "-d", "0.1"],
+    ] {
         let out = nicemu(&args);
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success(), "{args:?} succeeded on {name}");
@@ -53,7 +56,11 @@ fn assert_one_line_error(name: &str, text: &str, expect: &[&str]) {
 fn good_wire_config_checks_ok() {
     let p = write_cfg("good.toml", WIRE);
     let out = nicemu(&["check", "-c", p.to_str().unwrap()]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(String::from_utf8_lossy(&out.stdout).contains(": ok"));
 }
 
@@ -62,7 +69,11 @@ fn unknown_key() {
     assert_one_line_error(
         "unknown.toml",
         &WIRE.replace("role = \"nic\"", "role = \"nic\"\ncpu = 3"),
-        &["lcore[0].cpu", "unknown field `cpu`", "expected `core` or `role`"],
+        &[
+            "lcore[0].cpu",
+            "unknown field `cpu`",
+            "expected `core` or `role`",
+        ],
     );
 }
 
@@ -92,17 +103,32 @@ fn lcore_beyond_the_machine() {
     for c in 1..=cores {
         many += &format!("\n[[lcore]]\ncore = {c}\nrole = \"host\"\n");
     }
-    assert_one_line_error("many.toml", &many, &["lcore", "lcores configured but this machine has only"]);
+    assert_one_line_error(
+        "many.toml",
+        &many,
+        &["lcore", "lcores configured but this machine has only"],
+    );
 }
 
 #[test]
 fn pcap_of_a_port_that_does_not_exist() {
     let p = write_cfg("pcap.toml", WIRE);
-    let out = nicemu(&["run", "-c", p.to_str().unwrap(), "-d", "0.1", "--pcap", "p9=/tmp/x.pcap"]);
+    let out = nicemu(&[
+        "run",
+        "-c",
+        p.to_str().unwrap(),
+        "-d",
+        "0.1",
+        "--pcap",
+        "p9=/tmp/x.pcap",
+    ]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.contains("p9") && err.contains("no such port") && err.contains("p0"), "{err}");
+    assert!(
+        err.contains("p9") && err.contains("no such port") && err.contains("p0"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -110,6 +136,13 @@ fn missing_file_and_syntax_error() {
     let out = nicemu(&["check", "-c", "/nonexistent/nicemu.toml"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
-    assert!(err.contains("/nonexistent/nicemu.toml") && err.contains("cannot read"), "{err}");
-    assert_one_line_error("syntax.toml", "[[port]\nname = 1\n", &["line 1", "TOML syntax error"]);
+    assert!(
+        err.contains("/nonexistent/nicemu.toml") && err.contains("cannot read"),
+        "{err}"
+    );
+    assert_one_line_error(
+        "syntax.toml",
+        "[[port]\nname = 1\n",
+        &["line 1", "TOML syntax error"],
+    );
 }

@@ -154,7 +154,10 @@ mod tests {
         let mut b = HeapBuf::from_frame(&[1, 2, 3, 4]);
         let room = b.headroom() + b.len() + b.tailroom();
         b.prepend(14).unwrap().fill(9);
-        assert_eq!(&b.data()[..15], &[9; 14].iter().chain(&[1]).copied().collect::<Vec<_>>()[..]);
+        assert_eq!(
+            &b.data()[..15],
+            &[9; 14].iter().chain(&[1]).copied().collect::<Vec<_>>()[..]
+        );
         assert!(b.adj(14));
         assert_eq!(b.data(), &[1, 2, 3, 4]);
         b.append(2).unwrap().copy_from_slice(&[5, 6]);

@@ -29,7 +29,11 @@ pub struct ConfigError {
 
 impl ConfigError {
     /// An error about `key` of `file`.
-    pub fn new(file: impl Into<String>, key: impl Into<String>, message: impl Into<String>) -> Self {
+    pub fn new(
+        file: impl Into<String>,
+        key: impl Into<String>,
+        message: impl Into<String>,
+    ) -> Self {
         ConfigError {
             file: file.into(),
             key: key.into(),
@@ -247,7 +251,10 @@ fn de_cidrs<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<([u8; 4], u8)>, D::Er
 
 /// Formats a MAC address as `aa:bb:cc:dd:ee:ff`.
 pub fn fmt_mac(mac: &[u8; 6]) -> String {
-    mac.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":")
+    mac.iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(":")
 }
 
 impl Config {
@@ -269,8 +276,8 @@ impl Config {
                 .unwrap_or_else(|| "(syntax)".into());
             ConfigError::new(file, line, format!("TOML syntax error: {msg}"))
         })?;
-        let mut cfg: Config = serde_path_to_error::deserialize(toml::Value::Table(value))
-            .map_err(|e| {
+        let mut cfg: Config =
+            serde_path_to_error::deserialize(toml::Value::Table(value)).map_err(|e| {
                 let key = path_to_key(&e.path().to_string());
                 let msg = e.into_inner().message().to_string();
                 ConfigError::new(file, key, msg)
@@ -288,13 +295,22 @@ impl Config {
     fn check(&self) -> Result<(), ConfigError> {
         let r = &self.runtime;
         if !(1..=512).contains(&r.burst) {
-            return Err(self.err("runtime.burst", format!("{} is out of range, expected 1..=512", r.burst)));
+            return Err(self.err(
+                "runtime.burst",
+                format!("{} is out of range, expected 1..=512", r.burst),
+            ));
         }
         if r.mbufs < 512 {
-            return Err(self.err("runtime.mbufs", format!("{} is too small, expected at least 512", r.mbufs)));
+            return Err(self.err(
+                "runtime.mbufs",
+                format!("{} is too small, expected at least 512", r.mbufs),
+            ));
         }
         if !(r.stats_interval_s >= 0.0 && r.stats_interval_s.is_finite()) {
-            return Err(self.err("runtime.stats_interval_s", "expected a number of seconds >= 0"));
+            return Err(self.err(
+                "runtime.stats_interval_s",
+                "expected a number of seconds >= 0",
+            ));
         }
         if self.ports.is_empty() {
             return Err(self.err("port", "no ports: add at least one [[port]] table"));
@@ -304,14 +320,25 @@ impl Config {
         for (i, p) in self.ports.iter().enumerate() {
             let key = |k: &str| format!("port[{i}].{k}");
             if p.name.is_empty() || !names.insert(p.name.as_str()) {
-                return Err(self.err(key("name"), format!("{:?} is empty or used twice, expected a unique name", p.name)));
+                return Err(self.err(
+                    key("name"),
+                    format!(
+                        "{:?} is empty or used twice, expected a unique name",
+                        p.name
+                    ),
+                ));
             }
             if !(68..=9000).contains(&p.mtu) {
-                return Err(self.err(key("mtu"), format!("{} is out of range, expected 68..=9000", p.mtu)));
+                return Err(self.err(
+                    key("mtu"),
+                    format!("{} is out of range, expected 68..=9000", p.mtu),
+                ));
             }
             for (k, d) in [("rx_desc", p.rx_desc), ("tx_desc", p.tx_desc)] {
                 if !(32..=16384).contains(&d) {
-                    return Err(self.err(key(k), format!("{d} is out of range, expected 32..=16384")));
+                    return Err(
+                        self.err(key(k), format!("{d} is out of range, expected 32..=16384"))
+                    );
                 }
             }
             match p.driver {
@@ -320,26 +347,39 @@ impl Config {
                         return Err(self.err(key("device"), "missing: a port of driver \"dpdk\" needs the DPDK device name, like \"net_null0\" or \"0000:3b:00.0\""));
                     }
                     if p.wire.is_some() {
-                        return Err(self.err(key("wire"), "only ports of driver \"wire\" take a wire"));
+                        return Err(
+                            self.err(key("wire"), "only ports of driver \"wire\" take a wire")
+                        );
                     }
                 }
                 Driver::Wire => {
                     let Some(w) = p.wire.as_deref() else {
-                        return Err(self.err(key("wire"), "missing: a port of driver \"wire\" needs the name of its wire"));
+                        return Err(self.err(
+                            key("wire"),
+                            "missing: a port of driver \"wire\" needs the name of its wire",
+                        ));
                     };
                     *wire_ends.entry(w).or_default() += 1;
                     if p.device.is_some() {
-                        return Err(self.err(key("device"), "only ports of driver \"dpdk\" take a device"));
+                        return Err(
+                            self.err(key("device"), "only ports of driver \"dpdk\" take a device")
+                        );
                     }
                 }
             }
         }
         if self.ports.iter().any(|p| p.driver != self.ports[0].driver) {
-            return Err(self.err("port", "all ports of one run must use the same driver (\"dpdk\" or \"wire\")"));
+            return Err(self.err(
+                "port",
+                "all ports of one run must use the same driver (\"dpdk\" or \"wire\")",
+            ));
         }
         for (w, n) in &wire_ends {
             if *n > 2 {
-                return Err(self.err(format!("wire.{w}"), format!("a wire has two ends, but {n} ports name it")));
+                return Err(self.err(
+                    format!("wire.{w}"),
+                    format!("a wire has two ends, but {n} ports name it"),
+                ));
             }
         }
         for (w, imp) in &self.wires {
@@ -347,24 +387,42 @@ impl Config {
                 return Err(self.err(format!("wire.{w}"), "no port uses this wire"));
             }
             if let Err(field) = imp.validate() {
-                return Err(self.err(format!("wire.{w}.{field}"), "expected a probability between 0 and 1"));
+                return Err(self.err(
+                    format!("wire.{w}.{field}"),
+                    "expected a probability between 0 and 1",
+                ));
             }
         }
         if self.lcores.is_empty() {
-            return Err(self.err("lcore", "no lcores: add at least one [[lcore]] with role \"nic\" or \"shared\""));
+            return Err(self.err(
+                "lcore",
+                "no lcores: add at least one [[lcore]] with role \"nic\" or \"shared\"",
+            ));
         }
         if !self.lcores.iter().any(|l| l.role != Role::Host) {
-            return Err(self.err("lcore", "no NIC lcore: at least one lcore needs role \"nic\" or \"shared\""));
+            return Err(self.err(
+                "lcore",
+                "no NIC lcore: at least one lcore needs role \"nic\" or \"shared\"",
+            ));
         }
         let mut cores = HashSet::new();
         for (i, l) in self.lcores.iter().enumerate() {
             if !cores.insert(l.core) {
-                return Err(self.err(format!("lcore[{i}].core"), format!("core {} is used by two lcores", l.core)));
+                return Err(self.err(
+                    format!("lcore[{i}].core"),
+                    format!("core {} is used by two lcores", l.core),
+                ));
             }
         }
         if let Some(m) = &self.tonic.module {
             if !TONIC_MODULES.contains(&m.as_str()) {
-                return Err(self.err("tonic.module", format!("unknown module {m:?}, expected one of {}", TONIC_MODULES.join(", "))));
+                return Err(self.err(
+                    "tonic.module",
+                    format!(
+                        "unknown module {m:?}, expected one of {}",
+                        TONIC_MODULES.join(", ")
+                    ),
+                ));
             }
         }
         Ok(())
@@ -375,18 +433,24 @@ impl Config {
     pub fn check_cores(&self, allowed: &[usize]) -> Result<(), ConfigError> {
         let avail = crate::sys::format_core_list(allowed);
         if self.lcores.len() > allowed.len() {
-            return Err(self.err("lcore", format!(
-                "{} lcores configured but this machine has only {} usable core(s) ({avail})",
-                self.lcores.len(),
-                allowed.len()
-            )));
+            return Err(self.err(
+                "lcore",
+                format!(
+                    "{} lcores configured but this machine has only {} usable core(s) ({avail})",
+                    self.lcores.len(),
+                    allowed.len()
+                ),
+            ));
         }
         for (i, l) in self.lcores.iter().enumerate() {
             if !allowed.contains(&l.core) {
-                return Err(self.err(format!("lcore[{i}].core"), format!(
-                    "core {} is not available on this machine (usable cores: {avail})",
-                    l.core
-                )));
+                return Err(self.err(
+                    format!("lcore[{i}].core"),
+                    format!(
+                        "core {} is not available on this machine (usable cores: {avail})",
+                        l.core
+                    ),
+                ));
             }
         }
         Ok(())
@@ -394,7 +458,10 @@ impl Config {
 
     /// The lcores that poll ports (role `nic` or `shared`), in order.
     pub fn nic_lcores(&self) -> Vec<&LcoreConfig> {
-        self.lcores.iter().filter(|l| l.role != Role::Host).collect()
+        self.lcores
+            .iter()
+            .filter(|l| l.role != Role::Host)
+            .collect()
     }
 
     /// Index of the port named `name`.
@@ -493,11 +560,21 @@ mod tests {
 
     #[test]
     fn cross_key_rules() {
-        assert_eq!(err(&GOOD.replace("name = \"b\"", "name = \"a\"")).key, "port[1].name");
-        assert_eq!(err(&GOOD.replace("loss = 0.01", "loss = 2.0")).key, "wire.w.loss");
-        let three = GOOD.to_string() + "\n[[port]]\nname = \"c\"\ndriver = \"wire\"\nwire = \"w\"\n";
+        assert_eq!(
+            err(&GOOD.replace("name = \"b\"", "name = \"a\"")).key,
+            "port[1].name"
+        );
+        assert_eq!(
+            err(&GOOD.replace("loss = 0.01", "loss = 2.0")).key,
+            "wire.w.loss"
+        );
+        let three =
+            GOOD.to_string() + "\n[[port]]\nname = \"c\"\ndriver = \"wire\"\nwire = \"w\"\n";
         assert_eq!(err(&three).key, "wire.w");
-        assert_eq!(err(&GOOD.replace("burst = 64", "burst = 0")).key, "runtime.burst");
+        assert_eq!(
+            err(&GOOD.replace("burst = 64", "burst = 0")).key,
+            "runtime.burst"
+        );
         assert_eq!(err(&GOOD.replace("\"nic\"", "\"host\"")).key, "lcore");
         let two = GOOD.to_string() + "\n[[lcore]]\ncore = 0\nrole = \"host\"\n";
         assert_eq!(err(&two).key, "lcore[1].core");
@@ -521,7 +598,11 @@ mod tests {
         let three = GOOD.to_string()
             + "\n[[lcore]]\ncore = 1\nrole = \"host\"\n[[lcore]]\ncore = 2\nrole = \"host\"\n";
         let c = Config::parse(&three, "t.toml").unwrap();
-        assert!(c.check_cores(&[0, 1]).unwrap_err().message.contains("3 lcores"));
+        assert!(c
+            .check_cores(&[0, 1])
+            .unwrap_err()
+            .message
+            .contains("3 lcores"));
         assert!(c.check_cores(&[0, 1, 2]).is_ok());
     }
 }

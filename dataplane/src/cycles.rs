@@ -32,7 +32,7 @@ pub fn measure_tsc_hz(window: Duration) -> u64 {
         std::hint::spin_loop();
     }
     let c1 = rdtsc();
-    let ns = t0.elapsed().as_nanos().max(1) as u128;
+    let ns = t0.elapsed().as_nanos().max(1);
     ((c1.wrapping_sub(c0) as u128) * 1_000_000_000 / ns) as u64
 }
 

@@ -30,7 +30,14 @@ fn finish(mut f: Vec<u8>) -> Vec<u8> {
 }
 
 /// An ARP packet (RFC 826) for Ethernet/IPv4: `op` 1 = request, 2 = reply.
-pub fn arp(op: u16, src_mac: [u8; 6], src_ip: [u8; 4], dst_mac: [u8; 6], target_mac: [u8; 6], target_ip: [u8; 4]) -> Vec<u8> {
+pub fn arp(
+    op: u16,
+    src_mac: [u8; 6],
+    src_ip: [u8; 4],
+    dst_mac: [u8; 6],
+    target_mac: [u8; 6],
+    target_ip: [u8; 4],
+) -> Vec<u8> {
     let mut f = Vec::with_capacity(60);
     eth(dst_mac, src_mac, 0x0806, &mut f);
     f.extend_from_slice(&[0, 1, 0x08, 0, 6, 4]);
@@ -50,7 +57,15 @@ pub fn arp_request(src_mac: [u8; 6], src_ip: [u8; 4], target_ip: [u8; 4]) -> Vec
 
 /// A UDP datagram in an Ethernet/IPv4 frame.
 #[allow(clippy::too_many_arguments)]
-pub fn udp(src_mac: [u8; 6], dst_mac: [u8; 6], src: [u8; 4], dst: [u8; 4], sport: u16, dport: u16, payload: &[u8]) -> Vec<u8> {
+pub fn udp(
+    src_mac: [u8; 6],
+    dst_mac: [u8; 6],
+    src: [u8; 4],
+    dst: [u8; 4],
+    sport: u16,
+    dport: u16,
+    payload: &[u8],
+) -> Vec<u8> {
     let mut f = Vec::with_capacity(42 + payload.len());
     eth(dst_mac, src_mac, 0x0800, &mut f);
     ipv4_header(src, dst, 17, 8 + payload.len(), &mut f);
@@ -63,7 +78,15 @@ pub fn udp(src_mac: [u8; 6], dst_mac: [u8; 6], src: [u8; 4], dst: [u8; 4], sport
 }
 
 /// An ICMP echo request (RFC 792) in an Ethernet/IPv4 frame.
-pub fn icmp_echo_request(src_mac: [u8; 6], dst_mac: [u8; 6], src: [u8; 4], dst: [u8; 4], id: u16, seq: u16, payload: &[u8]) -> Vec<u8> {
+pub fn icmp_echo_request(
+    src_mac: [u8; 6],
+    dst_mac: [u8; 6],
+    src: [u8; 4],
+    dst: [u8; 4],
+    id: u16,
+    seq: u16,
+    payload: &[u8],
+) -> Vec<u8> {
     let mut f = Vec::with_capacity(42 + payload.len());
     eth(dst_mac, src_mac, 0x0800, &mut f);
     ipv4_header(src, dst, 1, 8 + payload.len(), &mut f);
@@ -76,7 +99,18 @@ pub fn icmp_echo_request(src_mac: [u8; 6], dst_mac: [u8; 6], src: [u8; 4], dst: 
 
 /// A TCP segment (20-byte header, no options) in an Ethernet/IPv4 frame.
 #[allow(clippy::too_many_arguments)]
-pub fn tcp(src_mac: [u8; 6], dst_mac: [u8; 6], src: [u8; 4], dst: [u8; 4], sport: u16, dport: u16, seq: u32, ack: u32, flags: u8, payload: &[u8]) -> Vec<u8> {
+pub fn tcp(
+    src_mac: [u8; 6],
+    dst_mac: [u8; 6],
+    src: [u8; 4],
+    dst: [u8; 4],
+    sport: u16,
+    dport: u16,
+    seq: u32,
+    ack: u32,
+    flags: u8,
+    payload: &[u8],
+) -> Vec<u8> {
     let mut f = Vec::with_capacity(54 + payload.len());
     eth(dst_mac, src_mac, 0x0800, &mut f);
     ipv4_header(src, dst, 6, 20 + payload.len(), &mut f);

@@ -117,6 +117,22 @@ impl LcoreReport {
     }
 }
 
+/// The settings of one NIC lcore.
+pub struct LcoreSetup {
+    /// Name in reports and thread names.
+    pub name: String,
+    /// CPU core to pin to.
+    pub core: Option<usize>,
+    /// What to do with frames not for the NIC itself.
+    pub mode: Mode,
+    /// Frames per rx burst.
+    pub burst: usize,
+    /// Time source.
+    pub clock: Clock,
+    /// Frames to and from the host side.
+    pub host: Option<Arc<HostChannel>>,
+}
+
 /// A NIC lcore's state. Build one per NIC lcore, then call [`NicLcore::run`] on its thread.
 pub struct NicLcore<P: Port> {
     name: String,
@@ -130,6 +146,8 @@ pub struct NicLcore<P: Port> {
     report: LcoreReport,
     published: Arc<Mutex<LcoreReport>>,
     rx: Vec<P::Buf>,
+    /// What the stack decided for each frame of the current rx burst.
+    verdicts: Vec<Disposition>,
     tx: Vec<Vec<P::Buf>>,
     timer_period_ns: u64,
     next_timer_ns: u64,
@@ -137,16 +155,15 @@ pub struct NicLcore<P: Port> {
 
 impl<P: Port> NicLcore<P> {
     /// An lcore over `slots` (one queue of each port), with its own `stack`.
-    pub fn new(
-        name: String,
-        core: Option<usize>,
-        slots: Vec<PortSlot<P>>,
-        stack: NicStack<P::Buf>,
-        mode: Mode,
-        burst: usize,
-        clock: Clock,
-        host: Option<Arc<HostChannel>>,
-    ) -> Self {
+    pub fn new(setup: LcoreSetup, slots: Vec<PortSlot<P>>, stack: NicStack<P::Buf>) -> Self {
+        let LcoreSetup {
+            name,
+            core,
+            mode,
+            burst,
+            clock,
+            host,
+        } = setup;
         let report = LcoreReport {
             name: name.clone(),
             core,
@@ -168,6 +185,7 @@ impl<P: Port> NicLcore<P> {
             report,
             tx: (0..n).map(|_| Vec::with_capacity(burst * 4)).collect(),
             rx: Vec::with_capacity(burst),
+            verdicts: vec![Disposition::Pass; burst.max(1)],
             slots,
             stack,
             mode,
@@ -210,7 +228,7 @@ impl<P: Port> NicLcore<P> {
         let limit = max_iterations.unwrap_or(u64::MAX);
         while self.report.iterations < limit {
             self.poll_once();
-            if self.report.iterations % PUBLISH_EVERY == 0 {
+            if self.report.iterations.is_multiple_of(PUBLISH_EVERY) {
                 self.publish();
                 if stop.load(Ordering::Relaxed) {
                     break;
@@ -276,23 +294,56 @@ impl<P: Port> NicLcore<P> {
             let now = *now_ns.get_or_insert_with(|| self.clock.now_ns());
             let index = self.slots[i].index;
             let peer = self.slots[i].peer;
-            for mut buf in self.rx.drain(..) {
-                Self::capture(&self.slots[i].pcap, &mut self.report.pcap_errors, buf.data());
-                match self.stack.rx(index, &mut buf, now) {
-                    Disposition::Reply => self.tx[i].push(buf),
-                    Disposition::Consumed | Disposition::Drop(_) => {}
-                    Disposition::Pass(_) => match (self.mode, peer) {
-                        (Mode::Forward, Some(p)) => {
-                            self.report.forwarded += 1;
-                            self.tx[p].push(buf);
+            // Start every frame's first cache line on its way before parsing the first one.
+            for b in &self.rx {
+                crate::sys::prefetch(b.data().as_ptr());
+            }
+            let capturing = self.slots[i].pcap.is_some();
+            // Decide every frame first; a burst that is all transit (the forwarding common
+            // case) then moves to the peer's tx queue in one append.
+            let mut all_pass = true;
+            for (k, buf) in self.rx.iter_mut().enumerate() {
+                if capturing {
+                    Self::capture(
+                        &self.slots[i].pcap,
+                        &mut self.report.pcap_errors,
+                        buf.data(),
+                    );
+                }
+                let d = self.stack.rx(index, buf, now);
+                all_pass &= matches!(d, Disposition::Pass);
+                self.verdicts[k] = d;
+            }
+            let fwd = match (self.mode, peer) {
+                (Mode::Forward, Some(p)) if p != i => Some(p),
+                _ => None,
+            };
+            match fwd {
+                Some(p) if all_pass => {
+                    self.report.forwarded += n as u64;
+                    self.tx[p].append(&mut self.rx);
+                }
+                _ => {
+                    for (k, buf) in self.rx.drain(..).enumerate() {
+                        match self.verdicts[k] {
+                            Disposition::Pass => match fwd {
+                                Some(p) => {
+                                    self.report.forwarded += 1;
+                                    self.tx[p].push(buf);
+                                }
+                                None => match &self.host {
+                                    Some(h)
+                                        if h.to_host.push((index, buf.data().to_vec())).is_ok() =>
+                                    {
+                                        self.report.to_host += 1
+                                    }
+                                    _ => self.report.to_host_dropped += 1,
+                                },
+                            },
+                            Disposition::Reply => self.tx[i].push(buf),
+                            Disposition::Consumed | Disposition::Drop(_) => {}
                         }
-                        _ => match &self.host {
-                            Some(h) if h.to_host.push((index, buf.data().to_vec())).is_ok() => {
-                                self.report.to_host += 1
-                            }
-                            _ => self.report.to_host_dropped += 1,
-                        },
-                    },
+                    }
                 }
             }
             clock.mark(cyc, Stage::Classify);
@@ -301,7 +352,9 @@ impl<P: Port> NicLcore<P> {
         if let Some(host) = &self.host {
             let mut took = 0;
             while took < self.burst {
-                let Some((port, frame)) = host.to_nic.pop() else { break };
+                let Some((port, frame)) = host.to_nic.pop() else {
+                    break;
+                };
                 took += 1;
                 self.report.from_host += 1;
                 let Some(slot) = self.slots.iter().position(|s| s.index == port) else {
@@ -319,7 +372,9 @@ impl<P: Port> NicLcore<P> {
                     continue;
                 }
                 let mut alloc = || port_q.alloc();
-                let _ = self.stack.host_tx(port, buf, now, &mut alloc, &mut self.tx[slot]);
+                let _ = self
+                    .stack
+                    .host_tx(port, buf, now, &mut alloc, &mut self.tx[slot]);
             }
             if took > 0 {
                 clock.mark(cyc, Stage::HostTx);
@@ -328,7 +383,7 @@ impl<P: Port> NicLcore<P> {
 
         let now = match now_ns {
             Some(t) => t,
-            None if self.report.iterations % 64 == 0 => self.clock.now_ns(),
+            None if self.report.iterations.is_multiple_of(64) => self.clock.now_ns(),
             None => u64::MAX,
         };
         if now != u64::MAX && now >= self.next_timer_ns {
@@ -336,7 +391,8 @@ impl<P: Port> NicLcore<P> {
             for (i, slot) in self.slots.iter_mut().enumerate() {
                 let port_q = &mut slot.port;
                 let mut alloc = || port_q.alloc();
-                self.stack.poll_tx(slot.index, now, &mut alloc, &mut self.tx[i]);
+                self.stack
+                    .poll_tx(slot.index, now, &mut alloc, &mut self.tx[i]);
             }
             clock.mark(cyc, Stage::Timers);
         }

@@ -16,6 +16,8 @@ pub mod pcap;
 pub mod port;
 pub mod rss;
 pub mod runtime;
+#[cfg(feature = "dpdk")]
+pub mod runtime_dpdk;
 pub mod sys;
 
 pub use buf::{HeapBuf, PacketBuf};

@@ -73,7 +73,12 @@ pub fn toeplitz(key: &[u8], input: &[u8]) -> u32 {
 
 /// The RSS input of an IPv4 flow: source address, destination address and, for TCP and UDP,
 /// source and destination ports (Microsoft RSS, "IPv4 with TCP/UDP" hash types).
-pub fn ipv4_input(src: [u8; 4], dst: [u8; 4], ports: Option<(u16, u16)>, out: &mut [u8; 12]) -> usize {
+pub fn ipv4_input(
+    src: [u8; 4],
+    dst: [u8; 4],
+    ports: Option<(u16, u16)>,
+    out: &mut [u8; 12],
+) -> usize {
     out[..4].copy_from_slice(&src);
     out[4..8].copy_from_slice(&dst);
     match ports {
@@ -152,13 +157,40 @@ mod tests {
     #[test]
     fn microsoft_verification_vectors() {
         let rows = [
-            ([66, 9, 149, 187], 2794, [161, 142, 100, 80], 1766, 0x323e8fc2, 0x51ccc178),
-            ([199, 92, 111, 2], 14230, [65, 69, 140, 83], 4739, 0xd718262a, 0xc626b0ea),
-            ([24, 19, 198, 95], 12898, [12, 22, 207, 184], 38024, 0xd2d0a5de, 0x5c2b394a),
+            (
+                [66, 9, 149, 187],
+                2794,
+                [161, 142, 100, 80],
+                1766,
+                0x323e8fc2,
+                0x51ccc178,
+            ),
+            (
+                [199, 92, 111, 2],
+                14230,
+                [65, 69, 140, 83],
+                4739,
+                0xd718262a,
+                0xc626b0ea,
+            ),
+            (
+                [24, 19, 198, 95],
+                12898,
+                [12, 22, 207, 184],
+                38024,
+                0xd2d0a5de,
+                0x5c2b394a,
+            ),
         ];
         for (src, sp, dst, dp, ip_only, with_ports) in rows {
-            assert_eq!(toeplitz(&DEFAULT_KEY, &input(src, sp, dst, dp, false)), ip_only);
-            assert_eq!(toeplitz(&DEFAULT_KEY, &input(src, sp, dst, dp, true)), with_ports);
+            assert_eq!(
+                toeplitz(&DEFAULT_KEY, &input(src, sp, dst, dp, false)),
+                ip_only
+            );
+            assert_eq!(
+                toeplitz(&DEFAULT_KEY, &input(src, sp, dst, dp, true)),
+                with_ports
+            );
         }
     }
 

@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 
 use crate::clock::Clock;
 use crate::config::{Config, ConfigError, Driver};
-use crate::lcore::{HostChannel, LcoreReport, Mode, NicLcore, PortSlot};
-use crate::net::stack::{IfaceConfig, NicStack, StackConfig};
+use crate::lcore::{HostChannel, LcoreReport, LcoreSetup, Mode, NicLcore, PortSlot};
+use crate::net::stack::{IfaceConfig, L4Checksum, NicStack, StackConfig};
 use crate::pcap::PcapWriter;
 use crate::port::wire::{wire_pair, Impairments, LinkCounters, WireConfig, WireEnd, WireQueue};
 use crate::port::Port;
@@ -90,6 +90,18 @@ pub fn ifaces(cfg: &Config, macs: &[[u8; 6]]) -> Vec<IfaceConfig> {
         .collect()
 }
 
+/// The NIC stack settings of a run: in forward mode, transit frames are checked like a router
+/// checks them (IP header, not the end-to-end L4 checksum: RFC 1812 §5.2.2).
+pub fn stack_config(opts: &RunOptions) -> StackConfig {
+    StackConfig {
+        l4_checksum: match opts.mode {
+            Mode::Forward => L4Checksum::Terminating,
+            Mode::Nic => L4Checksum::All,
+        },
+        ..StackConfig::default()
+    }
+}
+
 /// Opens the capture files named in `opts`, one writer per port index.
 pub fn open_captures(
     cfg: &Config,
@@ -124,7 +136,14 @@ pub fn forward_peer(index: usize, ports: usize) -> Option<usize> {
 
 /// A locally administered MAC for wire port `index` (02:6e:69:00:00:index+1).
 pub fn wire_mac(index: usize) -> [u8; 6] {
-    [0x02, 0x6e, 0x69, 0x00, (index >> 8) as u8, (index as u8).wrapping_add(1)]
+    [
+        0x02,
+        0x6e,
+        0x69,
+        0x00,
+        (index >> 8) as u8,
+        (index as u8).wrapping_add(1),
+    ]
 }
 
 /// An in-memory topology built from a configuration whose ports are all wire ports.
@@ -142,7 +161,12 @@ pub struct WireTopology {
 /// Builds the in-memory topology of `cfg` (all ports of driver `wire`).
 pub fn build_wire(cfg: &Config, opts: &RunOptions, clock: Clock) -> Result<WireTopology, RunError> {
     if cfg.ports.iter().any(|p| p.driver != Driver::Wire) {
-        return Err(ConfigError::new(&cfg.source, "port", "build_wire needs ports of driver \"wire\"").into());
+        return Err(ConfigError::new(
+            &cfg.source,
+            "port",
+            "build_wire needs ports of driver \"wire\"",
+        )
+        .into());
     }
     let nic = cfg.nic_lcores();
     let queues = nic.len() as u16;
@@ -155,7 +179,9 @@ pub fn build_wire(cfg: &Config, opts: &RunOptions, clock: Clock) -> Result<WireT
     // For each wire: the ends taken by ports, in port order.
     let mut ends: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     for (i, p) in cfg.ports.iter().enumerate() {
-        ends.entry(p.wire.clone().unwrap_or_default()).or_default().push(i);
+        ends.entry(p.wire.clone().unwrap_or_default())
+            .or_default()
+            .push(i);
     }
     let mut port_ends: Vec<Option<WireEnd>> = (0..cfg.ports.len()).map(|_| None).collect();
     let mut peers = BTreeMap::new();
@@ -166,7 +192,10 @@ pub fn build_wire(cfg: &Config, opts: &RunOptions, clock: Clock) -> Result<WireT
             seed: imp.seed.wrapping_add(0x5eed),
             ..imp.clone()
         };
-        let far_mac = users.get(1).map(|&j| macs[j]).unwrap_or([0x02, 0x70, 0x65, 0x65, 0x72, 0x01]);
+        let far_mac = users
+            .get(1)
+            .map(|&j| macs[j])
+            .unwrap_or([0x02, 0x70, 0x65, 0x65, 0x72, 0x01]);
         let (a, b) = wire_pair(&WireConfig {
             queues,
             a_to_b: imp,
@@ -208,17 +237,24 @@ pub fn build_wire(cfg: &Config, opts: &RunOptions, clock: Clock) -> Result<WireT
             })
             .collect();
         lcores.push(NicLcore::new(
-            format!("nic{k}"),
-            Some(l.core),
+            LcoreSetup {
+                name: format!("nic{k}"),
+                core: Some(l.core),
+                mode: opts.mode,
+                burst: cfg.runtime.burst as usize,
+                clock: clock.clone(),
+                host: host.get(k).cloned(),
+            },
             slots,
-            NicStack::new(ifaces(cfg, &macs), StackConfig::default()),
-            opts.mode,
-            cfg.runtime.burst as usize,
-            clock.clone(),
-            host.get(k).cloned(),
+            NicStack::new(ifaces(cfg, &macs), stack_config(opts)),
         ));
     }
-    Ok(WireTopology { lcores, peers, links, host })
+    Ok(WireTopology {
+        lcores,
+        peers,
+        links,
+        host,
+    })
 }
 
 /// Runs `lcores` on their own threads until `stop` is set or `opts.duration` passes, calling
@@ -245,13 +281,17 @@ pub fn run_lcores<P: Port + 'static>(
             .name(name.clone())
             .spawn(move || -> Result<LcoreReport, String> {
                 if let (true, Some(core)) = (pin, lcore.core()) {
-                    crate::sys::pin_current_thread(core).map_err(|e| format!("cannot pin to core {core}: {e}"))?;
+                    crate::sys::pin_current_thread(core)
+                        .map_err(|e| format!("cannot pin to core {core}: {e}"))?;
                 }
                 init()?;
                 tracing::debug!(lcore = %lcore.name(), core = ?lcore.core(), "lcore started");
                 Ok(lcore.run(&stop, None))
             })
-            .map_err(|e| RunError::Lcore { name: name.clone(), message: e.to_string() })?;
+            .map_err(|e| RunError::Lcore {
+                name: name.clone(),
+                message: e.to_string(),
+            })?;
         threads.push((name, t));
     }
     let mut next_stats = opts.stats_interval.map(|i| start + i);
@@ -287,7 +327,10 @@ pub fn run_lcores<P: Port + 'static>(
                 first_err.get_or_insert(RunError::Lcore { name, message });
             }
             Err(_) => {
-                first_err.get_or_insert(RunError::Lcore { name, message: "panicked".into() });
+                first_err.get_or_insert(RunError::Lcore {
+                    name,
+                    message: "panicked".into(),
+                });
             }
         }
     }

@@ -13,7 +13,8 @@ pub fn allowed_cores() -> io::Result<Vec<usize>> {
     // SAFETY: cpu_set_t is plain data; zeroed is a valid empty set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     // SAFETY: we pass the set's true size and a valid pointer to it; pid 0 = this thread.
-    let rc = unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    let rc =
+        unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
     if rc != 0 {
         return Err(io::Error::last_os_error());
     }
@@ -69,6 +70,21 @@ pub fn format_core_list(cores: &[usize]) -> String {
         i += 1;
     }
     out.join(",")
+}
+
+/// Hints the CPU to bring the cache line at `p` into all cache levels (x86 `PREFETCHT0`);
+/// a no-op elsewhere. Never faults, whatever `p` points to: prefetches of invalid addresses
+/// are dropped by the hardware, which is why this wrapper is safe.
+#[inline(always)]
+pub fn prefetch(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: PREFETCHT0 is a hint with no architectural effect and cannot fault; SSE is part
+    // of the x86_64 baseline.
+    unsafe {
+        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(p as *const i8)
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
 }
 
 #[cfg(test)]

@@ -317,7 +317,7 @@ fn fragment_mf_and_offset() {
     let mut s = stack();
     assert!(matches!(
         s.rx(0, &mut HeapBuf::from_frame(&f), 0),
-        Disposition::Pass(_)
+        Disposition::Pass
     ));
 }
 
@@ -335,7 +335,7 @@ fn control_ethertypes_from_wire() {
     let mut s = stack();
     for t in [0x0909u16, 0x090E] {
         let mut b = HeapBuf::from_frame(&eth(t, 46));
-        assert!(matches!(s.rx(0, &mut b, 0), Disposition::Pass(_)));
+        assert!(matches!(s.rx(0, &mut b, 0), Disposition::Pass));
     }
 }
 
@@ -372,7 +372,7 @@ fn feed(s: &mut NicStack<HeapBuf>, t: &mut Tally, port: usize, bytes: &[u8], now
     let mut b = HeapBuf::from_frame(bytes);
     t.frames += 1;
     match s.rx(port, &mut b, now) {
-        Disposition::Pass(_) => t.pass += 1,
+        Disposition::Pass => t.pass += 1,
         Disposition::Consumed => t.consumed += 1,
         Disposition::Reply => {
             t.reply += 1;
@@ -469,5 +469,111 @@ proptest! {
             feed(&mut s, &mut t, port, &f, i as u64 * 1_000);
         }
         check_accounting(&s, &t);
+    }
+}
+
+// ---- property: host frames of any shape never panic, and what goes out is valid ----
+
+fn big_tcp(len: usize) -> Vec<u8> {
+    let payload: Vec<u8> = (0..len).map(|i| (i * 31) as u8).collect();
+    let mut f = tcp(&[]);
+    f.extend_from_slice(&payload);
+    let total = (f.len() - 14) as u16;
+    f[16..18].copy_from_slice(&total.to_be_bytes());
+    f
+}
+
+/// Checks a frame about to leave the NIC on port 0 (MTU 1500); `from_poll`: it came out of
+/// `poll_tx` (so an ARP frame is one the stack built).
+fn assert_valid_out(b: &HeapBuf, from_poll: bool) {
+    let d = b.data();
+    if d.len() >= 34 && d[12..14] == [0x08, 0x00] {
+        let total = u16::from_be_bytes([d[16], d[17]]) as usize;
+        assert!(total <= 1500, "IP packet over the MTU sent");
+        assert!(d.len() <= (14 + total).max(60), "trailing bytes sent");
+        if d[14] == 0x45 {
+            assert!(
+                dataplane::net::parse(d).is_ok(),
+                "invalid IPv4 frame out: {:?} {d:02x?}",
+                dataplane::net::parse(d)
+            );
+        }
+    } else if from_poll {
+        assert_eq!(&d[12..14], &[0x08, 0x06]);
+        assert!(dataplane::net::parse(d).is_ok(), "our ARP request is valid");
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn host_tx_never_panics_and_sends_valid_frames(
+        cases in proptest::collection::vec(
+            (0usize..6, proptest::collection::vec(mutation(), 0..3), any::<bool>(),
+             prop_oneof![6 => Just(0usize), 1 => Just(1), 1 => Just(2)], 0u8..4, any::<bool>()),
+            1..16),
+    ) {
+        let base = [
+            udp(b"hello"), icmp_echo(b"ping"), tcp(b"data"), big_tcp(1460), big_tcp(4000),
+            arp(ArpOperation::Request, OUR_IP),
+        ];
+        let mut s = stack();
+        let mut out: Vec<HeapBuf> = Vec::new();
+        for (i, (which, muts, zero_mac, port, fail_every, reply)) in cases.into_iter().enumerate() {
+            let now = i as u64 * 400_000_000;
+            let mut f = base[which].clone();
+            if which < 5 {
+                f[24] = 0; // host stacks leave checksums to the NIC
+                f[25] = 0;
+                f[30..34].copy_from_slice(&PEER_IP);
+                f[26..30].copy_from_slice(&OUR_IP);
+            }
+            if zero_mac {
+                f[0..12].fill(0);
+            }
+            for m in muts {
+                match m {
+                    Mutation::Set(at, v) if !f.is_empty() => {
+                        let n = f.len();
+                        f[at % n] = v;
+                    }
+                    Mutation::Set(..) => {}
+                    Mutation::Truncate(n) => f.truncate(n % (f.len() + 1)),
+                    Mutation::Extend(more) => f.extend_from_slice(&more),
+                }
+            }
+            let mut calls = 0u32;
+            let mut alloc = || {
+                calls += 1;
+                // Every `fail_every`-th allocation fails (never when 0).
+                match calls.checked_rem(fail_every as u32) {
+                    Some(0) => None,
+                    _ => Some(HeapBuf::new()),
+                }
+            };
+            let before = out.len();
+            match s.host_tx(port, HeapBuf::from_frame(&f), now, &mut alloc, &mut out) {
+                Ok(n) => prop_assert_eq!(out.len(), before + n),
+                Err(_) => prop_assert_eq!(out.len(), before),
+            }
+            for b in out.drain(..) {
+                if port == 0 {
+                    assert_valid_out(&b, false);
+                }
+            }
+            s.poll_tx(port, now, &mut alloc, &mut out);
+            for b in out.drain(..) {
+                if port == 0 {
+                    assert_valid_out(&b, true);
+                }
+            }
+            if reply {
+                let mut r = HeapBuf::from_frame(&arp(ArpOperation::Reply, OUR_IP));
+                s.rx(0, &mut r, now);
+            }
+        }
+        let c = s.counters();
+        prop_assert!(c.host_tx_packets <= 16);
     }
 }

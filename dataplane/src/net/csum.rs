@@ -79,6 +79,14 @@ pub fn verify(data: &[u8]) -> bool {
     fold(add_bytes(0, data)) == 0xffff
 }
 
+/// True when the 20-byte IPv4 header `h` (no options) carries a valid header checksum
+/// (RFC 791 §3.1). Straight-line fast path of [`verify`] for the per-packet check.
+#[inline(always)]
+pub fn verify_ipv4_header20(h: &[u8; 20]) -> bool {
+    let w = |i: usize| u32::from_le_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]) as u64;
+    fold(w(0) + w(4) + w(8) + w(12) + w(16)) == 0xffff
+}
+
 /// The accumulator of the IPv4 pseudo-header used by TCP and UDP checksums: source and
 /// destination address, zero, protocol and the L4 length (RFC 9293 §3.1, RFC 768).
 ///
@@ -147,10 +155,10 @@ pub fn fill_ipv4_header(ip_hdr: &mut [u8]) {
 /// Checks: IPv4 version and IHL (`BadIpVersion`, `BadLength`), header and `total_length`
 /// within the frame (`Truncated`, `BadLength`; trailing Ethernet padding is allowed), no
 /// fragment (`Fragment`: a fragment's L4 checksum covers bytes this frame does not hold),
-/// L4 header present (`Truncated`), UDP length equal to the IP payload (`BadLength`).
+/// L4 header present (`Truncated`), TCP data offset within the segment and UDP length equal
+/// to the IP payload (`BadLength`).
 /// IP options are allowed. Protocols other than TCP, UDP and ICMP only get the IP checksum.
-/// Invariant: on `Ok`, [`super::parse::parse`] of the frame does not fail with a checksum
-/// reason.
+/// Invariant: on `Ok`, an IPv4 frame without IP options passes [`super::parse::parse`].
 pub fn fill_checksums(frame: &mut [u8]) -> Result<(), DropReason> {
     if frame.len() < ETH_HDR_LEN {
         return Err(DropReason::Truncated);
@@ -209,6 +217,10 @@ pub(crate) fn fill_l4(
         IPPROTO_TCP => {
             if l4.len() < 20 {
                 return Err(DropReason::Truncated);
+            }
+            let doff = ((l4[12] >> 4) as usize) * 4;
+            if doff < 20 || doff > l4.len() {
+                return Err(DropReason::BadLength);
             }
             l4[16] = 0;
             l4[17] = 0;
@@ -320,6 +332,11 @@ mod tests {
             let whole = fold(add_bytes(init, &data));
             let chained = fold(add_bytes(add_bytes(init, &data[..cut]), &data[cut..]));
             prop_assert_eq!(whole, chained);
+        }
+
+        #[test]
+        fn header20_fast_path_matches(h in any::<[u8; 20]>()) {
+            prop_assert_eq!(verify_ipv4_header20(&h), verify(&h));
         }
 
         #[test]

@@ -1,7 +1,7 @@
 //! Basic NIC duties on IPv4/Ethernet: parsing and validation, ARP, ICMP echo, checksum fill
 //! and software TSO for host-originated packets.
 //!
-//! - [`parse`]: validation of wire frames into [`Parsed`] or a [`DropReason`].
+//! - [`mod@parse`]: validation of wire frames into [`Parsed`] or a [`DropReason`].
 //! - [`csum`]: the Internet checksum (RFC 1071, RFC 1624) and checksum fill.
 //! - [`arp`]: ARP bodies and the translation table (RFC 826).
 //! - [`icmp`]: ICMP echo replies (RFC 792).
@@ -19,5 +19,5 @@ pub mod stack;
 pub mod tso;
 
 pub use csum::fill_checksums;
-pub use parse::{parse, DropCounters, DropReason, Parsed, L3};
-pub use stack::{Disposition, IfaceConfig, NicStack, StackConfig, StackCounters};
+pub use parse::{parse, parse_headers, verify_l4_checksum, DropCounters, DropReason, Parsed, L3};
+pub use stack::{Disposition, IfaceConfig, L4Checksum, NicStack, StackConfig, StackCounters};

@@ -9,11 +9,15 @@ use super::arp::{self, ArpFields, ArpTable, ARP_FRAME_LEN, OP_REQUEST};
 use super::csum::{self, ipv4_bounds_for_tx};
 use super::icmp;
 use super::parse::{
-    parse, DropCounters, DropReason, Parsed, ETHERTYPE_IPV4, ETH_HDR_LEN, IPPROTO_ICMP,
-    IPPROTO_TCP, L3,
+    fast_transit, parse_headers, verify_l4_checksum, DropCounters, DropReason, ETHERTYPE_IPV4,
+    ETH_HDR_LEN, IPPROTO_ICMP, IPPROTO_TCP, L3,
 };
 use super::tso;
 use crate::buf::PacketBuf;
+
+/// Smallest Ethernet frame (IEEE 802.3, FCS excluded): host frames padded to it keep their
+/// padding.
+const MIN_FRAME_LEN: usize = 60;
 
 /// Configuration of one port's interface.
 ///
@@ -84,6 +88,13 @@ fn same_subnet(a: [u8; 4], b: [u8; 4], prefix: u8) -> bool {
     u32::from_be_bytes(a) & m == u32::from_be_bytes(b) & m
 }
 
+/// What [`NicStack::iface`] answers for a port out of range.
+static NO_IFACE: IfaceConfig = IfaceConfig {
+    mac: [0; 6],
+    ipv4: Vec::new(),
+    mtu: 1500,
+};
+
 /// Tunables of the ARP machinery.
 ///
 /// Invariant: timing values are in nanoseconds of the caller's clock (`now_ns`).
@@ -100,6 +111,22 @@ pub struct StackConfig {
     pub arp_table_size: usize,
     /// Host frames held per unresolved address (default 16); more are dropped.
     pub pending_per_ip: usize,
+    /// Which received frames get their TCP/UDP/ICMP checksum verified (default: all).
+    pub l4_checksum: L4Checksum,
+}
+
+/// Which received frames [`NicStack::rx`] verifies the L4 checksum of. The IPv4 header
+/// checksum is always verified.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum L4Checksum {
+    /// Every IPv4 frame: what the host needs when the NIC hands frames to it (the host stack
+    /// relies on the NIC's receive checksum offload, as mTCP does).
+    #[default]
+    All,
+    /// Only frames addressed to one of the port's IPv4 addresses (answered by the NIC or
+    /// delivered to its host). Transit frames are forwarded like a router does, which
+    /// validates the IP header but not the end-to-end L4 checksum (RFC 1812 §5.2.2).
+    Terminating,
 }
 
 impl Default for StackConfig {
@@ -110,6 +137,7 @@ impl Default for StackConfig {
             arp_max_retries: 3,
             arp_table_size: 1024,
             pending_per_ip: 16,
+            l4_checksum: L4Checksum::All,
         }
     }
 }
@@ -124,8 +152,10 @@ pub enum Disposition {
     Consumed,
     /// The frame is malformed or refused: free the buffer. Already counted.
     Drop(DropReason),
-    /// Not for the NIC's own duties: the caller forwards it or hands it to the host.
-    Pass(Parsed),
+    /// Not for the NIC's own duties: the caller forwards it or hands it to the host. (Callers
+    /// that need the headers re-read them with [`super::parse::parse_headers`]: returning the
+    /// parsed view here costs store-forwarding stalls on the per-packet path.)
+    Pass,
 }
 
 /// Counters of one [`NicStack`].
@@ -177,6 +207,16 @@ impl StackCounters {
         self.passed += o.passed;
         self.drops.add(&o.drops);
     }
+}
+
+/// Where a host frame goes next.
+enum NextHop {
+    /// Send to this MAC now.
+    Mac([u8; 6]),
+    /// Off every subnet of the port (no gateway configuration yet).
+    Unreachable,
+    /// On a subnet but not in the ARP table: hold and ask.
+    Unknown,
 }
 
 /// An address being resolved, with the host frames waiting for it.
@@ -256,13 +296,29 @@ impl<B: PacketBuf> NicStack<B> {
         if port >= self.ifaces.len() {
             return self.rx_drop(DropReason::Unsupported);
         }
-        let p = match parse(buf.data()) {
+        if self.cfg.l4_checksum == L4Checksum::Terminating {
+            let iface = &self.ifaces[port];
+            if let Some(dst) = fast_transit(buf.data(), &iface.mac) {
+                if !iface.has_ip(dst) {
+                    return self.pass();
+                }
+            }
+        }
+        let p = match parse_headers(buf.data()) {
             Ok(p) => p,
             Err(r) => return self.rx_drop(r),
         };
+        if let L3::Ipv4 { dst, .. } = p.l3 {
+            if self.cfg.l4_checksum == L4Checksum::All || self.ifaces[port].has_ip(dst) {
+                if let Err(r) = verify_l4_checksum(buf.data(), &p) {
+                    return self.rx_drop(r);
+                }
+            }
+        }
         let mac = self.ifaces[port].mac;
-        if p.dst_mac != mac && !is_group(&p.dst_mac) {
-            return self.pass(p);
+        let dst_mac = &buf.data()[..6];
+        if dst_mac != mac && !is_group(dst_mac) {
+            return self.pass();
         }
         match p.l3 {
             L3::Arp => self.rx_arp(port, buf, now_ns),
@@ -281,14 +337,14 @@ impl<B: PacketBuf> NicStack<B> {
                 self.counters.icmp_echo_replies += 1;
                 Disposition::Reply
             }
-            _ => self.pass(p),
+            _ => self.pass(),
         }
     }
 
     #[inline]
-    fn pass(&mut self, p: Parsed) -> Disposition {
+    fn pass(&mut self) -> Disposition {
         self.counters.passed += 1;
-        Disposition::Pass(p)
+        Disposition::Pass
     }
 
     #[inline]
@@ -338,7 +394,8 @@ impl<B: PacketBuf> NicStack<B> {
     /// Fills checksums ([`csum::fill_checksums`]); if the IP packet is longer than the port MTU
     /// and it is TCP, splits it into MSS-sized segments ([`tso::segment`], buffers from
     /// `alloc`); a non-TCP packet over the MTU is dropped (`TsoTooLarge`). A zero source MAC is
-    /// replaced by the port's. If the destination MAC is all zero it is resolved from the
+    /// replaced by the port's; bytes after the IP packet are cut (Ethernet padding up to 60
+    /// bytes is kept). If the destination MAC is all zero it is resolved from the
     /// destination IP: limited and subnet-directed broadcast → ff:ff:ff:ff:ff:ff, multicast →
     /// 01:00:5e + low 23 bits (RFC 1112 §6.4), an address on one of the port's subnets → the ARP
     /// table; off-subnet → `ArpUnresolved` (no gateway configuration yet). An unknown neighbour
@@ -393,6 +450,14 @@ impl<B: PacketBuf> NicStack<B> {
             return Ok(1);
         }
         let (_, total) = ipv4_bounds_for_tx(&d[ETH_HDR_LEN..])?;
+        // Bytes after the IP packet are not sent, except up to the Ethernet minimum.
+        let keep = (ETH_HDR_LEN + total).max(MIN_FRAME_LEN);
+        if d.len() > keep {
+            let extra = d.len() - keep;
+            buf.trim(extra);
+        }
+        let iface = &self.ifaces[port];
+        let d = buf.data_mut();
         let needs_tso = total > iface.mtu as usize;
         if needs_tso {
             if d[ETH_HDR_LEN + 9] != IPPROTO_TCP {
@@ -405,9 +470,9 @@ impl<B: PacketBuf> NicStack<B> {
         if dst_zero {
             let dst_ip = [d[30], d[31], d[32], d[33]];
             match self.next_hop_mac(port, dst_ip, now_ns) {
-                Ok(mac) => buf.data_mut()[0..6].copy_from_slice(&mac),
-                Err(None) => return Err(DropReason::ArpUnresolved),
-                Err(Some(())) => return self.hold(port, dst_ip, buf, now_ns),
+                NextHop::Mac(mac) => buf.data_mut()[0..6].copy_from_slice(&mac),
+                NextHop::Unreachable => return Err(DropReason::ArpUnresolved),
+                NextHop::Unknown => return self.hold(port, dst_ip, buf, now_ns),
             }
         }
         self.emit(port, buf, needs_tso, alloc, out)
@@ -432,31 +497,25 @@ impl<B: PacketBuf> NicStack<B> {
         }
     }
 
-    /// The destination MAC for `ip` on `port`: `Ok(mac)`, `Err(None)` when it cannot be
-    /// resolved at all, `Err(Some(()))` when ARP must be asked first.
-    fn next_hop_mac(
-        &mut self,
-        port: usize,
-        ip: [u8; 4],
-        now_ns: u64,
-    ) -> Result<[u8; 6], Option<()>> {
+    /// The destination MAC for `ip` on `port`.
+    fn next_hop_mac(&mut self, port: usize, ip: [u8; 4], now_ns: u64) -> NextHop {
         let iface = &self.ifaces[port];
         if ip == [255; 4] || iface.is_subnet_broadcast(ip) {
-            return Ok([0xff; 6]);
+            return NextHop::Mac([0xff; 6]);
         }
         if ip[0] & 0xf0 == 0xe0 {
-            return Ok([0x01, 0x00, 0x5e, ip[1] & 0x7f, ip[2], ip[3]]);
+            return NextHop::Mac([0x01, 0x00, 0x5e, ip[1] & 0x7f, ip[2], ip[3]]);
         }
         if iface.subnet_addr(ip).is_none() {
-            return Err(None);
+            return NextHop::Unreachable;
         }
         match self.ports[port].arp.lookup_any(ip, now_ns) {
-            Some((mac, true)) => Ok(mac),
+            Some((mac, true)) => NextHop::Mac(mac),
             Some((mac, false)) => {
                 self.resolve_inner(port, ip, now_ns);
-                Ok(mac)
+                NextHop::Mac(mac)
             }
-            None => Err(Some(())),
+            None => NextHop::Unknown,
         }
     }
 
@@ -608,10 +667,10 @@ impl<B: PacketBuf> NicStack<B> {
         &self.counters
     }
 
-    /// The configuration of `port`. Panics if `port` is out of range (a configuration error of
-    /// the caller, unlike frame contents).
+    /// The configuration of `port`; for a port out of range, an empty interface (zero MAC, no
+    /// address, MTU 1500) rather than a panic.
     pub fn iface(&self, port: usize) -> &IfaceConfig {
-        &self.ifaces[port]
+        self.ifaces.get(port).unwrap_or(&NO_IFACE)
     }
 
     /// Number of ports.

@@ -7,6 +7,8 @@
 
 use crate::buf::PacketBuf;
 
+#[cfg(feature = "dpdk")]
+pub mod dpdk;
 pub mod wire;
 
 /// Software counters of one port queue, kept by the backend.

@@ -204,7 +204,10 @@ pub fn wire_pair(cfg: &WireConfig) -> (WireEnd, WireEnd) {
             .map(Some)
             .collect(),
     };
-    (make(0, &ab, &ba, &cfg.a_to_b), make(1, &ba, &ab, &cfg.b_to_a))
+    (
+        make(0, &ab, &ba, &cfg.a_to_b),
+        make(1, &ba, &ab, &cfg.b_to_a),
+    )
 }
 
 /// One end of a wire: a device whose queues are taken by lcores.
@@ -269,8 +272,8 @@ impl WireQueue {
             let ser_ns = (buf.len() as u128 * 8 * 1_000_000_000 / self.imp.rate_bps as u128) as u64;
             let start = self.next_free_ns.max(now);
             let backlog_ns = start - now;
-            let buffer_ns =
-                (self.imp.buffer_bytes as u128 * 8 * 1_000_000_000 / self.imp.rate_bps as u128) as u64;
+            let buffer_ns = (self.imp.buffer_bytes as u128 * 8 * 1_000_000_000
+                / self.imp.rate_bps as u128) as u64;
             if backlog_ns > buffer_ns {
                 LinkCounters::bump(&c.dropped_rate);
                 self.stats.tx_dropped += 1;
@@ -349,7 +352,10 @@ impl Port for WireQueue {
             n += 1;
         }
         if n > 0 {
-            self.rx.counters.delivered.fetch_add(n as u64, Ordering::Relaxed);
+            self.rx
+                .counters
+                .delivered
+                .fetch_add(n as u64, Ordering::Relaxed);
         }
         n
     }
@@ -412,7 +418,9 @@ mod tests {
     fn clean_wire_delivers_everything_in_order_intact() {
         let (mut a, mut b) = wire_pair(&WireConfig::default());
         let (mut qa, mut qb) = (a.take_queue(0).unwrap(), b.take_queue(0).unwrap());
-        let sent: Vec<HeapBuf> = (0..1000).map(|i| frame(i, 0, 60 + (i as usize % 1400))).collect();
+        let sent: Vec<HeapBuf> = (0..1000)
+            .map(|i| frame(i, 0, 60 + (i as usize % 1400)))
+            .collect();
         let mut batch = sent.clone();
         assert_eq!(qa.tx_burst(&mut batch), 1000);
         assert!(batch.is_empty());
@@ -448,7 +456,11 @@ mod tests {
 
     #[test]
     fn loss_is_seeded_close_to_the_rate_and_counted() {
-        let imp = Impairments { loss: 0.1, seed: 42, ..Default::default() };
+        let imp = Impairments {
+            loss: 0.1,
+            seed: 42,
+            ..Default::default()
+        };
         let (got, link) = impaired(imp.clone(), 10_000);
         let (again, _) = impaired(imp, 10_000);
         assert_eq!(got, again, "same seed, same losses");
@@ -460,7 +472,12 @@ mod tests {
 
     #[test]
     fn duplication_and_reordering_are_counted_and_lose_nothing() {
-        let imp = Impairments { duplicate: 0.05, reorder: 0.05, seed: 3, ..Default::default() };
+        let imp = Impairments {
+            duplicate: 0.05,
+            reorder: 0.05,
+            seed: 3,
+            ..Default::default()
+        };
         let (got, link) = impaired(imp, 5_000);
         assert_eq!(got.len() as u64, 5_000 + link.duplicated);
         assert!(link.duplicated > 150 && link.reordered > 150, "{link:?}");
@@ -468,7 +485,10 @@ mod tests {
         uniq.sort();
         uniq.dedup();
         assert_eq!(uniq.len(), 5_000, "every frame arrives at least once");
-        assert!(got.windows(2).any(|w| w[0] > w[1]), "some frames arrive out of order");
+        assert!(
+            got.windows(2).any(|w| w[0] > w[1]),
+            "some frames arrive out of order"
+        );
     }
 
     #[test]
@@ -490,7 +510,10 @@ mod tests {
         let mut batch: Vec<HeapBuf> = (0..20).map(|i| frame(i, 0, 1000)).collect();
         qa.tx_burst(&mut batch);
         let link = a.tx_link().snapshot();
-        assert!(link.dropped_rate >= 8 && link.dropped_rate <= 10, "{link:?}");
+        assert!(
+            link.dropped_rate >= 8 && link.dropped_rate <= 10,
+            "{link:?}"
+        );
         let sent = 20 - link.dropped_rate;
         let mut out = Vec::new();
         clock.advance(1_999_999); // first frame due at 1 ms serialization + 1 ms delay
@@ -505,7 +528,10 @@ mod tests {
 
     #[test]
     fn rss_spreads_flows_over_queues_and_keeps_each_flow_on_one() {
-        let cfg = WireConfig { queues: 4, ..WireConfig::default() };
+        let cfg = WireConfig {
+            queues: 4,
+            ..WireConfig::default()
+        };
         let (mut a, mut b) = wire_pair(&cfg);
         let mut qa = a.take_queue(0).unwrap();
         let mut qbs: Vec<WireQueue> = (0..4).map(|q| b.take_queue(q).unwrap()).collect();
@@ -527,7 +553,10 @@ mod tests {
 
     #[test]
     fn full_ring_drops_and_counts() {
-        let cfg = WireConfig { ring_size: 8, ..WireConfig::default() };
+        let cfg = WireConfig {
+            ring_size: 8,
+            ..WireConfig::default()
+        };
         let (mut a, mut b) = wire_pair(&cfg);
         let (mut qa, mut qb) = (a.take_queue(0).unwrap(), b.take_queue(0).unwrap());
         let mut batch: Vec<HeapBuf> = (0..20).map(|i| frame(i, 0, 64)).collect();
@@ -539,7 +568,10 @@ mod tests {
 
     #[test]
     fn bad_probabilities_are_named() {
-        let imp = Impairments { duplicate: 1.5, ..Default::default() };
+        let imp = Impairments {
+            duplicate: 1.5,
+            ..Default::default()
+        };
         assert_eq!(imp.validate(), Err("duplicate"));
         assert_eq!(Impairments::default().validate(), Ok(()));
     }

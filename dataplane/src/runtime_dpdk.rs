@@ -1,0 +1,157 @@
+//! Building NIC lcores over DPDK ethdev ports from a [`Config`] (feature `dpdk`).
+//!
+//! Order of things: EAL init with the configured arguments (plus those after `--`), look up
+//! every port's device (an unknown name is a config error naming `port[i].device` and the
+//! ports that exist), one mbuf pool per port, then the port with one rx and one tx queue per
+//! NIC lcore. Drop order matters: lcores (queues), then devices, then the EAL.
+
+use std::sync::Arc;
+
+use nicemu_dpdk::{register_thread, Eal, EthDev, Mempool, PortConf, RssConf, SOCKET_ID_ANY};
+
+use crate::clock::Clock;
+use crate::config::{Config, ConfigError, Driver};
+use crate::lcore::{HostChannel, LcoreSetup, NicLcore, PortSlot};
+use crate::net::stack::NicStack;
+use crate::port::dpdk::DpdkQueue;
+use crate::runtime::{forward_peer, ifaces, open_captures, stack_config, RunError, RunOptions};
+
+/// Data room of each mbuf: 2048 bytes of frame plus DPDK's headroom, so that every frame up
+/// to 2048 bytes arrives in one segment.
+pub const MBUF_DATA_ROOM: u16 = 2048 + nicemu_dpdk::PKTMBUF_HEADROOM as u16;
+
+/// A DPDK topology. Fields drop in declaration order: lcores, devices, then the EAL.
+pub struct DpdkTopology {
+    /// One lcore per NIC lcore of the configuration.
+    pub lcores: Vec<NicLcore<DpdkQueue>>,
+    /// The configured ports, in configuration order.
+    pub devs: Vec<EthDev>,
+    /// Host channel of each lcore (when asked for).
+    pub host: Vec<Arc<HostChannel>>,
+    /// The EAL; dropping it cleans DPDK up.
+    pub eal: Eal,
+}
+
+/// The EAL arguments of a run: the configuration's, then `extra` (from the command line).
+/// Unless a `--log-level` is given, DPDK logs at warning level and above, so that a normal
+/// start prints nothing.
+pub fn eal_args(cfg: &Config, extra: &[String]) -> Vec<String> {
+    let mut args: Vec<String> = cfg.eal.args.iter().chain(extra).cloned().collect();
+    if !args.iter().any(|a| a.starts_with("--log-level")) {
+        args.push("--log-level=warning".into());
+    }
+    args
+}
+
+/// Thread setup for lcore threads: register with DPDK so that mempool caches work.
+pub fn thread_init() -> Arc<dyn Fn() -> Result<(), String> + Send + Sync> {
+    Arc::new(|| register_thread().map_err(|e| e.to_string()))
+}
+
+/// Builds the DPDK topology of `cfg` (all ports of driver `dpdk`). `template`, when given, is
+/// written into every mbuf of every pool (for PMDs that do not write packet data: net_null).
+pub fn build_dpdk(
+    cfg: &Config,
+    opts: &RunOptions,
+    extra_eal: &[String],
+    template: Option<&[u8]>,
+) -> Result<DpdkTopology, RunError> {
+    if cfg.ports.iter().any(|p| p.driver != Driver::Dpdk) {
+        return Err(ConfigError::new(
+            &cfg.source,
+            "port",
+            "build_dpdk needs ports of driver \"dpdk\"",
+        )
+        .into());
+    }
+    let args = eal_args(cfg, extra_eal);
+    let eal = Eal::init(&args)
+        .map_err(|e| RunError::Dpdk(format!("{e} (EAL arguments: {})", args.join(" "))))?;
+    let nic = cfg.nic_lcores();
+    let queues = nic.len() as u16;
+    let mut devs = Vec::new();
+    for (i, p) in cfg.ports.iter().enumerate() {
+        let device = p.device.as_deref().unwrap_or_default();
+        let port_id = eal.port_by_name(device).map_err(|e| {
+            ConfigError::new(&cfg.source, format!("port[{i}].device"), e.to_string())
+        })?;
+        let mut pool = Mempool::create(
+            &format!("nicemu_p{i}"),
+            cfg.runtime.mbufs,
+            256,
+            MBUF_DATA_ROOM,
+            SOCKET_ID_ANY,
+        )
+        .map_err(|e| RunError::Dpdk(format!("port {}: {e}", p.name)))?;
+        if let Some(frame) = template {
+            pool.fill_template(frame)
+                .map_err(|e| RunError::Dpdk(format!("port {}: {e}", p.name)))?;
+        }
+        let conf = PortConf {
+            rx_queues: queues,
+            tx_queues: queues,
+            rx_desc: p.rx_desc,
+            tx_desc: p.tx_desc,
+            rss: p.rss.key().map(|k| RssConf {
+                key: k.to_vec(),
+                ..RssConf::default()
+            }),
+            promiscuous: p.promiscuous,
+            mtu: (p.mtu != 1500).then_some(p.mtu),
+        };
+        let dev = EthDev::configure(&eal, port_id, &conf, pool)
+            .map_err(|e| RunError::Dpdk(format!("port {} ({device}): {e}", p.name)))?;
+        devs.push(dev);
+    }
+    let macs: Vec<[u8; 6]> = cfg
+        .ports
+        .iter()
+        .zip(&devs)
+        .map(|(p, d)| p.mac.unwrap_or_else(|| d.mac()))
+        .collect();
+    let captures = open_captures(cfg, opts)?;
+    let host: Vec<Arc<HostChannel>> = if opts.host_channels {
+        nic.iter().map(|_| HostChannel::new(4096)).collect()
+    } else {
+        Vec::new()
+    };
+    let mut lcores = Vec::new();
+    for (k, l) in nic.iter().enumerate() {
+        let mut slots = Vec::new();
+        for (i, d) in devs.iter().enumerate() {
+            let q = d
+                .queue(k as u16)
+                .map_err(|e| RunError::Dpdk(format!("port {}: {e}", cfg.ports[i].name)))?;
+            slots.push(PortSlot {
+                port: DpdkQueue::from_queue(q, macs[i]),
+                index: i,
+                name: cfg.ports[i].name.clone(),
+                peer: forward_peer(i, cfg.ports.len()),
+                pcap: captures[i].clone(),
+            });
+        }
+        lcores.push(NicLcore::new(
+            LcoreSetup {
+                name: format!("nic{k}"),
+                core: Some(l.core),
+                mode: opts.mode,
+                burst: cfg.runtime.burst as usize,
+                clock: Clock::real(),
+                host: host.get(k).cloned(),
+            },
+            slots,
+            NicStack::new(ifaces(cfg, &macs), stack_config(opts)),
+        ));
+    }
+    Ok(DpdkTopology {
+        lcores,
+        devs,
+        host,
+        eal,
+    })
+}
+
+/// The TSC frequency DPDK measured (0 before EAL init).
+pub fn tsc_hz() -> u64 {
+    nicemu_dpdk::tsc_hz()
+}

@@ -1,0 +1,122 @@
+//! The forwarding fast path agrees with the full parser, and the L4-checksum policy of a
+//! forwarding NIC: transit frames are checked like a router checks them, frames for the NIC's
+//! own addresses are fully verified.
+
+use dataplane::buf::HeapBuf;
+use dataplane::gen;
+use dataplane::net::parse::{fast_transit, parse, parse_headers, DropReason, L3};
+use dataplane::net::stack::{Disposition, IfaceConfig, L4Checksum, NicStack, StackConfig};
+use proptest::prelude::*;
+
+const OUR_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x99];
+const OUR_IP: [u8; 4] = [192, 0, 2, 1];
+const A_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 1];
+const B_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 2];
+const A_IP: [u8; 4] = [192, 0, 2, 10];
+const B_IP: [u8; 4] = [198, 51, 100, 10];
+
+fn stack(policy: L4Checksum) -> NicStack<HeapBuf> {
+    NicStack::new(
+        vec![IfaceConfig {
+            mac: OUR_MAC,
+            ipv4: vec![(OUR_IP, 24)],
+            mtu: 1500,
+        }],
+        StackConfig {
+            l4_checksum: policy,
+            ..StackConfig::default()
+        },
+    )
+}
+
+fn seeds() -> Vec<Vec<u8>> {
+    vec![
+        gen::udp(A_MAC, B_MAC, A_IP, B_IP, 1000, 2000, b"transit udp"),
+        gen::udp(A_MAC, B_MAC, A_IP, B_IP, 1000, 2000, &[7; 600]),
+        gen::tcp(
+            A_MAC,
+            B_MAC,
+            A_IP,
+            B_IP,
+            1000,
+            80,
+            7,
+            9,
+            0x18,
+            b"transit tcp",
+        ),
+        gen::tcp(A_MAC, OUR_MAC, A_IP, OUR_IP, 1000, 80, 7, 9, 0x02, &[]),
+        gen::icmp_echo_request(A_MAC, B_MAC, A_IP, B_IP, 1, 1, b"ping"),
+    ]
+}
+
+#[test]
+fn valid_transit_frames_take_the_fast_path() {
+    for f in &seeds()[..3] {
+        assert_eq!(fast_transit(f, &OUR_MAC), Some(B_IP));
+    }
+    // Not transit: addressed to our MAC, ICMP, broadcast.
+    assert_eq!(fast_transit(&seeds()[3], &OUR_MAC), None);
+    assert_eq!(fast_transit(&seeds()[4], &OUR_MAC), None);
+    let mut bcast = seeds()[0].clone();
+    bcast[..6].fill(0xff);
+    assert_eq!(fast_transit(&bcast, &OUR_MAC), None);
+}
+
+#[test]
+fn transit_bad_l4_checksum_is_forwarded_but_local_is_dropped() {
+    let mut transit = seeds()[0].clone();
+    transit[40] ^= 0x55; // UDP checksum
+    let mut local = gen::udp(A_MAC, OUR_MAC, A_IP, OUR_IP, 1000, 2000, b"to the nic");
+    local[40] ^= 0x55;
+    assert_eq!(parse(&transit), Err(DropReason::BadL4Checksum));
+
+    let mut fwd = stack(L4Checksum::Terminating);
+    assert_eq!(
+        fwd.rx(0, &mut HeapBuf::from_frame(&transit), 0),
+        Disposition::Pass
+    );
+    assert_eq!(
+        fwd.rx(0, &mut HeapBuf::from_frame(&local), 0),
+        Disposition::Drop(DropReason::BadL4Checksum)
+    );
+    // A NIC that hands frames to its host verifies every one (the host relies on it).
+    let mut nic = stack(L4Checksum::All);
+    assert_eq!(
+        nic.rx(0, &mut HeapBuf::from_frame(&transit), 0),
+        Disposition::Drop(DropReason::BadL4Checksum)
+    );
+    // The IP header checksum is checked on transit frames too.
+    let mut bad_ip = seeds()[0].clone();
+    bad_ip[24] ^= 1;
+    assert_eq!(
+        fwd.rx(0, &mut HeapBuf::from_frame(&bad_ip), 0),
+        Disposition::Drop(DropReason::BadIpChecksum)
+    );
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 4000, ..ProptestConfig::default() })]
+
+    /// Whatever the fast path accepts, the full parser accepts with the same facts.
+    #[test]
+    fn fast_path_never_accepts_what_the_parser_refuses(
+        seed in 0usize..5,
+        flips in proptest::collection::vec((0usize..700, any::<u8>()), 0..4),
+        cut in 0usize..700,
+    ) {
+        let mut f = seeds()[seed].clone();
+        for (at, v) in flips {
+            if at < f.len() {
+                f[at] = v;
+            }
+        }
+        f.truncate(cut.max(1).min(f.len()));
+        if let Some(dst) = fast_transit(&f, &OUR_MAC) {
+            let p = parse_headers(&f).expect("fast path accepted a frame the parser refuses");
+            let same = matches!(p.l3, L3::Ipv4 { proto: 6 | 17, dst: d, .. } if d == dst);
+            prop_assert!(same, "fast path and parser disagree: {:?}", p.l3);
+            prop_assert!(p.dst_mac != OUR_MAC && p.dst_mac[0] & 1 == 0);
+        }
+    }
+}
