@@ -14,8 +14,22 @@ use crate::topo::{template_frame, IntervalPrinter};
 
 const DEMO_CONFIG: &str = include_str!("../../configs/fwd-null.toml");
 
-/// Runs the lcores of a DPDK configuration and prints the summary and device counters.
+/// Runs the lcores of a DPDK configuration and prints the summary and device counters; removes
+/// DPDK's runtime directory afterwards, whatever happened.
 pub fn run(
+    cfg: &Config,
+    opts: &RunOptions,
+    stop: Arc<AtomicBool>,
+    eal: &[String],
+    template: Option<Vec<u8>>,
+) -> Result<(), String> {
+    let prefix = dataplane::runtime_dpdk::file_prefix(&dataplane::runtime_dpdk::eal_args(cfg, eal));
+    let result = run_inner(cfg, opts, stop, eal, template);
+    dataplane::runtime_dpdk::remove_runtime_dir(&prefix);
+    result
+}
+
+fn run_inner(
     cfg: &Config,
     opts: &RunOptions,
     stop: Arc<AtomicBool>,
@@ -93,13 +107,11 @@ pub fn demo(secs: f64) -> Result<(), String> {
         pin: false,
         ..RunOptions::default()
     };
-    let result = run(
+    run(
         &cfg,
         &opts,
         Arc::new(AtomicBool::new(false)),
         &[],
         Some(template_frame(64)),
-    );
-    let _ = std::fs::remove_dir_all(format!("/var/run/dpdk/nicemu-demo-{}", std::process::id()));
-    result
+    )
 }

@@ -146,3 +146,44 @@ fn missing_file_and_syntax_error() {
         &["line 1", "TOML syntax error"],
     );
 }
+
+/// A DPDK port whose device does not exist: one line naming the key and the ports that do
+/// exist, exit 1, no DPDK panic dump, and the EAL's runtime directory removed.
+#[cfg(feature = "dpdk")]
+#[test]
+fn dpdk_port_that_does_not_exist() {
+    let prefix = format!("nicemu-test-cli-{}", std::process::id());
+    let text = format!(
+        r#"
+[eal]
+args = ["--no-huge", "--no-pci", "-m", "128", "--file-prefix={prefix}", "--vdev=net_null0"]
+
+[[port]]
+name = "p0"
+driver = "dpdk"
+device = "net_null9"
+
+[[lcore]]
+core = 0
+role = "nic"
+"#
+    );
+    let p = write_cfg("noport.toml", &text);
+    let out = nicemu(&["run", "-c", p.to_str().unwrap(), "-d", "0.1"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "expected one line, got:\n{err}");
+    for want in [
+        "port[0].device",
+        "\"net_null9\"",
+        "available ports: [net_null0]",
+    ] {
+        assert!(err.contains(want), "{err:?} lacks {want:?}");
+    }
+    assert!(
+        !err.contains("PANIC") && !err.contains("Backtrace"),
+        "{err}"
+    );
+    let dir = std::path::Path::new("/var/run/dpdk").join(&prefix);
+    assert!(!dir.exists(), "{} left behind", dir.display());
+}

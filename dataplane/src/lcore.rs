@@ -212,6 +212,11 @@ impl<P: Port> NicLcore<P> {
         self.core
     }
 
+    /// The lcore's time source (the `now` its stack sees).
+    pub fn clock(&self) -> &Clock {
+        &self.clock
+    }
+
     /// The NIC stack (for tests: ARP table, counters).
     pub fn stack(&self) -> &NicStack<P::Buf> {
         &self.stack

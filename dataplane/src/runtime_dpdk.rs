@@ -33,12 +33,19 @@ pub struct DpdkTopology {
 }
 
 /// The EAL arguments of a run: the configuration's, then `extra` (from the command line).
-/// Unless a `--log-level` is given, DPDK logs at warning level and above, so that a normal
-/// start prints nothing.
+/// Unless given otherwise, DPDK logs at warning level and above and its telemetry socket is
+/// off (`--no-telemetry`; pass `--telemetry` to keep it), so that a normal start prints
+/// nothing and errors stay one line.
 pub fn eal_args(cfg: &Config, extra: &[String]) -> Vec<String> {
     let mut args: Vec<String> = cfg.eal.args.iter().chain(extra).cloned().collect();
     if !args.iter().any(|a| a.starts_with("--log-level")) {
         args.push("--log-level=warning".into());
+    }
+    if !args
+        .iter()
+        .any(|a| a == "--telemetry" || a == "--no-telemetry")
+    {
+        args.push("--no-telemetry".into());
     }
     args
 }
@@ -154,4 +161,45 @@ pub fn build_dpdk(
 /// The TSC frequency DPDK measured (0 before EAL init).
 pub fn tsc_hz() -> u64 {
     nicemu_dpdk::tsc_hz()
+}
+
+/// The `--file-prefix` among EAL arguments (DPDK's default is `rte`).
+pub fn file_prefix(args: &[String]) -> String {
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if let Some(p) = a.strip_prefix("--file-prefix=") {
+            return p.to_string();
+        }
+        if a == "--file-prefix" {
+            if let Some(p) = it.next() {
+                return p.clone();
+            }
+        }
+    }
+    "rte".to_string()
+}
+
+/// Removes the runtime directory DPDK made for `prefix` (`/var/run/dpdk/<prefix>` for root,
+/// `$XDG_RUNTIME_DIR/dpdk/<prefix>` otherwise). Call after the EAL is cleaned up.
+pub fn remove_runtime_dir(prefix: &str) {
+    if prefix.is_empty() || prefix.contains('/') || prefix.contains("..") {
+        return;
+    }
+    let base = if nix_is_root() {
+        std::path::PathBuf::from("/var/run/dpdk")
+    } else {
+        match std::env::var_os("XDG_RUNTIME_DIR") {
+            Some(d) => std::path::PathBuf::from(d).join("dpdk"),
+            None => std::path::PathBuf::from("/tmp/dpdk"),
+        }
+    };
+    let _ = std::fs::remove_dir_all(base.join(prefix));
+}
+
+fn nix_is_root() -> bool {
+    // The effective uid decides DPDK's runtime directory; /proc/self is owned by it.
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self")
+        .map(|m| m.uid() == 0)
+        .unwrap_or(false)
 }
