@@ -149,8 +149,6 @@ pub struct NicLcore<P: Port> {
     /// What the stack decided for each frame of the current rx burst.
     verdicts: Vec<Disposition>,
     tx: Vec<Vec<P::Buf>>,
-    timer_period_ns: u64,
-    next_timer_ns: u64,
 }
 
 impl<P: Port> NicLcore<P> {
@@ -192,8 +190,6 @@ impl<P: Port> NicLcore<P> {
             burst: burst.max(1),
             clock,
             host,
-            timer_period_ns: 1_000_000,
-            next_timer_ns: 0,
         }
     }
 
@@ -386,19 +382,17 @@ impl<P: Port> NicLcore<P> {
             }
         }
 
-        let now = match now_ns {
-            Some(t) => t,
-            None if self.report.iterations.is_multiple_of(64) => self.clock.now_ns(),
-            None => u64::MAX,
-        };
-        if now != u64::MAX && now >= self.next_timer_ns {
-            self.next_timer_ns = now + self.timer_period_ns;
-            for (i, slot) in self.slots.iter_mut().enumerate() {
-                let port_q = &mut slot.port;
-                let mut alloc = || port_q.alloc();
-                self.stack
-                    .poll_tx(slot.index, now, &mut alloc, &mut self.tx[i]);
-            }
+        // Stack housekeeping every iteration: ARP requests and retries, and host frames whose
+        // neighbour was just learnt. `poll_tx` returns at once when nothing is due.
+        let now = now_ns.unwrap_or_else(|| self.clock.now_ns());
+        let before: usize = self.tx.iter().map(Vec::len).sum();
+        for (i, slot) in self.slots.iter_mut().enumerate() {
+            let port_q = &mut slot.port;
+            let mut alloc = || port_q.alloc();
+            self.stack
+                .poll_tx(slot.index, now, &mut alloc, &mut self.tx[i]);
+        }
+        if self.tx.iter().map(Vec::len).sum::<usize>() != before {
             clock.mark(cyc, Stage::Timers);
         }
 

@@ -1,0 +1,147 @@
+//! The nicemu command end to end on the in-memory wire: Ctrl-C stops a run with a summary,
+//! --pcap writes a capture tshark reads, the demo's checks pass, and --help covers the options.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_nicemu"))
+}
+
+fn config() -> String {
+    format!("{}/../configs/fwd-wire.toml", env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn ctrl_c_stops_the_run_and_prints_the_summary() {
+    let child = bin()
+        .args([
+            "fwd",
+            "-c",
+            &config(),
+            "--no-pin",
+            "--stats-interval",
+            "0.2",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    // kill(1) sends SIGINT, as a terminal does on Ctrl-C.
+    let st = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let start = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "did not stop promptly"
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("== nicemu summary"), "{text}");
+    assert!(text.contains("cycles/pkt"), "{text}");
+    assert!(
+        text.contains("p0: rx"),
+        "periodic statistics missing: {text}"
+    );
+    // The generator's frames were forwarded p0 -> p1.
+    let fwd: u64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("nic: forwarded "))
+        .and_then(|l| l.split(',').next())
+        .and_then(|n| n.parse().ok())
+        .expect("forwarded count");
+    assert!(fwd > 1000, "{text}");
+}
+
+#[test]
+fn pcap_capture_is_readable_by_tshark() {
+    let file = std::env::temp_dir().join(format!("nicemu-cli-{}.pcap", std::process::id()));
+    let out = bin()
+        .args([
+            "fwd",
+            "-c",
+            &config(),
+            "--no-pin",
+            "-d",
+            "0.3",
+            "--frame-size",
+            "100",
+        ])
+        .arg("--pcap")
+        .arg(format!("p1={}", file.display()))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let t = Command::new("tshark")
+        .args([
+            "-r",
+            file.to_str().unwrap(),
+            "-T",
+            "fields",
+            "-e",
+            "frame.len",
+            "-e",
+            "udp.dstport",
+            "-c",
+            "50",
+        ])
+        .output()
+        .expect("tshark (install it: apt-get install tshark)");
+    assert!(t.status.success(), "{}", String::from_utf8_lossy(&t.stderr));
+    let lines: Vec<String> = String::from_utf8_lossy(&t.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(lines.len(), 50, "{lines:?}");
+    assert!(lines.iter().all(|l| l == "100\t1024"), "{lines:?}");
+    let _ = std::fs::remove_file(file);
+}
+
+#[test]
+fn demo_checks_pass() {
+    let out = bin().args(["demo", "--frames", "3000"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(text.matches("[ok]").count(), 7, "{text}");
+    assert!(!text.contains("FAILED"));
+    assert!(text.contains("drops: 5 total"), "{text}");
+}
+
+#[test]
+fn help_describes_every_subcommand_and_option() {
+    let top = String::from_utf8_lossy(&bin().arg("--help").output().unwrap().stdout).into_owned();
+    for sub in ["run", "fwd", "check", "demo"] {
+        assert!(top.contains(sub), "{top}");
+    }
+    let fwd = String::from_utf8_lossy(&bin().args(["fwd", "--help"]).output().unwrap().stdout)
+        .into_owned();
+    for opt in [
+        "--config",
+        "--duration",
+        "--stats-interval",
+        "--pcap",
+        "--no-pin",
+        "--template",
+        "--frame-size",
+        "EAL",
+    ] {
+        assert!(fwd.contains(opt), "fwd --help lacks {opt}:\n{fwd}");
+    }
+}

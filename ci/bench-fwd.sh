@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Side-by-side forwarding benchmark (issue: foundation, acceptance 5): `nicemu fwd` and
+# `dpdk-testpmd --forward-mode=io` on the same two net_null vdevs, one forwarding core each,
+# alternating, ROUNDS times. nicemu parses and classifies every frame (its mempools hold a
+# 64-byte UDP/IPv4 frame, so net_null hands out real frames); testpmd only moves mbufs.
+#
+#   ci/bench-fwd.sh                 # --no-huge (what tests use)
+#   HUGE=1 ci/bench-fwd.sh          # 2 MB hugepages (reserved here if missing; needs root)
+#   ROUNDS=5 SECONDS_EACH=5 CORE=1 ci/bench-fwd.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROUNDS=${ROUNDS:-3}
+SECS=${SECONDS_EACH:-5}
+CORE=${CORE:-1}
+NICEMU=${NICEMU:-./target/release/nicemu}
+[ -x "$NICEMU" ] || { echo "build first: cargo build --release -p apps --features dpdk" >&2; exit 1; }
+command -v dpdk-testpmd >/dev/null || { echo "dpdk-testpmd missing: apt-get install dpdk-dev" >&2; exit 1; }
+
+MEM=(--no-huge -m 512)
+if [ "${HUGE:-0}" = 1 ]; then
+  if [ "$(cat /sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages)" -lt 600 ]; then
+    echo 600 > /sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages
+  fi
+  mountpoint -q /dev/hugepages || { mkdir -p /dev/hugepages; mount -t hugetlbfs nodev /dev/hugepages; }
+  MEM=(-m 512)
+fi
+VDEVS=(--vdev=net_null0 --vdev=net_null1)
+cfg=$(mktemp --suffix=.toml)
+trap 'rm -f "$cfg"; rm -rf /var/run/dpdk/nicemu-bench-*' EXIT
+eal_toml=$(printf '"%s", ' "${MEM[@]}" --no-pci --file-prefix=nicemu-bench-nicemu "${VDEVS[@]}")
+cat > "$cfg" <<TOML
+[eal]
+args = [${eal_toml%, }]
+[runtime]
+burst = 32
+mbufs = 16383
+[[port]]
+name = "p0"
+driver = "dpdk"
+device = "net_null0"
+rss = "off"
+[[port]]
+name = "p1"
+driver = "dpdk"
+device = "net_null1"
+rss = "off"
+[[lcore]]
+core = $CORE
+role = "nic"
+TOML
+
+echo "mode: ${MEM[*]}, ${ROUNDS} rounds of ${SECS} s, forwarding core ${CORE}, $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
+printf '%-6s %14s %14s %8s %12s\n' round "nicemu Mpps" "testpmd Mpps" ratio "cycles/pkt"
+sum_ratio=0
+for r in $(seq 1 "$ROUNDS"); do
+  out=$("$NICEMU" fwd -c "$cfg" -d "$SECS" --template udp 2>/dev/null)
+  nm=$(echo "$out" | awk '$1=="p0"||$1=="p1" {s+=$3} END {printf "%.3f", s}')
+  cpp=$(echo "$out" | sed -n 's/.*: \([0-9.]*\) cycles\/pkt.*/\1/p' | head -1)
+  tp=$(timeout -s INT $((SECS + 2)) dpdk-testpmd "${MEM[@]}" --no-pci --file-prefix=nicemu-bench-testpmd \
+        -l 0,"$CORE" "${VDEVS[@]}" --log-level=warning -- --forward-mode=io --auto-start \
+        --nb-cores=1 --stats-period=1 --total-num-mbufs=16384 2>&1 \
+      | awk '/Rx-pps/ {v[n++]=$2} END {printf "%.3f", (v[n-1]+v[n-2])/1e6}')
+  ratio=$(awk -v a="$nm" -v b="$tp" 'BEGIN {printf "%.3f", a/b}')
+  sum_ratio=$(awk -v s="$sum_ratio" -v x="$ratio" 'BEGIN {print s+x}')
+  printf '%-6s %14s %14s %8s %12s\n' "$r" "$nm" "$tp" "$ratio" "$cpp"
+done
+awk -v s="$sum_ratio" -v n="$ROUNDS" 'BEGIN {printf "mean ratio nicemu/testpmd: %.3f\n", s/n}'
