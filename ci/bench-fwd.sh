@@ -53,13 +53,13 @@ echo "mode: ${MEM[*]}, ${ROUNDS} rounds of ${SECS} s, forwarding core ${CORE}, $
 printf '%-6s %14s %14s %8s %12s\n' round "nicemu Mpps" "testpmd Mpps" ratio "cycles/pkt"
 sum_ratio=0
 for r in $(seq 1 "$ROUNDS"); do
-  out=$("$NICEMU" fwd -c "$cfg" -d "$SECS" --template udp 2>/dev/null)
+  out=$("$NICEMU" fwd -c "$cfg" -d "$SECS" --template udp 2>&1) || { echo "$out" >&2; exit 1; }
   nm=$(echo "$out" | awk '$1=="p0"||$1=="p1" {s+=$3} END {printf "%.3f", s}')
   cpp=$(echo "$out" | sed -n 's/.*: \([0-9.]*\) cycles\/pkt.*/\1/p' | head -1)
   tp=$(timeout -s INT $((SECS + 2)) dpdk-testpmd "${MEM[@]}" --no-pci --file-prefix=nicemu-bench-testpmd \
         -l 0,"$CORE" "${VDEVS[@]}" --log-level=warning -- --forward-mode=io --auto-start \
         --nb-cores=1 --stats-period=1 --total-num-mbufs=16384 2>&1 \
-      | awk '/Rx-pps/ {v[n++]=$2} END {printf "%.3f", (v[n-1]+v[n-2])/1e6}')
+      | awk '/Rx-pps/ {v[n++]=$2} END {printf "%.3f", (v[n-1]+v[n-2])/1e6}' || true)
   ratio=$(awk -v a="$nm" -v b="$tp" 'BEGIN {printf "%.3f", a/b}')
   sum_ratio=$(awk -v s="$sum_ratio" -v x="$ratio" 'BEGIN {print s+x}')
   printf '%-6s %14s %14s %8s %12s\n' "$r" "$nm" "$tp" "$ratio" "$cpp"

@@ -55,6 +55,27 @@ pub fn arp_request(src_mac: [u8; 6], src_ip: [u8; 4], target_ip: [u8; 4]) -> Vec
     arp(1, src_mac, src_ip, BROADCAST, [0; 6], target_ip)
 }
 
+/// An Ethernet/IPv4 frame carrying `l4_header` then `payload` as protocol `proto`, with the
+/// IP and L4 checksums filled.
+#[allow(clippy::too_many_arguments)]
+fn ipv4_frame(
+    src_mac: [u8; 6],
+    dst_mac: [u8; 6],
+    src: [u8; 4],
+    dst: [u8; 4],
+    proto: u8,
+    l4_header: &[u8],
+    payload: &[u8],
+) -> Vec<u8> {
+    let l4_len = l4_header.len() + payload.len();
+    let mut f = Vec::with_capacity(34 + l4_len);
+    eth(dst_mac, src_mac, 0x0800, &mut f);
+    ipv4_header(src, dst, proto, l4_len, &mut f);
+    f.extend_from_slice(l4_header);
+    f.extend_from_slice(payload);
+    finish(f)
+}
+
 /// A UDP datagram in an Ethernet/IPv4 frame.
 #[allow(clippy::too_many_arguments)]
 pub fn udp(
@@ -66,15 +87,11 @@ pub fn udp(
     dport: u16,
     payload: &[u8],
 ) -> Vec<u8> {
-    let mut f = Vec::with_capacity(42 + payload.len());
-    eth(dst_mac, src_mac, 0x0800, &mut f);
-    ipv4_header(src, dst, 17, 8 + payload.len(), &mut f);
-    f.extend_from_slice(&sport.to_be_bytes());
-    f.extend_from_slice(&dport.to_be_bytes());
-    f.extend_from_slice(&((8 + payload.len()) as u16).to_be_bytes());
-    f.extend_from_slice(&[0, 0]);
-    f.extend_from_slice(payload);
-    finish(f)
+    let mut h = [0u8; 8];
+    h[0..2].copy_from_slice(&sport.to_be_bytes());
+    h[2..4].copy_from_slice(&dport.to_be_bytes());
+    h[4..6].copy_from_slice(&((8 + payload.len()) as u16).to_be_bytes());
+    ipv4_frame(src_mac, dst_mac, src, dst, 17, &h, payload)
 }
 
 /// An ICMP echo request (RFC 792) in an Ethernet/IPv4 frame.
@@ -87,14 +104,10 @@ pub fn icmp_echo_request(
     seq: u16,
     payload: &[u8],
 ) -> Vec<u8> {
-    let mut f = Vec::with_capacity(42 + payload.len());
-    eth(dst_mac, src_mac, 0x0800, &mut f);
-    ipv4_header(src, dst, 1, 8 + payload.len(), &mut f);
-    f.extend_from_slice(&[8, 0, 0, 0]);
-    f.extend_from_slice(&id.to_be_bytes());
-    f.extend_from_slice(&seq.to_be_bytes());
-    f.extend_from_slice(payload);
-    finish(f)
+    let mut h = [8u8, 0, 0, 0, 0, 0, 0, 0];
+    h[4..6].copy_from_slice(&id.to_be_bytes());
+    h[6..8].copy_from_slice(&seq.to_be_bytes());
+    ipv4_frame(src_mac, dst_mac, src, dst, 1, &h, payload)
 }
 
 /// A TCP segment (20-byte header, no options) in an Ethernet/IPv4 frame.
@@ -111,16 +124,13 @@ pub fn tcp(
     flags: u8,
     payload: &[u8],
 ) -> Vec<u8> {
-    let mut f = Vec::with_capacity(54 + payload.len());
-    eth(dst_mac, src_mac, 0x0800, &mut f);
-    ipv4_header(src, dst, 6, 20 + payload.len(), &mut f);
-    f.extend_from_slice(&sport.to_be_bytes());
-    f.extend_from_slice(&dport.to_be_bytes());
-    f.extend_from_slice(&seq.to_be_bytes());
-    f.extend_from_slice(&ack.to_be_bytes());
-    f.extend_from_slice(&[0x50, flags, 0xff, 0xff, 0, 0, 0, 0]);
-    f.extend_from_slice(payload);
-    finish(f)
+    let mut h = [0u8; 20];
+    h[0..2].copy_from_slice(&sport.to_be_bytes());
+    h[2..4].copy_from_slice(&dport.to_be_bytes());
+    h[4..8].copy_from_slice(&seq.to_be_bytes());
+    h[8..12].copy_from_slice(&ack.to_be_bytes());
+    h[12..16].copy_from_slice(&[0x50, flags, 0xff, 0xff]);
+    ipv4_frame(src_mac, dst_mac, src, dst, 6, &h, payload)
 }
 
 #[cfg(test)]

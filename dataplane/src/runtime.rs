@@ -214,6 +214,36 @@ pub fn build_wire(cfg: &Config, opts: &RunOptions, clock: Clock) -> Result<WireT
             }
         }
     }
+    let (lcores, host) = build_lcores(cfg, opts, &macs, &clock, |k, i| {
+        port_ends[i]
+            .as_mut()
+            .and_then(|e| e.take_queue(k as u16))
+            .ok_or_else(|| RunError::Lcore {
+                name: format!("nic{k}"),
+                message: format!("wire of port {} has no queue {k}", cfg.ports[i].name),
+            })
+    })?;
+    Ok(WireTopology {
+        lcores,
+        peers,
+        links,
+        host,
+    })
+}
+
+/// NIC lcores and their host channels (empty when not asked for).
+pub type Lcores<P> = (Vec<NicLcore<P>>, Vec<Arc<HostChannel>>);
+
+/// Builds one [`NicLcore`] per NIC lcore of `cfg`, with `queue(k, i)` giving lcore `k` its
+/// queue of port `i`, and a host channel each when `opts.host_channels`.
+pub fn build_lcores<P: Port>(
+    cfg: &Config,
+    opts: &RunOptions,
+    macs: &[[u8; 6]],
+    clock: &Clock,
+    mut queue: impl FnMut(usize, usize) -> Result<P, RunError>,
+) -> Result<Lcores<P>, RunError> {
+    let nic = cfg.nic_lcores();
     let captures = open_captures(cfg, opts)?;
     let host: Vec<Arc<HostChannel>> = if opts.host_channels {
         nic.iter().map(|_| HostChannel::new(4096)).collect()
@@ -222,20 +252,16 @@ pub fn build_wire(cfg: &Config, opts: &RunOptions, clock: Clock) -> Result<WireT
     };
     let mut lcores = Vec::new();
     for (k, l) in nic.iter().enumerate() {
-        let slots = port_ends
-            .iter_mut()
-            .enumerate()
-            .map(|(i, end)| PortSlot {
-                port: end
-                    .as_mut()
-                    .and_then(|e| e.take_queue(k as u16))
-                    .expect("every wire end has one queue per NIC lcore"),
+        let mut slots = Vec::new();
+        for (i, p) in cfg.ports.iter().enumerate() {
+            slots.push(PortSlot {
+                port: queue(k, i)?,
                 index: i,
-                name: cfg.ports[i].name.clone(),
+                name: p.name.clone(),
                 peer: forward_peer(i, cfg.ports.len()),
                 pcap: captures[i].clone(),
-            })
-            .collect();
+            });
+        }
         lcores.push(NicLcore::new(
             LcoreSetup {
                 name: format!("nic{k}"),
@@ -246,15 +272,10 @@ pub fn build_wire(cfg: &Config, opts: &RunOptions, clock: Clock) -> Result<WireT
                 host: host.get(k).cloned(),
             },
             slots,
-            NicStack::new(ifaces(cfg, &macs), stack_config(opts)),
+            NicStack::new(ifaces(cfg, macs), stack_config(opts)),
         ));
     }
-    Ok(WireTopology {
-        lcores,
-        peers,
-        links,
-        host,
-    })
+    Ok((lcores, host))
 }
 
 /// Runs `lcores` on their own threads until `stop` is set or `opts.duration` passes, calling

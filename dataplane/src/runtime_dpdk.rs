@@ -11,10 +11,9 @@ use nicemu_dpdk::{register_thread, Eal, EthDev, Mempool, PortConf, RssConf, SOCK
 
 use crate::clock::Clock;
 use crate::config::{Config, ConfigError, Driver};
-use crate::lcore::{HostChannel, LcoreSetup, NicLcore, PortSlot};
-use crate::net::stack::NicStack;
+use crate::lcore::{HostChannel, NicLcore};
 use crate::port::dpdk::DpdkQueue;
-use crate::runtime::{forward_peer, ifaces, open_captures, stack_config, RunError, RunOptions};
+use crate::runtime::{build_lcores, RunError, RunOptions};
 
 /// Data room of each mbuf: 2048 bytes of frame plus DPDK's headroom, so that every frame up
 /// to 2048 bytes arrives in one segment.
@@ -116,40 +115,12 @@ pub fn build_dpdk(
         .zip(&devs)
         .map(|(p, d)| p.mac.unwrap_or_else(|| d.mac()))
         .collect();
-    let captures = open_captures(cfg, opts)?;
-    let host: Vec<Arc<HostChannel>> = if opts.host_channels {
-        nic.iter().map(|_| HostChannel::new(4096)).collect()
-    } else {
-        Vec::new()
-    };
-    let mut lcores = Vec::new();
-    for (k, l) in nic.iter().enumerate() {
-        let mut slots = Vec::new();
-        for (i, d) in devs.iter().enumerate() {
-            let q = d
-                .queue(k as u16)
-                .map_err(|e| RunError::Dpdk(format!("port {}: {e}", cfg.ports[i].name)))?;
-            slots.push(PortSlot {
-                port: DpdkQueue::from_queue(q, macs[i]),
-                index: i,
-                name: cfg.ports[i].name.clone(),
-                peer: forward_peer(i, cfg.ports.len()),
-                pcap: captures[i].clone(),
-            });
-        }
-        lcores.push(NicLcore::new(
-            LcoreSetup {
-                name: format!("nic{k}"),
-                core: Some(l.core),
-                mode: opts.mode,
-                burst: cfg.runtime.burst as usize,
-                clock: Clock::real(),
-                host: host.get(k).cloned(),
-            },
-            slots,
-            NicStack::new(ifaces(cfg, &macs), stack_config(opts)),
-        ));
-    }
+    let (lcores, host) = build_lcores(cfg, opts, &macs, &Clock::real(), |k, i| {
+        devs[i]
+            .queue(k as u16)
+            .map(|q| DpdkQueue::from_queue(q, macs[i]))
+            .map_err(|e| RunError::Dpdk(format!("port {}: {e}", cfg.ports[i].name)))
+    })?;
     Ok(DpdkTopology {
         lcores,
         devs,

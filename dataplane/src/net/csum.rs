@@ -213,27 +213,15 @@ pub(crate) fn fill_l4(
     dst: [u8; 4],
     l4: &mut [u8],
 ) -> Result<(), DropReason> {
+    super::parse::check_l4_header(proto, l4)?;
     match proto {
         IPPROTO_TCP => {
-            if l4.len() < 20 {
-                return Err(DropReason::Truncated);
-            }
-            let doff = ((l4[12] >> 4) as usize) * 4;
-            if doff < 20 || doff > l4.len() {
-                return Err(DropReason::BadLength);
-            }
             l4[16] = 0;
             l4[17] = 0;
             let c = l4_checksum(src, dst, proto, l4);
             l4[16..18].copy_from_slice(&c.to_be_bytes());
         }
         IPPROTO_UDP => {
-            if l4.len() < 8 {
-                return Err(DropReason::Truncated);
-            }
-            if u16::from_be_bytes([l4[4], l4[5]]) as usize != l4.len() {
-                return Err(DropReason::BadLength);
-            }
             l4[6] = 0;
             l4[7] = 0;
             let mut c = l4_checksum(src, dst, proto, l4);
@@ -243,9 +231,6 @@ pub(crate) fn fill_l4(
             l4[6..8].copy_from_slice(&c.to_be_bytes());
         }
         IPPROTO_ICMP => {
-            if l4.len() < 8 {
-                return Err(DropReason::Truncated);
-            }
             l4[2] = 0;
             l4[3] = 0;
             let c = checksum(l4);

@@ -385,6 +385,23 @@ fn parse_ipv4(frame: &[u8]) -> Result<L3, DropReason> {
     let src = addr4(ip, 12);
     let dst = addr4(ip, 16);
     let l4 = &ip[ihl..total];
+    check_l4_header(proto, l4)?;
+    Ok(L3::Ipv4 {
+        proto,
+        src,
+        dst,
+        l4_off: ETH_HDR_LEN + ihl,
+        l4_len: l4.len(),
+    })
+}
+
+/// The L4 header checks shared by receive validation and transmit checksum fill: TCP header
+/// of at least 20 bytes (`Truncated`) with a data offset of at least 5 words and within the
+/// segment (`BadLength`, RFC 9293 §3.1); UDP header of 8 bytes (`Truncated`) whose length
+/// field equals the IP payload length (`BadLength`, RFC 768); ICMP header of 8 bytes
+/// (`Truncated`, RFC 792). `l4` is the IP payload, exactly.
+#[inline(always)]
+pub(crate) fn check_l4_header(proto: u8, l4: &[u8]) -> Result<(), DropReason> {
     match proto {
         IPPROTO_TCP => {
             if l4.len() < 20 {
@@ -406,13 +423,7 @@ fn parse_ipv4(frame: &[u8]) -> Result<L3, DropReason> {
         IPPROTO_ICMP if l4.len() < 8 => return Err(DropReason::Truncated),
         _ => {}
     }
-    Ok(L3::Ipv4 {
-        proto,
-        src,
-        dst,
-        l4_off: ETH_HDR_LEN + ihl,
-        l4_len: l4.len(),
-    })
+    Ok(())
 }
 
 #[cfg(test)]
