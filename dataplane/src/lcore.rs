@@ -145,7 +145,8 @@ pub struct NicLcore<P: Port> {
     host: Option<Arc<HostChannel>>,
     report: LcoreReport,
     published: Arc<Mutex<LcoreReport>>,
-    rx: Vec<P::Buf>,
+    /// Frames received this iteration, per slot.
+    rx: Vec<Vec<P::Buf>>,
     /// What the stack decided for each frame of the current rx burst.
     verdicts: Vec<Disposition>,
     tx: Vec<Vec<P::Buf>>,
@@ -182,7 +183,7 @@ impl<P: Port> NicLcore<P> {
             published: Arc::new(Mutex::new(report.clone())),
             report,
             tx: (0..n).map(|_| Vec::with_capacity(burst * 4)).collect(),
-            rx: Vec::with_capacity(burst),
+            rx: (0..n).map(|_| Vec::with_capacity(burst)).collect(),
             verdicts: vec![Disposition::Pass; burst.max(1)],
             slots,
             stack,
@@ -278,76 +279,85 @@ impl<P: Port> NicLcore<P> {
         }
     }
 
+    /// Runs the stack over the frames received on slot `i` and moves each where it goes.
+    #[inline(always)]
+    fn classify(&mut self, i: usize, now: u64) {
+        let index = self.slots[i].index;
+        let peer = self.slots[i].peer;
+        let mut rx = std::mem::take(&mut self.rx[i]);
+        let n = rx.len();
+        // Start every frame's first cache line on its way before parsing the first one.
+        for b in &rx {
+            crate::sys::prefetch(b.data().as_ptr());
+        }
+        let capturing = self.slots[i].pcap.is_some();
+        // Decide every frame first; a burst that is all transit (the forwarding common case)
+        // then moves to the peer's tx queue in one append.
+        let mut all_pass = true;
+        for (k, buf) in rx.iter_mut().enumerate() {
+            if capturing {
+                Self::capture(
+                    &self.slots[i].pcap,
+                    &mut self.report.pcap_errors,
+                    buf.data(),
+                );
+            }
+            let d = self.stack.rx(index, buf, now);
+            all_pass &= matches!(d, Disposition::Pass);
+            self.verdicts[k] = d;
+        }
+        let fwd = match (self.mode, peer) {
+            (Mode::Forward, Some(p)) if p != i => Some(p),
+            _ => None,
+        };
+        match fwd {
+            Some(p) if all_pass => {
+                self.report.forwarded += n as u64;
+                self.tx[p].append(&mut rx);
+            }
+            _ => {
+                for (k, buf) in rx.drain(..).enumerate() {
+                    match self.verdicts[k] {
+                        Disposition::Pass => match fwd {
+                            Some(p) => {
+                                self.report.forwarded += 1;
+                                self.tx[p].push(buf);
+                            }
+                            None => match &self.host {
+                                Some(h) if h.to_host.push((index, buf.data().to_vec())).is_ok() => {
+                                    self.report.to_host += 1
+                                }
+                                _ => self.report.to_host_dropped += 1,
+                            },
+                        },
+                        Disposition::Reply => self.tx[i].push(buf),
+                        Disposition::Consumed | Disposition::Drop(_) => {}
+                    }
+                }
+            }
+        }
+        self.rx[i] = rx;
+    }
+
     /// One iteration of the loop; returns the number of frames received.
     pub fn poll_once(&mut self) -> usize {
         self.report.iterations += 1;
         let mut clock = StageClock::start();
-        let cyc = &mut self.report.cycles;
         let mut received = 0;
+        for (slot, rx) in self.slots.iter_mut().zip(self.rx.iter_mut()) {
+            received += slot.port.rx_burst(rx, self.burst);
+        }
         let mut now_ns = None;
-        for i in 0..self.slots.len() {
-            let n = self.slots[i].port.rx_burst(&mut self.rx, self.burst);
-            if n == 0 {
-                continue;
-            }
-            received += n;
-            clock.mark(cyc, Stage::Rx);
-            let now = *now_ns.get_or_insert_with(|| self.clock.now_ns());
-            let index = self.slots[i].index;
-            let peer = self.slots[i].peer;
-            // Start every frame's first cache line on its way before parsing the first one.
-            for b in &self.rx {
-                crate::sys::prefetch(b.data().as_ptr());
-            }
-            let capturing = self.slots[i].pcap.is_some();
-            // Decide every frame first; a burst that is all transit (the forwarding common
-            // case) then moves to the peer's tx queue in one append.
-            let mut all_pass = true;
-            for (k, buf) in self.rx.iter_mut().enumerate() {
-                if capturing {
-                    Self::capture(
-                        &self.slots[i].pcap,
-                        &mut self.report.pcap_errors,
-                        buf.data(),
-                    );
-                }
-                let d = self.stack.rx(index, buf, now);
-                all_pass &= matches!(d, Disposition::Pass);
-                self.verdicts[k] = d;
-            }
-            let fwd = match (self.mode, peer) {
-                (Mode::Forward, Some(p)) if p != i => Some(p),
-                _ => None,
-            };
-            match fwd {
-                Some(p) if all_pass => {
-                    self.report.forwarded += n as u64;
-                    self.tx[p].append(&mut self.rx);
-                }
-                _ => {
-                    for (k, buf) in self.rx.drain(..).enumerate() {
-                        match self.verdicts[k] {
-                            Disposition::Pass => match fwd {
-                                Some(p) => {
-                                    self.report.forwarded += 1;
-                                    self.tx[p].push(buf);
-                                }
-                                None => match &self.host {
-                                    Some(h)
-                                        if h.to_host.push((index, buf.data().to_vec())).is_ok() =>
-                                    {
-                                        self.report.to_host += 1
-                                    }
-                                    _ => self.report.to_host_dropped += 1,
-                                },
-                            },
-                            Disposition::Reply => self.tx[i].push(buf),
-                            Disposition::Consumed | Disposition::Drop(_) => {}
-                        }
-                    }
+        if received > 0 {
+            clock.mark(&mut self.report.cycles, Stage::Rx);
+            let now = self.clock.now_ns();
+            now_ns = Some(now);
+            for i in 0..self.slots.len() {
+                if !self.rx[i].is_empty() {
+                    self.classify(i, now);
                 }
             }
-            clock.mark(cyc, Stage::Classify);
+            clock.mark(&mut self.report.cycles, Stage::Classify);
         }
 
         if let Some(host) = &self.host {
@@ -378,7 +388,7 @@ impl<P: Port> NicLcore<P> {
                     .host_tx(port, buf, now, &mut alloc, &mut self.tx[slot]);
             }
             if took > 0 {
-                clock.mark(cyc, Stage::HostTx);
+                clock.mark(&mut self.report.cycles, Stage::HostTx);
             }
         }
 
@@ -393,7 +403,7 @@ impl<P: Port> NicLcore<P> {
                 .poll_tx(slot.index, now, &mut alloc, &mut self.tx[i]);
         }
         if self.tx.iter().map(Vec::len).sum::<usize>() != before {
-            clock.mark(cyc, Stage::Timers);
+            clock.mark(&mut self.report.cycles, Stage::Timers);
         }
 
         let mut sent_any = false;
@@ -415,9 +425,9 @@ impl<P: Port> NicLcore<P> {
             }
         }
         if sent_any {
-            clock.mark(cyc, Stage::Tx);
+            clock.mark(&mut self.report.cycles, Stage::Tx);
         } else if received == 0 {
-            clock.mark(cyc, Stage::Idle);
+            clock.mark(&mut self.report.cycles, Stage::Idle);
         }
         received
     }
