@@ -36,7 +36,7 @@ fn run_inner(
     eal: &[String],
     template: Option<Vec<u8>>,
 ) -> Result<(), String> {
-    let template = if opts.mode == Mode::Forward {
+    let template = if opts.mode != Mode::Nic {
         template
     } else {
         None

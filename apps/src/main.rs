@@ -90,6 +90,10 @@ struct FwdArgs {
     /// For in-memory wire ports: frame size the built-in generator sends.
     #[arg(long, default_value_t = 64)]
     frame_size: usize,
+    /// Forward without parsing, like testpmd's io mode: a control that shows what the loop
+    /// and the port layer cost without the NIC pipeline.
+    #[arg(long)]
+    io: bool,
 }
 
 #[derive(Args, Debug)]
@@ -142,12 +146,12 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
-            topo::run(
-                &a.common,
-                dataplane::lcore::Mode::Forward,
-                template,
-                a.frame_size,
-            )
+            let mode = if a.io {
+                dataplane::lcore::Mode::Io
+            } else {
+                dataplane::lcore::Mode::Forward
+            };
+            topo::run(&a.common, mode, template, a.frame_size)
         }
         Cmd::Check { config } => topo::check(&config),
         Cmd::Demo(a) => demo::run(a.frames, a.dpdk_seconds),

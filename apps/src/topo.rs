@@ -191,7 +191,7 @@ fn run_wire(
     let tsc_hz = measure_tsc_hz(Duration::from_millis(50));
     // In forward mode a generator drives the far end of every wire named by one port: it
     // sends on the far ends of even ports and drains all far ends.
-    let gen = if mode == Mode::Forward && !topo.peers.is_empty() {
+    let gen = if mode != Mode::Nic && !topo.peers.is_empty() {
         let mut queues = Vec::new();
         for (name, end) in topo.peers.iter_mut() {
             let send = cfg

@@ -18,6 +18,9 @@ use crate::net::stack::{Disposition, NicStack, StackCounters};
 use crate::pcap::PcapWriter;
 use crate::port::{Port, QueueStats};
 
+/// How many frames ahead of the one being classified the loop prefetches.
+const PREFETCH_AHEAD: usize = 4;
+
 /// Loop iterations between publications of the report and checks of the stop flag.
 pub const PUBLISH_EVERY: u64 = 1024;
 
@@ -26,8 +29,12 @@ pub const PUBLISH_EVERY: u64 = 1024;
 pub enum Mode {
     /// Hand them to the host (through the host channel; counted and dropped when none).
     Nic,
-    /// Send them out of the paired port (port 0 ↔ 1, 2 ↔ 3, ...), like testpmd's io mode.
+    /// Send them out of the paired port (port 0 ↔ 1, 2 ↔ 3, ...) after parsing and
+    /// classifying every frame.
     Forward,
+    /// Send every frame out of the paired port without looking at it, as testpmd's io mode
+    /// does: a control for measuring what the loop and the port layer cost on their own.
+    Io,
 }
 
 /// Frames between the host side and one NIC lcore: the start of the emulated PCIe link.
@@ -286,15 +293,24 @@ impl<P: Port> NicLcore<P> {
         let peer = self.slots[i].peer;
         let mut rx = std::mem::take(&mut self.rx[i]);
         let n = rx.len();
-        // Start every frame's first cache line on its way before parsing the first one.
-        for b in &rx {
-            crate::sys::prefetch(b.data().as_ptr());
+        if let (Mode::Io, Some(p)) = (self.mode, peer) {
+            self.report.forwarded += n as u64;
+            self.tx[p].append(&mut rx);
+            self.rx[i] = rx;
+            return;
         }
+
         let capturing = self.slots[i].pcap.is_some();
         // Decide every frame first; a burst that is all transit (the forwarding common case)
         // then moves to the peer's tx queue in one append.
         let mut all_pass = true;
-        for (k, buf) in rx.iter_mut().enumerate() {
+        for k in 0..n {
+            // Start a later frame's first cache line on its way (on NICs that DMA into
+            // memory, not cache, this hides the miss).
+            if let Some(ahead) = rx.get(k + PREFETCH_AHEAD) {
+                crate::sys::prefetch(ahead.data().as_ptr());
+            }
+            let buf = &mut rx[k];
             if capturing {
                 Self::capture(
                     &self.slots[i].pcap,

@@ -95,7 +95,7 @@ pub fn ifaces(cfg: &Config, macs: &[[u8; 6]]) -> Vec<IfaceConfig> {
 pub fn stack_config(opts: &RunOptions) -> StackConfig {
     StackConfig {
         l4_checksum: match opts.mode {
-            Mode::Forward => L4Checksum::Terminating,
+            Mode::Forward | Mode::Io => L4Checksum::Terminating,
             Mode::Nic => L4Checksum::All,
         },
         ..StackConfig::default()

@@ -105,3 +105,40 @@ fn lcore_thread_forwards_every_frame_intact_and_counts_agree() {
     );
     assert_eq!(r.stack.drops.total(), 0);
 }
+
+/// Forward mode parses and drops a malformed frame; io mode (the testpmd-like control) moves
+/// it without looking.
+#[test]
+fn io_mode_forwards_without_parsing_forward_mode_drops_malformed() {
+    let cfg = Config::parse(CFG, "test").unwrap();
+    let mut bad = dataplane::gen::udp(
+        [2, 0, 0, 0, 0, 1],
+        [2, 0, 0, 0, 0, 2],
+        [192, 0, 2, 1],
+        [198, 51, 100, 1],
+        1,
+        2,
+        b"x",
+    );
+    bad[24] ^= 0xff; // IPv4 header checksum
+    for (mode, expect) in [(Mode::Forward, 0usize), (Mode::Io, 1)] {
+        let opts = RunOptions {
+            mode,
+            pin: false,
+            ..RunOptions::default()
+        };
+        let mut topo = build_wire(&cfg, &opts, Clock::real()).unwrap();
+        let mut left = topo.peers.get_mut("left").unwrap().take_queue(0).unwrap();
+        let mut right = topo.peers.get_mut("right").unwrap().take_queue(0).unwrap();
+        let mut nic = topo.lcores.remove(0);
+        left.tx_burst(&mut vec![HeapBuf::from_frame(&bad)]);
+        for _ in 0..4 {
+            nic.poll_once();
+        }
+        let mut got = Vec::new();
+        right.rx_burst(&mut got, 8);
+        assert_eq!(got.len(), expect, "{mode:?}");
+        let drops = nic.stack().counters().drops.total();
+        assert_eq!(drops, 1 - expect as u64, "{mode:?}");
+    }
+}
