@@ -21,10 +21,11 @@ pub fn run(
     opts: &RunOptions,
     stop: Arc<AtomicBool>,
     eal: &[String],
+    xstats: bool,
     template: Option<Vec<u8>>,
 ) -> Result<(), String> {
     let prefix = dataplane::runtime_dpdk::file_prefix(&dataplane::runtime_dpdk::eal_args(cfg, eal));
-    let result = run_inner(cfg, opts, stop, eal, template);
+    let result = run_inner(cfg, opts, stop, eal, xstats, template);
     dataplane::runtime_dpdk::remove_runtime_dir(&prefix);
     result
 }
@@ -34,6 +35,7 @@ fn run_inner(
     opts: &RunOptions,
     stop: Arc<AtomicBool>,
     eal: &[String],
+    xstats: bool,
     template: Option<Vec<u8>>,
 ) -> Result<(), String> {
     let template = if opts.mode != Mode::Nic {
@@ -80,6 +82,29 @@ fn run_inner(
             );
         }
     }
+    if xstats {
+        for (p, d) in cfg.ports.iter().zip(&topo.devs) {
+            match d.xstats() {
+                Ok(x) => {
+                    let nz: Vec<String> = x
+                        .iter()
+                        .filter(|(_, v)| *v != 0)
+                        .map(|(k, v)| format!("{k}={v}"))
+                        .collect();
+                    println!(
+                        "xstats {}: {}",
+                        p.name,
+                        if nz.is_empty() {
+                            "(all zero)".into()
+                        } else {
+                            nz.join(" ")
+                        }
+                    );
+                }
+                Err(e) => println!("xstats {}: {e}", p.name),
+            }
+        }
+    }
     Ok(())
 }
 
@@ -112,6 +137,7 @@ pub fn demo(secs: f64) -> Result<(), String> {
         &opts,
         Arc::new(AtomicBool::new(false)),
         &[],
+        false,
         Some(template_frame(64)),
     )
 }

@@ -68,6 +68,9 @@ pub struct CommonArgs {
     /// Do not pin lcore threads to their configured cores.
     #[arg(long)]
     pub no_pin: bool,
+    /// At the end, also print each DPDK port's non-zero extended statistics (xstats).
+    #[arg(long)]
+    pub xstats: bool,
     /// DPDK EAL arguments (after `--`), appended to the configuration's eal.args.
     #[arg(last = true, value_name = "EAL ARGS")]
     pub eal: Vec<String>,
@@ -134,6 +137,7 @@ fn main() -> ExitCode {
             tracing_subscriber::EnvFilter::try_new(&filter).unwrap_or_else(|_| "warn".into()),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let result = match cli.cmd {
         Cmd::Run(a) => topo::run(&a.common, dataplane::lcore::Mode::Nic, None, 64),

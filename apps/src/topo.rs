@@ -150,7 +150,7 @@ pub fn run(
     install_ctrlc(&stop);
     match cfg.ports[0].driver {
         Driver::Wire => run_wire(&cfg, &opts, stop, mode, frame_size),
-        Driver::Dpdk => run_dpdk(&cfg, &opts, stop, &args.eal, template),
+        Driver::Dpdk => run_dpdk(&cfg, &opts, stop, args, template),
     }
 }
 
@@ -159,10 +159,10 @@ fn run_dpdk(
     cfg: &Config,
     opts: &RunOptions,
     stop: Arc<AtomicBool>,
-    eal: &[String],
+    args: &CommonArgs,
     template: Option<Vec<u8>>,
 ) -> Result<(), String> {
-    crate::dpdk::run(cfg, opts, stop, eal, template)
+    crate::dpdk::run(cfg, opts, stop, &args.eal, args.xstats, template)
 }
 
 #[cfg(not(feature = "dpdk"))]
@@ -170,7 +170,7 @@ fn run_dpdk(
     cfg: &Config,
     _: &RunOptions,
     _: Arc<AtomicBool>,
-    _: &[String],
+    _: &CommonArgs,
     _: Option<Vec<u8>>,
 ) -> Result<(), String> {
     Err(format!(

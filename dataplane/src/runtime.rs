@@ -306,8 +306,10 @@ pub fn run_lcores<P: Port + 'static>(
                         .map_err(|e| format!("cannot pin to core {core}: {e}"))?;
                 }
                 init()?;
-                tracing::debug!(lcore = %lcore.name(), core = ?lcore.core(), "lcore started");
-                Ok(lcore.run(&stop, None))
+                tracing::info!(lcore = %lcore.name(), core = ?lcore.core(), "lcore started");
+                let report = lcore.run(&stop, None);
+                tracing::info!(lcore = %report.name, iterations = report.iterations, rx = report.rx_packets(), tx = report.tx_packets(), "lcore stopped");
+                Ok(report)
             })
             .map_err(|e| RunError::Lcore {
                 name: name.clone(),

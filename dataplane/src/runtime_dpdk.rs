@@ -107,6 +107,18 @@ pub fn build_dpdk(
         };
         let dev = EthDev::configure(&eal, port_id, &conf, pool)
             .map_err(|e| RunError::Dpdk(format!("port {} ({device}): {e}", p.name)))?;
+        tracing::info!(
+            port = %p.name,
+            device,
+            port_id,
+            queues,
+            rss_hash_functions = dev.rss_hash_functions(),
+            promiscuous = ?dev.promiscuous(),
+            "DPDK port started"
+        );
+        if p.promiscuous && dev.promiscuous() == nicemu_dpdk::Promiscuous::Unsupported {
+            tracing::warn!(port = %p.name, device, "the driver cannot enable promiscuous mode; only frames for the port's MAC arrive");
+        }
         devs.push(dev);
     }
     let macs: Vec<[u8; 6]> = cfg
