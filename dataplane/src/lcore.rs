@@ -14,12 +14,10 @@ use crossbeam::queue::ArrayQueue;
 use crate::buf::PacketBuf;
 use crate::clock::Clock;
 use crate::cycles::{rdtsc, Stage, StageClock, StageCycles};
+use crate::net::parse::DropReason;
 use crate::net::stack::{Disposition, NicStack, StackCounters};
 use crate::pcap::PcapWriter;
 use crate::port::{Port, QueueStats};
-
-/// How many frames ahead of the one being classified the loop prefetches.
-const PREFETCH_AHEAD: usize = 4;
 
 /// Loop iterations between publications of the report and checks of the stop flag.
 pub const PUBLISH_EVERY: u64 = 1024;
@@ -300,28 +298,18 @@ impl<P: Port> NicLcore<P> {
             return;
         }
 
-        let capturing = self.slots[i].pcap.is_some();
-        // Decide every frame first; a burst that is all transit (the forwarding common case)
-        // then moves to the peer's tx queue in one append.
-        let mut all_pass = true;
-        for k in 0..n {
-            // Start a later frame's first cache line on its way (on NICs that DMA into
-            // memory, not cache, this hides the miss).
-            if let Some(ahead) = rx.get(k + PREFETCH_AHEAD) {
-                crate::sys::prefetch(ahead.data().as_ptr());
-            }
-            let buf = &mut rx[k];
-            if capturing {
+        if self.slots[i].pcap.is_some() {
+            for buf in &rx {
                 Self::capture(
                     &self.slots[i].pcap,
                     &mut self.report.pcap_errors,
                     buf.data(),
                 );
             }
-            let d = self.stack.rx(index, buf, now);
-            all_pass &= matches!(d, Disposition::Pass);
-            self.verdicts[k] = d;
         }
+        // Decide every frame first; a burst that is all transit (the forwarding common case)
+        // then moves to the peer's tx queue in one append.
+        let all_pass = self.stack.rx_burst(index, &mut rx, now, &mut self.verdicts);
         let fwd = match (self.mode, peer) {
             (Mode::Forward, Some(p)) if p != i => Some(p),
             _ => None,
@@ -333,7 +321,8 @@ impl<P: Port> NicLcore<P> {
             }
             _ => {
                 for (k, buf) in rx.drain(..).enumerate() {
-                    match self.verdicts[k] {
+                    let verdict = self.verdicts.get(k).copied();
+                    match verdict.unwrap_or(Disposition::Drop(DropReason::Unsupported)) {
                         Disposition::Pass => match fwd {
                             Some(p) => {
                                 self.report.forwarded += 1;
