@@ -4,12 +4,23 @@
 //! `cargo run --release -p nicemu-dpdk --example rawfwd [-- --huge] [-- SECONDS]`
 //! Prints Mpps over both ports and TSC cycles per frame. Needs root for the EAL.
 
+#[cfg(nicemu_dpdk_stub)]
+fn main() {
+    eprintln!("rawfwd: nicemu-dpdk was built without libdpdk (install libdpdk-dev)");
+    std::process::exit(1);
+}
+
+#[cfg(not(nicemu_dpdk_stub))]
 use std::sync::atomic::{AtomicBool, Ordering};
+#[cfg(not(nicemu_dpdk_stub))]
 use std::sync::Arc;
+#[cfg(not(nicemu_dpdk_stub))]
 use std::time::{Duration, Instant};
 
+#[cfg(not(nicemu_dpdk_stub))]
 use nicemu_dpdk::{rdtsc, register_thread, Eal, EthDev, Mbuf, Mempool, PortConf, SOCKET_ID_ANY};
 
+#[cfg(not(nicemu_dpdk_stub))]
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let huge = args.iter().any(|a| a == "--huge");
@@ -79,6 +90,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
+#[cfg(not(nicemu_dpdk_stub))]
 /// Pins the calling thread to core 1 (where `nicemu fwd` and testpmd forward in the
 /// benchmark), through `taskset` so that this example needs no unsafe code of its own.
 fn core_affinity_1() -> std::io::Result<()> {
