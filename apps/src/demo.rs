@@ -241,7 +241,7 @@ pub fn run(frames: u32, dpdk_seconds: f64) -> Result<(), String> {
     )?;
 
     println!(
-        "5. Host transmit: a UDP datagram and a 1900-byte TCP segment to the server, MAC unknown"
+        "5. Host transmit: a UDP datagram and a 6000-byte TCP segment to the server, MAC unknown"
     );
     let mut udp = gen::udp(
         nic1_mac,
@@ -253,7 +253,7 @@ pub fn run(frames: u32, dpdk_seconds: f64) -> Result<(), String> {
         b"from the host",
     );
     zero_checksums(&mut udp);
-    let payload: Vec<u8> = (0..1900u32).map(|k| (k % 251) as u8).collect();
+    let payload: Vec<u8> = (0..6000u32).map(|k| (k % 251) as u8).collect();
     let mut big = gen::tcp(
         nic1_mac, [0; 6], NIC1_IP, SERVER_IP, 5000, 80, 1000, 1, 0x18, &payload,
     );
@@ -278,7 +278,7 @@ pub fn run(frames: u32, dpdk_seconds: f64) -> Result<(), String> {
                 at_server.push(f);
             }
         }
-        if at_server.len() >= 3 {
+        if at_server.len() >= 6 {
             break;
         }
         std::thread::sleep(Duration::from_millis(2));
@@ -309,7 +309,7 @@ pub fn run(frames: u32, dpdk_seconds: f64) -> Result<(), String> {
             ip(SERVER_IP)
         ),
     )?;
-    check(tcp_bytes == 1900, format!("software TSO split the TCP segment into MSS-sized segments carrying all {tcp_bytes} bytes"))?;
+    check(tcp_bytes == 6000, format!("software TSO split the TCP segment into MSS-sized segments carrying all {tcp_bytes} bytes"))?;
 
     let rep = nic.finish();
     println!();

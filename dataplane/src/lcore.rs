@@ -102,8 +102,8 @@ pub struct LcoreReport {
     pub to_host_dropped: u64,
     /// Frames taken from the host.
     pub from_host: u64,
-    /// Frames from the host dropped before the stack saw them: unknown port, no buffer, or
-    /// larger than one port buffer (frames beyond one buffer arrive with the PCIe link model).
+    /// Frames from the host for a port this lcore does not serve (the stack's counters hold
+    /// the other drops: no buffer, unresolved, too large, ...).
     pub from_host_dropped: u64,
     /// Frames capture failed to write.
     pub pcap_errors: u64,
@@ -379,18 +379,10 @@ impl<P: Port> NicLcore<P> {
                 };
                 let now = *now_ns.get_or_insert_with(|| self.clock.now_ns());
                 let port_q = &mut self.slots[slot].port;
-                let Some(mut buf) = port_q.alloc() else {
-                    self.report.from_host_dropped += 1;
-                    continue;
-                };
-                if !buf.set_frame(&frame) {
-                    self.report.from_host_dropped += 1;
-                    continue;
-                }
                 let mut alloc = || port_q.alloc();
                 let _ = self
                     .stack
-                    .host_tx(port, buf, now, &mut alloc, &mut self.tx[slot]);
+                    .host_tx_frame(port, &frame, now, &mut alloc, &mut self.tx[slot]);
             }
             if took > 0 {
                 clock.mark(&mut self.report.cycles, Stage::HostTx);

@@ -113,6 +113,9 @@ pub struct StackConfig {
     pub pending_per_ip: usize,
     /// Which received frames get their TCP/UDP/ICMP checksum verified (default: all).
     pub l4_checksum: L4Checksum,
+    /// Bytes of host frames held per port while their neighbours are resolved (default
+    /// 4 MiB); frames beyond it are dropped (`ArpUnresolved`).
+    pub pending_bytes_per_port: usize,
 }
 
 /// Which received frames [`NicStack::rx`] verifies the L4 checksum of. The IPv4 header
@@ -138,6 +141,7 @@ impl Default for StackConfig {
             arp_table_size: 1024,
             pending_per_ip: 16,
             l4_checksum: L4Checksum::All,
+            pending_bytes_per_port: 4 << 20,
         }
     }
 }
@@ -219,11 +223,29 @@ enum NextHop {
     Unknown,
 }
 
+/// A host frame held while its neighbour is resolved: in a buffer, or as bytes when it is
+/// larger than one buffer (a TCP segment the host built for TSO).
+enum Held<B> {
+    /// A frame in a packet buffer.
+    Buf(B),
+    /// A frame larger than a buffer, segmented into buffers when it is released.
+    Bytes(Vec<u8>),
+}
+
+impl<B: PacketBuf> Held<B> {
+    fn len(&self) -> usize {
+        match self {
+            Held::Buf(b) => b.len(),
+            Held::Bytes(v) => v.len(),
+        }
+    }
+}
+
 /// An address being resolved, with the host frames waiting for it.
 struct Pending<B> {
     ip: [u8; 4],
     /// Host frames, checksums filled unless they need TSO (done on release).
-    frames: Vec<B>,
+    frames: Vec<Held<B>>,
     /// ARP requests sent so far.
     sent: u32,
     /// When the next request (or the give-up) is due.
@@ -237,6 +259,8 @@ struct PortState<B> {
     next_deadline: u64,
     /// An address with pending frames was learnt since the last `poll_tx`.
     learnt: bool,
+    /// Bytes of the frames in `pending`.
+    held_bytes: usize,
 }
 
 /// How many frames ahead of the one being handled [`NicStack::rx_burst`] prefetches.
@@ -269,6 +293,7 @@ impl<B: PacketBuf> NicStack<B> {
                 pending: Vec::new(),
                 next_deadline: u64::MAX,
                 learnt: false,
+                held_bytes: 0,
             })
             .collect();
         NicStack {
@@ -537,10 +562,95 @@ impl<B: PacketBuf> NicStack<B> {
             match self.next_hop_mac(port, dst_ip, now_ns) {
                 NextHop::Mac(mac) => buf.data_mut()[0..6].copy_from_slice(&mac),
                 NextHop::Unreachable => return Err(DropReason::ArpUnresolved),
-                NextHop::Unknown => return self.hold(port, dst_ip, buf, now_ns),
+                NextHop::Unknown => return self.hold(port, dst_ip, Held::Buf(buf), now_ns),
             }
         }
         self.emit(port, buf, needs_tso, alloc, out)
+    }
+
+    /// A host frame given as bytes, of any length, to send on `port` (how frames from the host
+    /// side arrive). A frame that fits in one buffer from `alloc` is copied into it and takes
+    /// [`NicStack::host_tx`]. A larger one must be an IPv4 TCP segment longer than the port
+    /// MTU, the host's TSO request (up to 64 KB): it gets the same MAC and ARP treatment and
+    /// is segmented straight from the bytes; anything else that large is `TsoTooLarge`.
+    ///
+    /// Returns and counts as [`NicStack::host_tx`] does.
+    pub fn host_tx_frame(
+        &mut self,
+        port: usize,
+        frame: &[u8],
+        now_ns: u64,
+        alloc: &mut dyn FnMut() -> Option<B>,
+        out: &mut Vec<B>,
+    ) -> Result<usize, DropReason> {
+        let r = match alloc() {
+            Some(mut buf) => {
+                if buf.set_frame(frame) {
+                    return self.host_tx(port, buf, now_ns, alloc, out);
+                }
+                drop(buf);
+                self.host_tx_big(port, frame, now_ns, alloc, out)
+            }
+            None => {
+                self.counters.host_tx_packets += 1;
+                Err(DropReason::NoBuffer)
+            }
+        };
+        if let Err(reason) = r {
+            self.counters.drops.inc(reason);
+        }
+        r
+    }
+
+    fn host_tx_big(
+        &mut self,
+        port: usize,
+        frame: &[u8],
+        now_ns: u64,
+        alloc: &mut dyn FnMut() -> Option<B>,
+        out: &mut Vec<B>,
+    ) -> Result<usize, DropReason> {
+        if port >= self.ifaces.len() {
+            return Err(DropReason::Unsupported);
+        }
+        self.counters.host_tx_packets += 1;
+        if frame.len() < ETH_HDR_LEN + 20
+            || u16::from_be_bytes([frame[12], frame[13]]) != ETHERTYPE_IPV4
+        {
+            return Err(DropReason::TsoTooLarge);
+        }
+        let (_, total) = ipv4_bounds_for_tx(&frame[ETH_HDR_LEN..])?;
+        let iface = &self.ifaces[port];
+        if total <= iface.mtu as usize || frame[ETH_HDR_LEN + 9] != IPPROTO_TCP {
+            return Err(DropReason::TsoTooLarge);
+        }
+        tso::mss_for(frame, iface.mtu)?;
+        let mut f = frame[..ETH_HDR_LEN + total].to_vec();
+        if f[6..12] == [0; 6] {
+            f[6..12].copy_from_slice(&iface.mac);
+        }
+        if f[0..6] == [0; 6] {
+            let dst_ip = [f[30], f[31], f[32], f[33]];
+            match self.next_hop_mac(port, dst_ip, now_ns) {
+                NextHop::Mac(mac) => f[0..6].copy_from_slice(&mac),
+                NextHop::Unreachable => return Err(DropReason::ArpUnresolved),
+                NextHop::Unknown => return self.hold(port, dst_ip, Held::Bytes(f), now_ns),
+            }
+        }
+        self.segment_bytes(port, &f, alloc, out)
+    }
+
+    /// Segments a TSO frame given as bytes (MACs set) into buffers from `alloc`.
+    fn segment_bytes(
+        &mut self,
+        port: usize,
+        frame: &[u8],
+        alloc: &mut dyn FnMut() -> Option<B>,
+        out: &mut Vec<B>,
+    ) -> Result<usize, DropReason> {
+        let n = tso::segment(frame, self.ifaces[port].mtu, alloc, out)?;
+        self.counters.tso_segments += n as u64;
+        Ok(n)
     }
 
     /// Sends a frame whose MACs are set: TSO if needed, else push as is.
@@ -585,20 +695,32 @@ impl<B: PacketBuf> NicStack<B> {
     }
 
     /// Holds `buf` until `ip` is resolved.
-    fn hold(&mut self, port: usize, ip: [u8; 4], buf: B, now_ns: u64) -> Result<usize, DropReason> {
+    fn hold(
+        &mut self,
+        port: usize,
+        ip: [u8; 4],
+        buf: Held<B>,
+        now_ns: u64,
+    ) -> Result<usize, DropReason> {
         let cap = self.cfg.pending_per_ip;
         let max_ips = self.cfg.arp_table_size.max(1);
+        let max_bytes = self.cfg.pending_bytes_per_port;
         let st = &mut self.ports[port];
+        if st.held_bytes + buf.len() > max_bytes {
+            return Err(DropReason::ArpUnresolved);
+        }
         if let Some(p) = st.pending.iter_mut().find(|p| p.ip == ip) {
             if p.frames.len() >= cap {
                 return Err(DropReason::ArpUnresolved);
             }
+            st.held_bytes += buf.len();
             p.frames.push(buf);
             return Ok(0);
         }
         if st.pending.len() >= max_ips || cap == 0 {
             return Err(DropReason::ArpUnresolved);
         }
+        st.held_bytes += buf.len();
         let mut frames = Vec::with_capacity(cap.min(4));
         frames.push(buf);
         st.pending.push(Pending {
@@ -639,11 +761,22 @@ impl<B: PacketBuf> NicStack<B> {
             let ip = self.ports[port].pending[i].ip;
             if let Some(mac) = self.ports[port].arp.lookup(ip, now_ns) {
                 let p = self.ports[port].pending.swap_remove(i);
-                for mut b in p.frames {
-                    b.data_mut()[0..6].copy_from_slice(&mac);
-                    let needs_tso = ipv4_bounds_for_tx(&b.data()[ETH_HDR_LEN..])
-                        .is_ok_and(|(_, total)| total > self.ifaces[port].mtu as usize);
-                    if let Err(r) = self.emit(port, b, needs_tso, alloc, out) {
+                let bytes: usize = p.frames.iter().map(Held::len).sum();
+                self.ports[port].held_bytes -= bytes;
+                for held in p.frames {
+                    let r = match held {
+                        Held::Buf(mut b) => {
+                            b.data_mut()[0..6].copy_from_slice(&mac);
+                            let needs_tso = ipv4_bounds_for_tx(&b.data()[ETH_HDR_LEN..])
+                                .is_ok_and(|(_, total)| total > self.ifaces[port].mtu as usize);
+                            self.emit(port, b, needs_tso, alloc, out)
+                        }
+                        Held::Bytes(mut f) => {
+                            f[0..6].copy_from_slice(&mac);
+                            self.segment_bytes(port, &f, alloc, out)
+                        }
+                    };
+                    if let Err(r) = r {
                         self.counters.drops.inc(r);
                     }
                 }
@@ -656,6 +789,8 @@ impl<B: PacketBuf> NicStack<B> {
             }
             if p.sent > self.cfg.arp_max_retries {
                 let p = self.ports[port].pending.swap_remove(i);
+                let bytes: usize = p.frames.iter().map(Held::len).sum();
+                self.ports[port].held_bytes -= bytes;
                 self.counters
                     .drops
                     .add_n(DropReason::ArpUnresolved, p.frames.len() as u64);
