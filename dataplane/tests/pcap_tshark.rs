@@ -3,84 +3,35 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use dataplane::net::fill_checksums;
+use dataplane::gen;
 use dataplane::pcap::{read_pcap, PcapWriter};
-use smoltcp::phy::ChecksumCapabilities;
-use smoltcp::wire::{
-    ArpOperation, ArpPacket, ArpRepr, EthernetAddress, Icmpv4Packet, Icmpv4Repr, IpProtocol,
-    Ipv4Address, Ipv4Packet, Ipv4Repr,
-};
 
 const MAC_A: [u8; 6] = [0x02, 0, 0, 0, 0, 0x0a];
 const MAC_B: [u8; 6] = [0x02, 0, 0, 0, 0, 0x0b];
-const IP_A: [u8; 4] = [10, 0, 0, 1];
-const IP_B: [u8; 4] = [10, 0, 0, 2];
-
-fn eth(ethertype: u16, body_len: usize) -> Vec<u8> {
-    let mut f = vec![0u8; 14 + body_len];
-    f[0..6].copy_from_slice(&MAC_B);
-    f[6..12].copy_from_slice(&MAC_A);
-    f[12..14].copy_from_slice(&ethertype.to_be_bytes());
-    f
-}
+const IP_A: [u8; 4] = [192, 0, 2, 1];
+const IP_B: [u8; 4] = [192, 0, 2, 2];
 
 fn arp_frame() -> Vec<u8> {
-    let mut f = eth(0x0806, 28);
-    ArpRepr::EthernetIpv4 {
-        operation: ArpOperation::Request,
-        source_hardware_addr: EthernetAddress(MAC_A),
-        source_protocol_addr: Ipv4Address::from(IP_A),
-        target_hardware_addr: EthernetAddress([0; 6]),
-        target_protocol_addr: Ipv4Address::from(IP_B),
-    }
-    .emit(&mut ArpPacket::new_unchecked(&mut f[14..]));
-    f
-}
-
-fn ipv4_frame(proto: IpProtocol, l4_len: usize) -> Vec<u8> {
-    let mut f = eth(0x0800, 20 + l4_len);
-    Ipv4Repr {
-        src_addr: Ipv4Address::from(IP_A),
-        dst_addr: Ipv4Address::from(IP_B),
-        next_header: proto,
-        payload_len: l4_len,
-        hop_limit: 64,
-    }
-    .emit(
-        &mut Ipv4Packet::new_unchecked(&mut f[14..]),
-        &ChecksumCapabilities::default(),
-    );
-    f
+    gen::arp_request(MAC_A, IP_A, IP_B)
 }
 
 fn icmp_frame() -> Vec<u8> {
-    let repr = Icmpv4Repr::EchoRequest {
-        ident: 1,
-        seq_no: 2,
-        data: b"ping-data",
-    };
-    let mut f = ipv4_frame(IpProtocol::Icmp, repr.buffer_len());
-    repr.emit(
-        &mut Icmpv4Packet::new_unchecked(&mut f[34..]),
-        &ChecksumCapabilities::default(),
-    );
-    f
+    gen::icmp_echo_request(MAC_A, MAC_B, IP_A, IP_B, 1, 2, b"ping-data")
 }
 
 fn tcp_frame(payload_len: usize) -> Vec<u8> {
-    let mut f = ipv4_frame(IpProtocol::Tcp, 20 + payload_len);
-    let t = &mut f[34..];
-    t[0..2].copy_from_slice(&40000u16.to_be_bytes());
-    t[2..4].copy_from_slice(&80u16.to_be_bytes());
-    t[4..8].copy_from_slice(&1u32.to_be_bytes());
-    t[12] = 5 << 4;
-    t[13] = 0x18; // PSH|ACK
-    t[14..16].copy_from_slice(&1024u16.to_be_bytes());
-    for (i, b) in t[20..].iter_mut().enumerate() {
-        *b = i as u8;
-    }
-    fill_checksums(&mut f).unwrap();
-    f
+    gen::tcp(
+        MAC_A,
+        MAC_B,
+        IP_A,
+        IP_B,
+        40000,
+        80,
+        1,
+        0,
+        0x18,
+        &vec![0x42; payload_len],
+    )
 }
 
 fn out_path(name: &str) -> PathBuf {
@@ -134,11 +85,12 @@ fn tshark_reads_every_frame() {
         // Drop flushes.
     }
     let got = tshark_fields(&path);
+    // Short frames are padded to the Ethernet minimum of 60 bytes by the builders.
     let want: Vec<(usize, u16)> = vec![
-        (42, 0x0806),
-        (14 + 20 + 8 + 9, 0x0800),
+        (60, 0x0806),
+        (60, 0x0800),
         (14 + 20 + 20 + 1000, 0x0800),
-        (54, 0x0800),
+        (60, 0x0800),
     ];
     assert_eq!(got, want);
 

@@ -558,11 +558,8 @@ impl<B: PacketBuf> NicStack<B> {
             csum::fill_checksums(d)?;
         }
         if dst_zero {
-            let dst_ip = [d[30], d[31], d[32], d[33]];
-            match self.next_hop_mac(port, dst_ip, now_ns) {
-                NextHop::Mac(mac) => buf.data_mut()[0..6].copy_from_slice(&mac),
-                NextHop::Unreachable => return Err(DropReason::ArpUnresolved),
-                NextHop::Unknown => return self.hold(port, dst_ip, Held::Buf(buf), now_ns),
+            if let Some(ip) = self.resolve_dst(port, buf.data_mut(), now_ns)? {
+                return self.hold(port, ip, Held::Buf(buf), now_ns);
             }
         }
         self.emit(port, buf, needs_tso, alloc, out)
@@ -630,14 +627,31 @@ impl<B: PacketBuf> NicStack<B> {
             f[6..12].copy_from_slice(&iface.mac);
         }
         if f[0..6] == [0; 6] {
-            let dst_ip = [f[30], f[31], f[32], f[33]];
-            match self.next_hop_mac(port, dst_ip, now_ns) {
-                NextHop::Mac(mac) => f[0..6].copy_from_slice(&mac),
-                NextHop::Unreachable => return Err(DropReason::ArpUnresolved),
-                NextHop::Unknown => return self.hold(port, dst_ip, Held::Bytes(f), now_ns),
+            if let Some(ip) = self.resolve_dst(port, &mut f, now_ns)? {
+                return self.hold(port, ip, Held::Bytes(f), now_ns);
             }
         }
         self.segment_bytes(port, &f, alloc, out)
+    }
+
+    /// Sets the zero destination MAC of the Ethernet/IPv4 host frame `f` from its destination
+    /// address ([`NicStack::next_hop_mac`]); `Ok(Some(ip))` when `ip` must be resolved first
+    /// (hold the frame), `Err(ArpUnresolved)` when it is off every subnet of the port.
+    fn resolve_dst(
+        &mut self,
+        port: usize,
+        f: &mut [u8],
+        now_ns: u64,
+    ) -> Result<Option<[u8; 4]>, DropReason> {
+        let dst_ip = [f[30], f[31], f[32], f[33]];
+        match self.next_hop_mac(port, dst_ip, now_ns) {
+            NextHop::Mac(mac) => {
+                f[0..6].copy_from_slice(&mac);
+                Ok(None)
+            }
+            NextHop::Unreachable => Err(DropReason::ArpUnresolved),
+            NextHop::Unknown => Ok(Some(dst_ip)),
+        }
     }
 
     /// Segments a TSO frame given as bytes (MACs set) into buffers from `alloc`.
