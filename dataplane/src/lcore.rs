@@ -389,18 +389,20 @@ impl<P: Port> NicLcore<P> {
             }
         }
 
-        // Stack housekeeping every iteration: ARP requests and retries, and host frames whose
-        // neighbour was just learnt. `poll_tx` returns at once when nothing is due.
-        let now = now_ns.unwrap_or_else(|| self.clock.now_ns());
-        let before: usize = self.tx.iter().map(Vec::len).sum();
-        for (i, slot) in self.slots.iter_mut().enumerate() {
-            let port_q = &mut slot.port;
-            let mut alloc = || port_q.alloc();
-            self.stack
-                .poll_tx(slot.index, now, &mut alloc, &mut self.tx[i]);
-        }
-        if self.tx.iter().map(Vec::len).sum::<usize>() != before {
-            clock.mark(&mut self.report.cycles, Stage::Timers);
+        // Stack housekeeping whenever an address is being resolved: ARP requests and retries,
+        // and host frames whose neighbour was just learnt.
+        if self.stack.has_pending() {
+            let now = now_ns.unwrap_or_else(|| self.clock.now_ns());
+            let before: usize = self.tx.iter().map(Vec::len).sum();
+            for (i, slot) in self.slots.iter_mut().enumerate() {
+                let port_q = &mut slot.port;
+                let mut alloc = || port_q.alloc();
+                self.stack
+                    .poll_tx(slot.index, now, &mut alloc, &mut self.tx[i]);
+            }
+            if self.tx.iter().map(Vec::len).sum::<usize>() != before {
+                clock.mark(&mut self.report.cycles, Stage::Timers);
+            }
         }
 
         let mut sent_any = false;

@@ -47,8 +47,15 @@ impl EthQueue {
     /// [`EthQueue::rx_dropped_unsupported`] instead of being returned.
     #[inline]
     pub fn rx_burst(&mut self, out: &mut Vec<Mbuf>, max: usize) -> usize {
+        self.rx_burst_counted(out, max).0
+    }
+
+    /// [`EthQueue::rx_burst`] that also returns the bytes of the frames appended, counted in
+    /// the same pass over the mbufs as the invariant check.
+    #[inline]
+    pub fn rx_burst_counted(&mut self, out: &mut Vec<Mbuf>, max: usize) -> (usize, u64) {
         if !self.has_rx || max == 0 {
-            return 0;
+            return (0, 0);
         }
         let want = max.min(usize::from(u16::MAX));
         out.reserve(want);
@@ -71,13 +78,20 @@ impl EthQueue {
         // it hands over to us; they come from this queue's pool, which outlives them (a pool
         // with live mbufs is never freed). The invariant check follows right below.
         unsafe { out.set_len(start + n) };
-        if !out[start..].iter().all(Mbuf::is_plain) {
+        let mut plain = true;
+        let mut bytes = 0u64;
+        for m in &out[start..] {
+            plain &= m.is_plain();
+            bytes += m.len() as u64;
+        }
+        if !plain {
             let tail = out.split_off(start);
             let before = tail.len();
             out.extend(tail.into_iter().filter(Mbuf::is_exclusive_slow));
             self.rx_dropped_shared += (before - (out.len() - start)) as u64;
+            bytes = out[start..].iter().map(|m| m.len() as u64).sum();
         }
-        out.len() - start
+        (out.len() - start, bytes)
     }
 
     /// Transmits frames from the front of `pkts` (`rte_eth_tx_burst`, at most 65535 per

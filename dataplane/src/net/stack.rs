@@ -892,7 +892,13 @@ impl<B: PacketBuf> NicStack<B> {
         self.ifaces.len()
     }
 
-    /// Host frames currently held waiting for ARP on `port`.
+    /// True while some address is being resolved on some port (so [`NicStack::poll_tx`] may
+    /// have work: requests, retries, held frames).
+    pub fn has_pending(&self) -> bool {
+        self.ports.iter().any(|p| !p.pending.is_empty())
+    }
+
+    /// Host frames held on `port` while their neighbours are resolved.
     pub fn pending_frames(&self, port: usize) -> usize {
         self.ports
             .get(port)

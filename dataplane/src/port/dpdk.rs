@@ -94,13 +94,9 @@ impl Port for DpdkQueue {
 
     #[inline]
     fn rx_burst(&mut self, out: &mut Vec<Mbuf>, max: usize) -> usize {
-        let start = out.len();
-        let n = self.queue.rx_burst(out, max);
-        if n != 0 {
-            let bytes: usize = out[start..].iter().map(Mbuf::len).sum();
-            self.stats.rx_packets += n as u64;
-            self.stats.rx_bytes += bytes as u64;
-        }
+        let (n, bytes) = self.queue.rx_burst_counted(out, max);
+        self.stats.rx_packets += n as u64;
+        self.stats.rx_bytes += bytes;
         n
     }
 
