@@ -14,6 +14,15 @@ use crate::topo::{template_frame, IntervalPrinter};
 
 const DEMO_CONFIG: &str = include_str!("../../configs/fwd-null.toml");
 
+/// Removes DPDK's runtime directory of a file prefix when dropped (after the EAL is gone).
+struct RuntimeDir(String);
+
+impl Drop for RuntimeDir {
+    fn drop(&mut self) {
+        dataplane::runtime_dpdk::remove_runtime_dir(&self.0);
+    }
+}
+
 /// Runs the lcores of a DPDK configuration and prints the summary and device counters; removes
 /// DPDK's runtime directory afterwards, whatever happened.
 pub fn run(
@@ -24,20 +33,10 @@ pub fn run(
     xstats: bool,
     template: Option<Vec<u8>>,
 ) -> Result<(), String> {
-    let prefix = dataplane::runtime_dpdk::file_prefix(&dataplane::runtime_dpdk::eal_args(cfg, eal));
-    let result = run_inner(cfg, opts, stop, eal, xstats, template);
-    dataplane::runtime_dpdk::remove_runtime_dir(&prefix);
-    result
-}
-
-fn run_inner(
-    cfg: &Config,
-    opts: &RunOptions,
-    stop: Arc<AtomicBool>,
-    eal: &[String],
-    xstats: bool,
-    template: Option<Vec<u8>>,
-) -> Result<(), String> {
+    // Declared first, so dropped last: after the topology and its EAL.
+    let _runtime_dir = RuntimeDir(dataplane::runtime_dpdk::file_prefix(
+        &dataplane::runtime_dpdk::eal_args(cfg, eal),
+    ));
     let template = if opts.mode != Mode::Nic {
         template
     } else {

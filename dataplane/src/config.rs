@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::de::{self, Deserializer};
 use serde::Deserialize;
@@ -467,11 +467,6 @@ impl Config {
     /// Index of the port named `name`.
     pub fn port_index(&self, name: &str) -> Option<usize> {
         self.ports.iter().position(|p| p.name == name)
-    }
-
-    /// Where this configuration came from, as a path.
-    pub fn source_path(&self) -> PathBuf {
-        PathBuf::from(&self.source)
     }
 }
 

@@ -13,7 +13,7 @@ use crossbeam::queue::ArrayQueue;
 
 use crate::buf::PacketBuf;
 use crate::clock::Clock;
-use crate::cycles::{rdtsc, Stage, StageClock, StageCycles};
+use crate::cycles::{Stage, StageClock, StageCycles};
 use crate::net::parse::DropReason;
 use crate::net::stack::{Disposition, NicStack, StackCounters};
 use crate::pcap::PcapWriter;
@@ -440,9 +440,4 @@ pub fn cycles_per_packet(r: &LcoreReport) -> f64 {
     } else {
         r.cycles.busy() as f64 / pkts as f64
     }
-}
-
-/// Current TSC, re-exported for callers timing whole runs.
-pub fn tsc() -> u64 {
-    rdtsc()
 }

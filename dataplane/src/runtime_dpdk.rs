@@ -168,7 +168,7 @@ pub fn remove_runtime_dir(prefix: &str) {
     if prefix.is_empty() || prefix.contains('/') || prefix.contains("..") {
         return;
     }
-    let base = if nix_is_root() {
+    let base = if effective_uid_is_root() {
         std::path::PathBuf::from("/var/run/dpdk")
     } else {
         match std::env::var_os("XDG_RUNTIME_DIR") {
@@ -179,7 +179,7 @@ pub fn remove_runtime_dir(prefix: &str) {
     let _ = std::fs::remove_dir_all(base.join(prefix));
 }
 
-fn nix_is_root() -> bool {
+fn effective_uid_is_root() -> bool {
     // The effective uid decides DPDK's runtime directory; /proc/self is owned by it.
     use std::os::unix::fs::MetadataExt;
     std::fs::metadata("/proc/self")

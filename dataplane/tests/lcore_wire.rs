@@ -9,9 +9,10 @@ use std::time::{Duration, Instant};
 use dataplane::buf::{HeapBuf, PacketBuf};
 use dataplane::clock::Clock;
 use dataplane::config::Config;
-use dataplane::lcore::Mode;
+use dataplane::lcore::{LcoreReport, Mode};
+use dataplane::port::wire::WireQueue;
 use dataplane::port::Port;
-use dataplane::runtime::{build_wire, run_lcores, RunOptions};
+use dataplane::runtime::{build_wire, run_lcores, RunError, RunOptions, WireTopology};
 
 const CFG: &str = r#"
 [[port]]
@@ -29,9 +30,18 @@ core = 0
 role = "nic"
 "#;
 
-#[test]
-fn lcore_thread_forwards_every_frame_intact_and_counts_agree() {
-    let cfg = Config::parse(CFG, "test").unwrap();
+/// A forwarding topology from `cfg_text` with its lcores running on their own threads, and
+/// the far ends of the "left" and "right" wires (every queue) for the test to drive.
+struct Running {
+    topo: WireTopology,
+    left: WireQueue,
+    rights: Vec<WireQueue>,
+    stop: Arc<AtomicBool>,
+    runner: std::thread::JoinHandle<Result<(Vec<LcoreReport>, Duration), RunError>>,
+}
+
+fn start(cfg_text: &str) -> Running {
+    let cfg = Config::parse(cfg_text, "test").unwrap();
     let opts = RunOptions {
         mode: Mode::Forward,
         duration: Some(Duration::from_secs(20)),
@@ -39,15 +49,45 @@ fn lcore_thread_forwards_every_frame_intact_and_counts_agree() {
         ..RunOptions::default()
     };
     let mut topo = build_wire(&cfg, &opts, Clock::real()).unwrap();
-    let mut left = topo.peers.get_mut("left").unwrap().take_queue(0).unwrap();
-    let mut right = topo.peers.get_mut("right").unwrap().take_queue(0).unwrap();
+    let left = topo.peers.get_mut("left").unwrap().take_queue(0).unwrap();
+    let right_end = topo.peers.get_mut("right").unwrap();
+    let rights = (0..right_end.queue_count())
+        .map(|q| right_end.take_queue(q).unwrap())
+        .collect();
     let stop = Arc::new(AtomicBool::new(false));
     let lcores = std::mem::take(&mut topo.lcores);
     let runner = {
         let stop = stop.clone();
         std::thread::spawn(move || run_lcores(lcores, &opts, stop, Arc::new(|| Ok(())), |_, _| {}))
     };
+    Running {
+        topo,
+        left,
+        rights,
+        stop,
+        runner,
+    }
+}
 
+impl Running {
+    /// Stops the lcores and returns their reports.
+    fn finish(self) -> (WireTopology, Vec<LcoreReport>) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let (reports, _) = self.runner.join().unwrap().unwrap();
+        (self.topo, reports)
+    }
+}
+
+#[test]
+fn lcore_thread_forwards_every_frame_intact_and_counts_agree() {
+    let Running {
+        topo,
+        mut left,
+        mut rights,
+        stop,
+        runner,
+    } = start(CFG);
+    let right = &mut rights[0];
     // 5,000 UDP frames of varied sizes and contents (valid: transit frames are checked).
     let sent: Vec<Vec<u8>> = (0..5_000u32)
         .map(|i| {
@@ -79,8 +119,14 @@ fn lcore_thread_forwards_every_frame_intact_and_counts_agree() {
         }
         got.extend(inbox.drain(..).map(|b| b.data().to_vec()));
     }
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    let (reports, _) = runner.join().unwrap().unwrap();
+    let (topo, reports) = Running {
+        topo,
+        left,
+        rights,
+        stop,
+        runner,
+    }
+    .finish();
 
     assert_eq!(got.len(), sent.len(), "frames lost");
     assert!(got == sent, "frames changed or reordered");
@@ -151,25 +197,15 @@ fn lcore_threads_rss_spreads_flows_and_keeps_each_in_order() {
         "[[lcore]]\ncore = 0\nrole = \"nic\"",
         "[[lcore]]\ncore = 0\nrole = \"nic\"\n[[lcore]]\ncore = 1\nrole = \"nic\"",
     );
-    let cfg = Config::parse(&two, "test").unwrap();
-    assert_eq!(cfg.nic_lcores().len(), 2);
-    let opts = RunOptions {
-        mode: Mode::Forward,
-        duration: Some(Duration::from_secs(20)),
-        pin: false,
-        ..RunOptions::default()
-    };
-    let mut topo = build_wire(&cfg, &opts, Clock::real()).unwrap();
-    let mut left = topo.peers.get_mut("left").unwrap().take_queue(0).unwrap();
-    let mut rights: Vec<_> = (0..2)
-        .map(|q| topo.peers.get_mut("right").unwrap().take_queue(q).unwrap())
-        .collect();
-    let stop = Arc::new(AtomicBool::new(false));
-    let lcores = std::mem::take(&mut topo.lcores);
-    let runner = {
-        let stop = stop.clone();
-        std::thread::spawn(move || run_lcores(lcores, &opts, stop, Arc::new(|| Ok(())), |_, _| {}))
-    };
+    assert_eq!(Config::parse(&two, "test").unwrap().nic_lcores().len(), 2);
+    let Running {
+        topo,
+        mut left,
+        mut rights,
+        stop,
+        runner,
+    } = start(&two);
+    assert_eq!(rights.len(), 2);
     let flows = 40u16;
     let per_flow = 100u32;
     let mut batch = Vec::new();
@@ -204,8 +240,14 @@ fn lcore_threads_rss_spreads_flows_and_keeps_each_in_order() {
             std::thread::sleep(Duration::from_millis(1));
         }
     }
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    let (reports, _) = runner.join().unwrap().unwrap();
+    let (_, reports) = Running {
+        topo,
+        left,
+        rights,
+        stop,
+        runner,
+    }
+    .finish();
     assert_eq!(got.len(), total, "frames lost");
     // Both lcores carried traffic, and together all of it.
     let per_lcore: Vec<u64> = reports.iter().map(|r| r.forwarded).collect();

@@ -519,10 +519,7 @@ impl<B: PacketBuf> NicStack<B> {
         alloc: &mut dyn FnMut() -> Option<B>,
         out: &mut Vec<B>,
     ) -> Result<usize, DropReason> {
-        if port >= self.ifaces.len() {
-            return Err(DropReason::Unsupported);
-        }
-        self.counters.host_tx_packets += 1;
+        self.begin_host_tx(port)?;
         let iface = &self.ifaces[port];
         let d = buf.data_mut();
         if d.len() < ETH_HDR_LEN {
@@ -607,10 +604,7 @@ impl<B: PacketBuf> NicStack<B> {
         alloc: &mut dyn FnMut() -> Option<B>,
         out: &mut Vec<B>,
     ) -> Result<usize, DropReason> {
-        if port >= self.ifaces.len() {
-            return Err(DropReason::Unsupported);
-        }
-        self.counters.host_tx_packets += 1;
+        self.begin_host_tx(port)?;
         if frame.len() < ETH_HDR_LEN + 20
             || u16::from_be_bytes([frame[12], frame[13]]) != ETHERTYPE_IPV4
         {
@@ -652,6 +646,16 @@ impl<B: PacketBuf> NicStack<B> {
             NextHop::Unreachable => Err(DropReason::ArpUnresolved),
             NextHop::Unknown => Ok(Some(dst_ip)),
         }
+    }
+
+    /// Counts a host frame for `port`; `Unsupported` (not counted as a host frame) when the
+    /// port does not exist.
+    fn begin_host_tx(&mut self, port: usize) -> Result<(), DropReason> {
+        if port >= self.ifaces.len() {
+            return Err(DropReason::Unsupported);
+        }
+        self.counters.host_tx_packets += 1;
+        Ok(())
     }
 
     /// Segments a TSO frame given as bytes (MACs set) into buffers from `alloc`.

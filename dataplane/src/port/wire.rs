@@ -296,12 +296,11 @@ impl WireQueue {
 
     /// Impairs one frame and launches what survives.
     fn send_one(&mut self, buf: HeapBuf, now: u64) {
-        let c = self.tx.counters.clone();
-        LinkCounters::bump(&c.offered);
+        LinkCounters::bump(&self.tx.counters.offered);
         self.stats.tx_packets += 1;
         self.stats.tx_bytes += buf.len() as u64;
         if self.rng.chance(self.imp.loss) {
-            LinkCounters::bump(&c.lost);
+            LinkCounters::bump(&self.tx.counters.lost);
             return;
         }
         let dup = self.rng.chance(self.imp.duplicate).then(|| buf.clone());
@@ -309,14 +308,14 @@ impl WireQueue {
             // The held frame goes out after this one: that is the reordering.
             self.launch(buf, now);
             self.launch(held, now);
-            LinkCounters::bump(&c.reordered);
+            LinkCounters::bump(&self.tx.counters.reordered);
         } else if self.rng.chance(self.imp.reorder) {
             self.held = Some(buf);
         } else {
             self.launch(buf, now);
         }
         if let Some(d) = dup {
-            LinkCounters::bump(&c.duplicated);
+            LinkCounters::bump(&self.tx.counters.duplicated);
             self.launch(d, now);
         }
     }
