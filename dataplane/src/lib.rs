@@ -19,6 +19,7 @@ pub mod runtime;
 #[cfg(feature = "dpdk")]
 pub mod runtime_dpdk;
 pub mod sys;
+pub mod tonic;
 
 pub use buf::{HeapBuf, PacketBuf};
 pub use port::{Port, QueueStats};

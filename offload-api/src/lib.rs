@@ -6,6 +6,8 @@
 //! their parse/emit code are added by the host stack issue.
 #![forbid(unsafe_code)]
 
+pub mod tonic_abi;
+
 /// AccelTCP App. A: NIC → host, a new connection established by a SYN-cookie handshake.
 pub const ETHERTYPE_SETUP: u16 = 0x090A;
 /// AccelTCP App. A: host → NIC, teardown offload carrying the remaining data.
