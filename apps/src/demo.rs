@@ -80,7 +80,7 @@ pub fn run(frames: u32, dpdk_seconds: f64) -> Result<(), String> {
     };
     let mut topo = build_wire(&cfg, &opts, Clock::real()).map_err(|e| e.to_string())?;
     let mut nic = topo.lcores.remove(0);
-    let host = topo.host[0].clone();
+    let mut host = topo.host.remove(0);
     let take = |name: &str, topo: &mut dataplane::runtime::WireTopology| Peer {
         q: topo
             .peers
@@ -258,8 +258,8 @@ pub fn run(frames: u32, dpdk_seconds: f64) -> Result<(), String> {
         nic1_mac, [0; 6], NIC1_IP, SERVER_IP, 5000, 80, 1000, 1, 0x18, &payload,
     );
     zero_checksums(&mut big);
-    let _ = host.to_nic.push((1, udp));
-    let _ = host.to_nic.push((1, big));
+    let _ = host.send(1, &udp);
+    let _ = host.send(1, &big);
     let mut at_server = Vec::new();
     for _ in 0..50 {
         let (_, s) = pump(&mut nic, &mut client, &mut server, 1);

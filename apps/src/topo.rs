@@ -125,6 +125,7 @@ fn options(args: &CommonArgs, cfg: &Config, mode: Mode) -> Result<RunOptions, St
         pcap: args.pcap.clone(),
         pin: !args.no_pin,
         host_channels: false,
+        ..RunOptions::default()
     })
 }
 

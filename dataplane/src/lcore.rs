@@ -9,7 +9,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crossbeam::queue::ArrayQueue;
+use offload_api::link::NicEnd;
 
 use crate::buf::PacketBuf;
 use crate::clock::Clock;
@@ -33,25 +33,6 @@ pub enum Mode {
     /// Send every frame out of the paired port without looking at it, as testpmd's io mode
     /// does: a control for measuring what the loop and the port layer cost on their own.
     Io,
-}
-
-/// Frames between the host side and one NIC lcore: the start of the emulated PCIe link.
-/// Each crossing copies the frame (as DMA would). Bounded: a full queue drops and counts.
-pub struct HostChannel {
-    /// Host → NIC: (port index, Ethernet frame) to send.
-    pub to_nic: ArrayQueue<(usize, Vec<u8>)>,
-    /// NIC → host: (port index, Ethernet frame) received and not handled by the NIC.
-    pub to_host: ArrayQueue<(usize, Vec<u8>)>,
-}
-
-impl HostChannel {
-    /// A channel holding up to `depth` frames each way.
-    pub fn new(depth: usize) -> Arc<Self> {
-        Arc::new(HostChannel {
-            to_nic: ArrayQueue::new(depth.max(1)),
-            to_host: ArrayQueue::new(depth.max(1)),
-        })
-    }
 }
 
 /// One port queue owned by an lcore.
@@ -134,8 +115,8 @@ pub struct LcoreSetup {
     pub burst: usize,
     /// Time source.
     pub clock: Clock,
-    /// Frames to and from the host side.
-    pub host: Option<Arc<HostChannel>>,
+    /// The NIC end of the emulated PCIe link to the host core (DESIGN.md principle 4).
+    pub host: Option<NicEnd>,
 }
 
 /// A NIC lcore's state. Build one per NIC lcore, then call [`NicLcore::run`] on its thread.
@@ -147,7 +128,7 @@ pub struct NicLcore<P: Port> {
     mode: Mode,
     burst: usize,
     clock: Clock,
-    host: Option<Arc<HostChannel>>,
+    host: Option<NicEnd>,
     report: LcoreReport,
     published: Arc<Mutex<LcoreReport>>,
     /// Frames received this iteration, per slot.
@@ -328,12 +309,17 @@ impl<P: Port> NicLcore<P> {
                                 self.report.forwarded += 1;
                                 self.tx[p].push(buf);
                             }
-                            None => match &self.host {
-                                Some(h) if h.to_host.push((index, buf.data().to_vec())).is_ok() => {
+                            None => {
+                                let sent = self
+                                    .host
+                                    .as_mut()
+                                    .is_some_and(|h| h.send(index as u16, buf.data()).is_ok());
+                                if sent {
                                     self.report.to_host += 1
+                                } else {
+                                    self.report.to_host_dropped += 1
                                 }
-                                _ => self.report.to_host_dropped += 1,
-                            },
+                            }
                         },
                         Disposition::Reply => self.tx[i].push(buf),
                         Disposition::Consumed | Disposition::Drop(_) => {}
@@ -365,14 +351,15 @@ impl<P: Port> NicLcore<P> {
             clock.mark(&mut self.report.cycles, Stage::Classify);
         }
 
-        if let Some(host) = &self.host {
+        if self.host.is_some() {
             let mut took = 0;
             while took < self.burst {
-                let Some((port, frame)) = host.to_nic.pop() else {
+                let Some((port, frame)) = self.host.as_mut().and_then(|h| h.recv()) else {
                     break;
                 };
                 took += 1;
                 self.report.from_host += 1;
+                let port = port as usize;
                 let Some(slot) = self.slots.iter().position(|s| s.index == port) else {
                     self.report.from_host_dropped += 1;
                     continue;
@@ -383,6 +370,9 @@ impl<P: Port> NicLcore<P> {
                 let _ = self
                     .stack
                     .host_tx_frame(port, &frame, now, &mut alloc, &mut self.tx[slot]);
+                if let Some(h) = self.host.as_mut() {
+                    h.recycle(frame);
+                }
             }
             if took > 0 {
                 clock.mark(&mut self.report.cycles, Stage::HostTx);

@@ -12,11 +12,12 @@ use std::time::{Duration, Instant};
 
 use crate::clock::Clock;
 use crate::config::{Config, ConfigError, Driver};
-use crate::lcore::{HostChannel, LcoreReport, LcoreSetup, Mode, NicLcore, PortSlot};
+use crate::lcore::{LcoreReport, LcoreSetup, Mode, NicLcore, PortSlot};
 use crate::net::stack::{IfaceConfig, L4Checksum, NicStack, StackConfig};
 use crate::pcap::PcapWriter;
 use crate::port::wire::{wire_pair, Impairments, LinkCounters, WireConfig, WireEnd, WireQueue};
 use crate::port::Port;
+use offload_api::link::{link_with_id, HostEnd, LinkConfig, LinkId};
 
 /// Errors of building or running a topology.
 #[derive(Debug, thiserror::Error)]
@@ -60,8 +61,11 @@ pub struct RunOptions {
     pub pcap: Vec<(String, PathBuf)>,
     /// Pin lcore threads to their configured cores.
     pub pin: bool,
-    /// Give each NIC lcore a host channel (frames to and from the host side).
+    /// Give each NIC lcore an emulated PCIe link to a host core (frames to and from the
+    /// host side): NIC lcore k ↔ host core k.
     pub host_channels: bool,
+    /// Ring depth and DMA model of those links.
+    pub link: LinkConfig,
 }
 
 impl Default for RunOptions {
@@ -73,6 +77,7 @@ impl Default for RunOptions {
             pcap: Vec::new(),
             pin: true,
             host_channels: false,
+            link: LinkConfig::default(),
         }
     }
 }
@@ -155,7 +160,7 @@ pub struct WireTopology {
     /// Counters of each wire's directions: (wire name, NIC→far, far→NIC).
     pub links: Vec<(String, Arc<LinkCounters>, Arc<LinkCounters>)>,
     /// Host channel of each lcore (when asked for).
-    pub host: Vec<Arc<HostChannel>>,
+    pub host: Vec<HostEnd>,
 }
 
 /// Builds the in-memory topology of `cfg` (all ports of driver `wire`).
@@ -232,10 +237,10 @@ pub fn build_wire(cfg: &Config, opts: &RunOptions, clock: Clock) -> Result<WireT
 }
 
 /// NIC lcores and their host channels (empty when not asked for).
-pub type Lcores<P> = (Vec<NicLcore<P>>, Vec<Arc<HostChannel>>);
+pub type Lcores<P> = (Vec<NicLcore<P>>, Vec<HostEnd>);
 
 /// Builds one [`NicLcore`] per NIC lcore of `cfg`, with `queue(k, i)` giving lcore `k` its
-/// queue of port `i`, and a host channel each when `opts.host_channels`.
+/// queue of port `i`, and a link to a host core each when `opts.host_channels`.
 pub fn build_lcores<P: Port>(
     cfg: &Config,
     opts: &RunOptions,
@@ -245,11 +250,15 @@ pub fn build_lcores<P: Port>(
 ) -> Result<Lcores<P>, RunError> {
     let nic = cfg.nic_lcores();
     let captures = open_captures(cfg, opts)?;
-    let host: Vec<Arc<HostChannel>> = if opts.host_channels {
-        nic.iter().map(|_| HostChannel::new(4096)).collect()
-    } else {
-        Vec::new()
-    };
+    let mut host = Vec::new();
+    let mut nic_ends = Vec::new();
+    if opts.host_channels {
+        for k in 0..nic.len() {
+            let (h, n) = link_with_id(&opts.link, LinkId { host: k, nic: k });
+            host.push(h);
+            nic_ends.push(Some(n));
+        }
+    }
     let mut lcores = Vec::new();
     for (k, l) in nic.iter().enumerate() {
         let mut slots = Vec::new();
@@ -269,7 +278,7 @@ pub fn build_lcores<P: Port>(
                 mode: opts.mode,
                 burst: cfg.runtime.burst as usize,
                 clock: clock.clone(),
-                host: host.get(k).cloned(),
+                host: nic_ends.get_mut(k).and_then(Option::take),
             },
             slots,
             NicStack::new(ifaces(cfg, macs), stack_config(opts)),

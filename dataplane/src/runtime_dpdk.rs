@@ -11,7 +11,8 @@ use nicemu_dpdk::{register_thread, Eal, EthDev, Mempool, PortConf, RssConf, SOCK
 
 use crate::clock::Clock;
 use crate::config::{Config, ConfigError, Driver};
-use crate::lcore::{HostChannel, NicLcore};
+use crate::lcore::NicLcore;
+use offload_api::link::HostEnd;
 use crate::port::dpdk::DpdkQueue;
 use crate::runtime::{build_lcores, RunError, RunOptions};
 
@@ -26,7 +27,7 @@ pub struct DpdkTopology {
     /// The configured ports, in configuration order.
     pub devs: Vec<EthDev>,
     /// Host channel of each lcore (when asked for).
-    pub host: Vec<Arc<HostChannel>>,
+    pub host: Vec<HostEnd>,
     /// The EAL; dropping it cleans DPDK up.
     pub eal: Eal,
 }

@@ -169,7 +169,7 @@ role = "nic"
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let mut topo = build_dpdk(&cfg, &opts, &[], None).expect("DPDK topology");
         let nic_mac = topo.devs[0].mac();
-        let host = topo.host[0].clone();
+        let mut host = topo.host.remove(0);
         let mut nic = topo.lcores.remove(0);
 
         // 1. NIC -> kernel: a host frame with no destination MAC makes the NIC ask by ARP.
@@ -190,7 +190,7 @@ role = "nic"
             6000,
             b"hello kernel",
         );
-        host.to_nic.push((0, frame)).unwrap();
+        host.send(0, &frame).unwrap();
         let out = poll_until_exit(&mut nic, rx, Duration::from_secs(15));
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(

@@ -1,26 +1,61 @@
-//! The host ↔ NIC contract of nicemu (DESIGN.md principle 2).
+//! The host ↔ NIC contract of nicemu (DESIGN.md principles 2–4).
 //!
 //! Host and NIC talk only through messages framed as Ethernet packets with special
-//! EtherTypes, following AccelTCP Appendix A. This crate currently defines the EtherType
-//! numbers so that the NIC pipeline can classify control frames; the message headers and
-//! their parse/emit code are added by the host stack issue.
+//! EtherTypes, following AccelTCP (NSDI '20) Appendix A "Host-NIC Communication Interface":
+//! the offload type is an otherwise unused EtherType and the offload's parameters sit in a
+//! small header between the Ethernet header and the (optional) IP packet. Because the contract
+//! is packets, the same host stack could drive a NIC emulator in another process or a real
+//! SmartNIC.
+//!
+//! - [`msg`]: the message set (zero-copy views, high-level representations, and
+//!   [`msg::classify`] for the per-packet path).
+//! - [`link`]: the emulated PCIe link, descriptor rings between one host core and one NIC
+//!   lcore, with a DMA cost model and counters (DESIGN.md principle 4).
+//! - [`tonic_abi`]: the C ABI of out-of-tree Tonic protocol modules.
+//!
+//! Ordinary IPv4 frames (EtherType [`ETHERTYPE_IPV4`]) cross the link unchanged: that is the
+//! *plain-packet path*, used for every packet of a connection the host owns. Only offload
+//! handovers and control use the EtherTypes below.
 #![forbid(unsafe_code)]
 
+pub mod link;
+pub mod msg;
 pub mod tonic_abi;
 
-/// AccelTCP App. A: NIC → host, a new connection established by a SYN-cookie handshake.
-pub const ETHERTYPE_SETUP: u16 = 0x090A;
-/// AccelTCP App. A: host → NIC, teardown offload carrying the remaining data.
-pub const ETHERTYPE_TEARDOWN: u16 = 0x090B;
-/// AccelTCP App. A: host → NIC, splice installation.
-pub const ETHERTYPE_SPLICE: u16 = 0x090C;
-/// AccelTCP App. A: NIC → host, splice closure report.
-pub const ETHERTYPE_SPLICE_CLOSE: u16 = 0x090D;
+/// EtherType of an ordinary IPv4 packet (RFC 894): crosses the link unchanged.
+pub const ETHERTYPE_IPV4: u16 = 0x0800;
+/// EtherType of an ARP packet (RFC 826).
+pub const ETHERTYPE_ARP: u16 = 0x0806;
 
-/// True when `ethertype` is one of the host ↔ NIC control EtherTypes above. Such frames are
-/// only valid on the emulated PCIe link and must never be accepted from a wire port.
+/// AccelTCP App. A: NIC → host, a new connection established by a SYN-cookie handshake
+/// ([`msg::SetupFrame`]).
+pub const ETHERTYPE_SETUP: u16 = 0x090A;
+/// AccelTCP App. A: host → NIC, teardown offload carrying the remaining data
+/// ([`msg::TeardownFrame`]).
+pub const ETHERTYPE_TEARDOWN: u16 = 0x090B;
+/// AccelTCP App. A: host → NIC, splice installation ([`msg::SpliceInstallFrame`]).
+pub const ETHERTYPE_SPLICE: u16 = 0x090C;
+/// AccelTCP App. A: NIC → host, splice closure report ([`msg::SpliceCloseFrame`]).
+pub const ETHERTYPE_SPLICE_CLOSE: u16 = 0x090D;
+/// nicemu control: the control messages AccelTCP implies but does not number (listen
+/// registration, install acknowledgements, teardown counts) and the Tonic flow messages. A
+/// message-type byte in the common header tells them apart ([`msg::MsgType`]).
+pub const ETHERTYPE_CONTROL: u16 = 0x090E;
+
+/// True when `ethertype` is one of the host ↔ NIC EtherTypes above (0x090A..=0x090E: the four
+/// of AccelTCP App. A and nicemu control). Such frames are only valid on the emulated PCIe
+/// link and must never be accepted from a wire port.
 pub fn is_control_ethertype(ethertype: u16) -> bool {
-    (ETHERTYPE_SETUP..=ETHERTYPE_SPLICE_CLOSE).contains(&ethertype)
+    (ETHERTYPE_SETUP..=ETHERTYPE_CONTROL).contains(&ethertype)
+}
+
+/// Which way something crosses the host ↔ NIC link.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Direction {
+    /// Host → NIC (the host's "tx" ring).
+    HostToNic,
+    /// NIC → host (the host's "rx" ring).
+    NicToHost,
 }
 
 #[cfg(test)]
@@ -28,11 +63,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn control_range_is_exactly_appendix_a() {
-        for t in [0x090A, 0x090B, 0x090C, 0x090D] {
+    fn control_range_is_appendix_a_plus_control() {
+        for t in [0x090A, 0x090B, 0x090C, 0x090D, 0x090E] {
             assert!(is_control_ethertype(t));
         }
-        for t in [0x0800, 0x0806, 0x0909, 0x090E, 0x86DD] {
+        for t in [0x0800, 0x0806, 0x0909, 0x090F, 0x86DD, 0x8100] {
             assert!(!is_control_ethertype(t));
         }
     }

@@ -1,0 +1,273 @@
+//! Echo over the host API: a run-to-completion epoll server, and a client that keeps N
+//! persistent connections each with one request of `size` bytes outstanding.
+
+use std::net::SocketAddrV4;
+
+use hoststack::frame::HostLink;
+use hoststack::stack::{EpollEvent, EpollOp, SockOpt, EPOLLERR, EPOLLHUP, EPOLLIN, EPOLLOUT};
+use hoststack::{Context, Errno, Fd};
+
+/// An epoll echo server: accepts every connection and writes back what it reads.
+pub struct EchoServer {
+    listener: Fd,
+    ep: Fd,
+    events: Vec<EpollEvent>,
+    buf: Vec<u8>,
+    /// Bytes echoed.
+    pub bytes: u64,
+    /// Connections accepted.
+    pub accepted: u64,
+    /// Connections closed (by the peer, or on error).
+    pub closed: u64,
+}
+
+const LISTENER: u64 = u64::MAX;
+
+impl EchoServer {
+    /// Listens on `port` of `ctx`.
+    pub fn new<L: HostLink>(ctx: &mut Context<L>, port: u16) -> Result<Self, Errno> {
+        let listener = ctx.socket()?;
+        ctx.set_nonblocking(listener, true)?;
+        ctx.setsockopt(listener, SockOpt::ReuseAddr(true))?;
+        ctx.setsockopt(listener, SockOpt::NoDelay(true))?;
+        ctx.bind(listener, SocketAddrV4::new([0, 0, 0, 0].into(), port))?;
+        ctx.listen(listener, 4096)?;
+        let ep = ctx.epoll_create()?;
+        ctx.epoll_ctl(
+            ep,
+            EpollOp::Add,
+            listener,
+            EpollEvent {
+                events: EPOLLIN,
+                data: LISTENER,
+            },
+        )?;
+        Ok(EchoServer {
+            listener,
+            ep,
+            events: vec![EpollEvent::default(); 512],
+            buf: vec![0; 16384],
+            bytes: 0,
+            accepted: 0,
+            closed: 0,
+        })
+    }
+
+    /// One round: `epoll_wait` (which runs the stack), then serve every ready socket.
+    /// Returns the number of events handled.
+    pub fn step<L: HostLink>(&mut self, ctx: &mut Context<L>) -> usize {
+        let n = match ctx.epoll_wait(self.ep, &mut self.events, 0) {
+            Ok(n) => n,
+            Err(_) => return 0,
+        };
+        for i in 0..n {
+            let ev = self.events[i];
+            if ev.data == LISTENER {
+                while let Ok((fd, _)) = ctx.accept(self.listener) {
+                    self.accepted += 1;
+                    let _ = ctx.set_nonblocking(fd, true);
+                    let _ = ctx.epoll_ctl(
+                        self.ep,
+                        EpollOp::Add,
+                        fd,
+                        EpollEvent {
+                            events: EPOLLIN,
+                            data: fd as u64,
+                        },
+                    );
+                }
+                continue;
+            }
+            let fd = ev.data as Fd;
+            if ev.events & (EPOLLERR | EPOLLHUP) != 0 && ev.events & EPOLLIN == 0 {
+                self.close(ctx, fd);
+                continue;
+            }
+            loop {
+                match ctx.read(fd, &mut self.buf) {
+                    Ok(0) => {
+                        self.close(ctx, fd);
+                        break;
+                    }
+                    Ok(k) => {
+                        // Echo everything; with a send buffer larger than any request, a
+                        // short write only happens when the peer stops reading.
+                        let mut off = 0;
+                        while off < k {
+                            match ctx.write(fd, &self.buf[off..k]) {
+                                Ok(w) => off += w,
+                                Err(_) => break,
+                            }
+                        }
+                        self.bytes += off as u64;
+                        if k < self.buf.len() {
+                            break;
+                        }
+                    }
+                    Err(Errno::Again) => break,
+                    Err(_) => {
+                        self.close(ctx, fd);
+                        break;
+                    }
+                }
+            }
+        }
+        n
+    }
+
+    fn close<L: HostLink>(&mut self, ctx: &mut Context<L>, fd: Fd) {
+        let _ = ctx.epoll_ctl(self.ep, EpollOp::Del, fd, EpollEvent::default());
+        if ctx.close(fd).is_ok() {
+            self.closed += 1;
+        }
+    }
+}
+
+/// Echo load generator: `conns` persistent connections, each sending one `size`-byte request
+/// and waiting for the whole echo before the next (a transaction).
+pub struct EchoClient {
+    ep: Fd,
+    conns: Vec<ClientConn>,
+    events: Vec<EpollEvent>,
+    size: usize,
+    buf: Vec<u8>,
+    /// Transactions completed.
+    pub transactions: u64,
+    /// Connections that failed.
+    pub failed: u64,
+    /// Echoed bytes that differed from what was sent.
+    pub corrupt: u64,
+}
+
+struct ClientConn {
+    fd: Fd,
+    connected: bool,
+    got: usize,
+    seq: u8,
+}
+
+impl EchoClient {
+    /// Opens `conns` connections to `server` (non-blocking; they complete as the stack runs).
+    pub fn new<L: HostLink>(
+        ctx: &mut Context<L>,
+        server: SocketAddrV4,
+        conns: usize,
+        size: usize,
+    ) -> Result<Self, Errno> {
+        let ep = ctx.epoll_create()?;
+        let mut v = Vec::with_capacity(conns);
+        for i in 0..conns {
+            let fd = ctx.socket()?;
+            ctx.set_nonblocking(fd, true)?;
+            ctx.setsockopt(fd, SockOpt::NoDelay(true))?;
+            match ctx.connect(fd, server) {
+                Err(Errno::InProgress) | Ok(()) => {}
+                Err(e) => return Err(e),
+            }
+            ctx.epoll_ctl(
+                ep,
+                EpollOp::Add,
+                fd,
+                EpollEvent {
+                    events: EPOLLIN | EPOLLOUT,
+                    data: i as u64,
+                },
+            )?;
+            v.push(ClientConn {
+                fd,
+                connected: false,
+                got: 0,
+                seq: i as u8,
+            });
+        }
+        Ok(EchoClient {
+            ep,
+            conns: v,
+            events: vec![EpollEvent::default(); 1024],
+            size: size.max(1),
+            buf: vec![0; 65536],
+            transactions: 0,
+            failed: 0,
+            corrupt: 0,
+        })
+    }
+
+    /// Connections whose handshake completed.
+    pub fn connected(&self) -> usize {
+        self.conns.iter().filter(|c| c.connected).count()
+    }
+
+    fn request(size: usize, seq: u8) -> Vec<u8> {
+        (0..size).map(|i| seq.wrapping_add(i as u8)).collect()
+    }
+
+    /// One round: `epoll_wait`, then read echoes and send the next requests.
+    pub fn step<L: HostLink>(&mut self, ctx: &mut Context<L>) -> usize {
+        let n = match ctx.epoll_wait(self.ep, &mut self.events, 0) {
+            Ok(n) => n,
+            Err(_) => return 0,
+        };
+        for i in 0..n {
+            let ev = self.events[i];
+            let k = ev.data as usize;
+            let fd = self.conns[k].fd;
+            if ev.events & EPOLLERR != 0 {
+                self.failed += 1;
+                let _ = ctx.epoll_ctl(self.ep, EpollOp::Del, fd, EpollEvent::default());
+                continue;
+            }
+            if !self.conns[k].connected {
+                if ev.events & EPOLLOUT == 0 {
+                    continue;
+                }
+                self.conns[k].connected = true;
+                let _ = ctx.epoll_ctl(
+                    self.ep,
+                    EpollOp::Mod,
+                    fd,
+                    EpollEvent {
+                        events: EPOLLIN,
+                        data: k as u64,
+                    },
+                );
+                let req = Self::request(self.size, self.conns[k].seq);
+                if ctx.write(fd, &req) != Ok(req.len()) {
+                    self.failed += 1;
+                }
+                continue;
+            }
+            while let Ok(r) = ctx.read(fd, &mut self.buf) {
+                if r == 0 {
+                    self.failed += 1;
+                    let _ = ctx.epoll_ctl(self.ep, EpollOp::Del, fd, EpollEvent::default());
+                    break;
+                }
+                let c = &mut self.conns[k];
+                for (j, b) in self.buf[..r].iter().enumerate() {
+                    if *b != c.seq.wrapping_add((c.got + j) as u8) {
+                        self.corrupt += 1;
+                        break;
+                    }
+                }
+                c.got += r;
+                if c.got >= self.size {
+                    c.got = 0;
+                    c.seq = c.seq.wrapping_add(1);
+                    self.transactions += 1;
+                    let req = Self::request(self.size, c.seq);
+                    if ctx.write(fd, &req) != Ok(req.len()) {
+                        self.failed += 1;
+                    }
+                }
+            }
+        }
+        n
+    }
+
+    /// Closes every connection.
+    pub fn close<L: HostLink>(&mut self, ctx: &mut Context<L>) {
+        for c in &self.conns {
+            let _ = ctx.close(c.fd);
+        }
+    }
+}

@@ -1,0 +1,10 @@
+//! Applications built on nicemu's host API, and the in-process topologies that run them.
+//!
+//! - [`echo`]: an epoll echo server and a persistent-connection echo load generator over the
+//!   mTCP-style API (the workload of AccelTCP §6 and of BENCHMARKS.md);
+//! - [`node`]: a whole nicemu node in one thread (NIC lcore + host context, the "shared" lcore
+//!   role), for deterministic tests and benchmarks on the in-memory wire.
+
+pub mod echo;
+pub mod smol;
+pub mod node;

@@ -1,0 +1,180 @@
+//! A whole nicemu node in one thread: a NIC lcore on its ports and a host context joined by
+//! an emulated PCIe link, stepped one after the other (DESIGN.md: "A NIC lcore and a host
+//! lcore may share one CPU ... for small machines and deterministic tests").
+//!
+//! [`wire_pair`] joins two such nodes with an in-memory wire, and [`Pair::run_until`] drives
+//! them in virtual time: deterministic, and as fast as the CPU allows.
+
+use std::sync::Arc;
+
+use dataplane::clock::Clock;
+use dataplane::lcore::{LcoreSetup, Mode, NicLcore, PortSlot};
+use dataplane::net::stack::{IfaceConfig, NicStack, StackConfig};
+use dataplane::port::wire::{self, Impairments, WireConfig, WireQueue};
+use dataplane::port::Port;
+use hoststack::{Context, HostConfig};
+use offload_api::link::{link, HostEnd, LinkConfig};
+
+/// A NIC lcore and the host context it serves.
+pub struct Node<P: Port> {
+    /// The NIC side.
+    pub nic: NicLcore<P>,
+    /// The host side (the mTCP-style API).
+    pub host: Context<HostEnd>,
+}
+
+/// How to build one node on one port.
+#[derive(Clone)]
+pub struct NodeSpec {
+    /// Name (for reports).
+    pub name: String,
+    /// The port's MAC address.
+    pub mac: [u8; 6],
+    /// The host's (and the NIC port's) IPv4 address.
+    pub ip: [u8; 4],
+    /// Prefix length of the port's subnet.
+    pub prefix: u8,
+    /// The PCIe link.
+    pub link: LinkConfig,
+    /// Host stack settings (its `ip` and `port` are set from this spec).
+    pub host: HostConfig,
+    /// NIC stack settings.
+    pub stack: StackConfig,
+}
+
+impl NodeSpec {
+    /// Defaults for a node with `ip`/`prefix` and `mac`.
+    pub fn new(name: &str, ip: [u8; 4], prefix: u8, mac: [u8; 6]) -> Self {
+        NodeSpec {
+            name: name.into(),
+            mac,
+            ip,
+            prefix,
+            link: LinkConfig::default(),
+            host: HostConfig::new(ip, 0),
+            stack: StackConfig::default(),
+        }
+    }
+}
+
+impl<P: Port> Node<P> {
+    /// A node whose NIC owns `port` (as port index 0), with clock `clock`.
+    pub fn new(spec: NodeSpec, port: P, clock: &Clock) -> Self {
+        let (host_end, nic_end) = link(&spec.link);
+        let nic = NicLcore::new(
+            LcoreSetup {
+                name: spec.name.clone(),
+                core: None,
+                mode: Mode::Nic,
+                burst: 32,
+                clock: clock.clone(),
+                host: Some(nic_end),
+            },
+            vec![PortSlot {
+                port,
+                index: 0,
+                name: format!("{}.p0", spec.name),
+                peer: None,
+                pcap: None,
+            }],
+            NicStack::new(
+                vec![IfaceConfig::new(spec.mac, vec![(spec.ip, spec.prefix)])],
+                spec.stack,
+            ),
+        );
+        let mut hc = spec.host;
+        hc.ip = spec.ip;
+        hc.port = 0;
+        let c = clock.clone();
+        let host = Context::new(hc, host_end, Arc::new(move || c.now_ns()));
+        Node { nic, host }
+    }
+
+    /// One NIC iteration then one host poll; returns the work done (frames and timers).
+    pub fn step(&mut self) -> usize {
+        self.nic.poll_once() + self.host.poll()
+    }
+}
+
+/// Two nodes on the two ends of an in-memory wire, sharing a virtual clock.
+pub struct Pair {
+    /// Node A (10.0.0.1 by default).
+    pub a: Node<WireQueue>,
+    /// Node B (10.0.0.2 by default).
+    pub b: Node<WireQueue>,
+    /// The shared virtual clock.
+    pub clock: Clock,
+}
+
+/// Address of node A in [`wire_pair`].
+pub const A_IP: [u8; 4] = [10, 0, 0, 1];
+/// Address of node B in [`wire_pair`].
+pub const B_IP: [u8; 4] = [10, 0, 0, 2];
+
+/// Default specs of the two nodes of [`wire_pair`].
+pub fn pair_specs() -> (NodeSpec, NodeSpec) {
+    (
+        NodeSpec::new("a", A_IP, 24, [0x02, 0, 0, 0, 0, 0x0a]),
+        NodeSpec::new("b", B_IP, 24, [0x02, 0, 0, 0, 0, 0x0b]),
+    )
+}
+
+/// Two nodes joined by a wire with impairments `ab` (A → B) and `ba`, on a virtual clock.
+pub fn wire_pair(a: NodeSpec, b: NodeSpec, ab: Impairments, ba: Impairments) -> Pair {
+    let clock = Clock::virtual_clock();
+    clock.advance(1_000_000_000);
+    let (mut ea, mut eb) = wire::wire_pair(&WireConfig {
+        queues: 1,
+        ring_size: 8192,
+        a_to_b: ab,
+        b_to_a: ba,
+        macs: [a.mac, b.mac],
+        clock: clock.clone(),
+        ..WireConfig::default()
+    });
+    let qa = ea.take_queue(0).expect("queue 0");
+    let qb = eb.take_queue(0).expect("queue 0");
+    Pair {
+        a: Node::new(a, qa, &clock),
+        b: Node::new(b, qb, &clock),
+        clock,
+    }
+}
+
+impl Pair {
+    /// Steps both nodes until `done` holds, at most `max_steps` steps; virtual time advances
+    /// `quantum_ns` per step, and jumps to the next host timer after 64 idle steps.
+    /// Returns whether `done` held.
+    pub fn run_until(
+        &mut self,
+        max_steps: u64,
+        quantum_ns: u64,
+        mut done: impl FnMut(&mut Pair) -> bool,
+    ) -> bool {
+        let mut idle = 0u32;
+        for _ in 0..max_steps {
+            if done(self) {
+                return true;
+            }
+            let w = self.a.step() + self.b.step();
+            if w == 0 {
+                idle += 1;
+            } else {
+                idle = 0;
+            }
+            let now = self.clock.now_ns();
+            let next = [self.a.host.next_timer(), self.b.host.next_timer()]
+                .into_iter()
+                .flatten()
+                .min();
+            match next {
+                Some(t) if idle > 64 && t > now => {
+                    self.clock.advance(t - now);
+                    idle = 0;
+                }
+                _ => self.clock.advance(quantum_ns),
+            }
+        }
+        done(self)
+    }
+}

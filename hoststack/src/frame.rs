@@ -1,0 +1,185 @@
+//! Frames between the host stack and the NIC (the plain-packet path of the PCIe link):
+//! Ethernet + IPv4 + TCP, built and parsed with no allocation.
+//!
+//! Outgoing frames leave both MAC addresses zero and both checksums zero: the NIC fills the
+//! source MAC, resolves the destination by ARP and fills the IPv4 and TCP checksums (checksum
+//! offload), and splits a TCP payload larger than the MTU into MSS-sized segments (TSO).
+//! Incoming frames were validated by the NIC (lengths, IPv4 header checksum, TCP checksum:
+//! rx checksum offload, as mTCP relies on); the host still bounds-checks everything.
+
+use crate::tcp::segment::{self, Header};
+
+/// Ethernet header length.
+pub const ETH_LEN: usize = 14;
+/// IPv4 header length without options (the only form the host emits).
+pub const IPV4_LEN: usize = 20;
+/// EtherType IPv4.
+pub const ETHERTYPE_IPV4: u16 = 0x0800;
+/// IP protocol number of TCP.
+pub const IPPROTO_TCP: u8 = 6;
+
+/// Writes an Ethernet/IPv4/TCP frame for `header` + `payload` into `buf` (cleared first) and
+/// returns its length. `ip_id` is the IPv4 identification; DF is set, TTL 64.
+pub fn build_tcp(
+    buf: &mut Vec<u8>,
+    src_ip: [u8; 4],
+    dst_ip: [u8; 4],
+    ip_id: u16,
+    header: &Header,
+    payload: [&[u8]; 2],
+) -> usize {
+    let hlen = segment::header_len(header);
+    let plen = payload[0].len() + payload[1].len();
+    let total = ETH_LEN + IPV4_LEN + hlen + plen;
+    buf.clear();
+    buf.resize(ETH_LEN + IPV4_LEN + hlen, 0);
+    buf[12..14].copy_from_slice(&ETHERTYPE_IPV4.to_be_bytes());
+    let ip = &mut buf[ETH_LEN..ETH_LEN + IPV4_LEN];
+    ip[0] = 0x45;
+    ip[2..4].copy_from_slice(&((IPV4_LEN + hlen + plen) as u16).to_be_bytes());
+    ip[4..6].copy_from_slice(&ip_id.to_be_bytes());
+    ip[6] = 0x40; // DF
+    ip[8] = 64;
+    ip[9] = IPPROTO_TCP;
+    ip[12..16].copy_from_slice(&src_ip);
+    ip[16..20].copy_from_slice(&dst_ip);
+    segment::emit(header, &mut buf[ETH_LEN + IPV4_LEN..]);
+    buf.extend_from_slice(payload[0]);
+    buf.extend_from_slice(payload[1]);
+    total
+}
+
+/// The IPv4/TCP parts of a received frame.
+#[derive(Clone, Copy, Debug)]
+pub struct TcpFrame<'a> {
+    /// IPv4 source.
+    pub src_ip: [u8; 4],
+    /// IPv4 destination.
+    pub dst_ip: [u8; 4],
+    /// The TCP segment (header and payload, up to the IPv4 total length).
+    pub tcp: &'a [u8],
+}
+
+/// Why a frame from the NIC was not a TCP segment for the stack.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum FrameError {
+    /// Not IPv4 (e.g. an offload control message the host does not handle yet).
+    NotIpv4,
+    /// IPv4 but not TCP.
+    NotTcp,
+    /// Lengths inconsistent or too short.
+    Malformed,
+    /// A fragment (the NIC drops these; checked again here).
+    Fragment,
+}
+
+/// Splits an Ethernet frame into its IPv4 addresses and TCP bytes.
+pub fn parse_tcp(frame: &[u8]) -> Result<TcpFrame<'_>, FrameError> {
+    if frame.len() < ETH_LEN + IPV4_LEN {
+        return Err(FrameError::Malformed);
+    }
+    if u16::from_be_bytes([frame[12], frame[13]]) != ETHERTYPE_IPV4 {
+        return Err(FrameError::NotIpv4);
+    }
+    let ip = &frame[ETH_LEN..];
+    if ip[0] >> 4 != 4 {
+        return Err(FrameError::Malformed);
+    }
+    let ihl = ((ip[0] & 0x0f) as usize) * 4;
+    let total = u16::from_be_bytes([ip[2], ip[3]]) as usize;
+    if ihl < IPV4_LEN || total < ihl || total > ip.len() {
+        return Err(FrameError::Malformed);
+    }
+    let frag = u16::from_be_bytes([ip[6], ip[7]]);
+    if frag & 0x3fff != 0 {
+        return Err(FrameError::Fragment);
+    }
+    if ip[9] != IPPROTO_TCP {
+        return Err(FrameError::NotTcp);
+    }
+    Ok(TcpFrame {
+        src_ip: [ip[12], ip[13], ip[14], ip[15]],
+        dst_ip: [ip[16], ip[17], ip[18], ip[19]],
+        tcp: &ip[ihl..total],
+    })
+}
+
+/// The host's side of the emulated PCIe link, as the stack uses it (implemented by
+/// `offload_api::link::HostEnd` and by test links).
+pub trait HostLink {
+    /// A received frame; dropping it returns its buffer to the link.
+    type Buf: AsRef<[u8]>;
+    /// Takes the next frame the NIC delivered, with the NIC port it came from.
+    fn recv(&mut self) -> Option<(u16, Self::Buf)>;
+    /// Hands one frame to the NIC for `port`. False when the ring is full: the frame is
+    /// dropped (and counted by the link); TCP recovers as from any loss.
+    fn send(&mut self, port: u16, frame: &[u8]) -> bool;
+}
+
+impl HostLink for offload_api::link::HostEnd {
+    type Buf = offload_api::link::LinkBuf;
+
+    fn recv(&mut self) -> Option<(u16, Self::Buf)> {
+        offload_api::link::HostEnd::recv(self)
+    }
+
+    fn send(&mut self, port: u16, frame: &[u8]) -> bool {
+        offload_api::link::HostEnd::send(self, port, frame).is_ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tcp::segment::Flags;
+    use crate::tcp::Seq;
+
+    #[test]
+    fn built_frame_parses_back() {
+        let h = Header {
+            src_port: 1000,
+            dst_port: 80,
+            seq: Seq(5),
+            ack: Seq(9),
+            flags: Flags::ACK | Flags::PSH,
+            window: 512,
+            ..Default::default()
+        };
+        let mut buf = Vec::new();
+        let n = build_tcp(
+            &mut buf,
+            [10, 0, 0, 1],
+            [10, 0, 0, 2],
+            7,
+            &h,
+            [b"ab", b"cd"],
+        );
+        assert_eq!(n, buf.len());
+        let f = parse_tcp(&buf).unwrap();
+        assert_eq!(f.src_ip, [10, 0, 0, 1]);
+        assert_eq!(f.dst_ip, [10, 0, 0, 2]);
+        let seg = segment::parse(f.tcp).unwrap();
+        assert_eq!(seg.payload, b"abcd");
+        assert_eq!(seg.src_port, 1000);
+        assert_eq!(seg.ack, Seq(9));
+    }
+
+    #[test]
+    fn short_and_odd_frames_are_refused() {
+        assert_eq!(parse_tcp(&[0; 10]).unwrap_err(), FrameError::Malformed);
+        let mut f = vec![0u8; 60];
+        f[12] = 0x08;
+        f[13] = 0x06;
+        assert_eq!(parse_tcp(&f).unwrap_err(), FrameError::NotIpv4);
+        f[13] = 0x00;
+        f[14] = 0x45;
+        f[16] = 0;
+        f[17] = 200; // total length beyond the frame
+        assert_eq!(parse_tcp(&f).unwrap_err(), FrameError::Malformed);
+        f[17] = 40;
+        f[23] = 17;
+        assert_eq!(parse_tcp(&f).unwrap_err(), FrameError::NotTcp);
+        f[20] = 0x20; // MF
+        assert_eq!(parse_tcp(&f).unwrap_err(), FrameError::Fragment);
+    }
+}

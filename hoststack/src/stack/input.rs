@@ -1,0 +1,180 @@
+//! Frames from the NIC: demux to connections and listeners, passive opens, RSTs for
+//! segments that reach nothing (RFC 9293 §3.10.7.1).
+
+use super::{key, Context, SockState};
+use crate::frame::{self, HostLink};
+use crate::tcp::segment::{self, Flags, Segment};
+use crate::tcp::tcb::{reset_for, Endpoints, Events, Tcb};
+
+impl<L: HostLink> Context<L> {
+    /// Takes up to `rx_burst` frames from the link and processes them.
+    pub(super) fn rx(&mut self, now: u64) -> usize {
+        let mut n = 0;
+        while n < self.cfg.rx_burst {
+            let Some((_, buf)) = self.link.recv() else {
+                break;
+            };
+            n += 1;
+            self.input_frame(buf.as_ref(), now);
+        }
+        n
+    }
+
+    /// Processes one Ethernet frame from the NIC.
+    pub fn input_frame(&mut self, f: &[u8], now: u64) {
+        self.stats.frames_in += 1;
+        let tf = match frame::parse_tcp(f) {
+            Ok(tf) => tf,
+            Err(frame::FrameError::NotIpv4) | Err(frame::FrameError::NotTcp) => {
+                self.stats.not_tcp += 1;
+                return;
+            }
+            Err(_) => {
+                self.stats.malformed += 1;
+                return;
+            }
+        };
+        if tf.dst_ip != self.cfg.ip {
+            self.stats.not_ours += 1;
+            return;
+        }
+        let seg = match segment::parse(tf.tcp) {
+            Ok(s) => s,
+            Err(_) => {
+                self.stats.malformed += 1;
+                return;
+            }
+        };
+        let k = key(tf.src_ip, seg.src_port, seg.dst_port);
+        if let Some(&cid) = self.demux.get(&k) {
+            let c = self.conns[cid as usize]
+                .as_mut()
+                .expect("demux points at a live conn");
+            let ev = c.tcb.input(&seg, now);
+            self.after_input(cid, ev);
+            return;
+        }
+        if let Some(&lfd) = self.listeners.get(&seg.dst_port) {
+            self.listener_input(lfd, tf.src_ip, &seg, now);
+            return;
+        }
+        self.send_reset(tf.src_ip, &seg);
+    }
+
+    fn send_reset(&mut self, remote_ip: [u8; 4], seg: &Segment<'_>) {
+        let Some(h) = reset_for(seg) else {
+            return;
+        };
+        self.ip_id = self.ip_id.wrapping_add(1);
+        frame::build_tcp(
+            &mut self.scratch,
+            self.cfg.ip,
+            remote_ip,
+            self.ip_id,
+            &h,
+            [&[], &[]],
+        );
+        if self.link.send(self.cfg.port, &self.scratch) {
+            self.stats.frames_out += 1;
+            self.stats.rst_sent += 1;
+        } else {
+            self.stats.link_full += 1;
+        }
+    }
+
+    fn listener_input(&mut self, lfd: super::Fd, remote_ip: [u8; 4], seg: &Segment<'_>, now: u64) {
+        let f = seg.flags;
+        if f.has(Flags::RST) {
+            return;
+        }
+        if f.has(Flags::ACK) || !f.has(Flags::SYN) {
+            self.stats.listener_non_syn += 1;
+            if f.has(Flags::ACK) {
+                self.send_reset(remote_ip, seg);
+            }
+            return;
+        }
+        let (backlog_full, opts) = {
+            let Ok(s) = self.sock(lfd) else { return };
+            let SockState::Listening(l) = &s.state else {
+                return;
+            };
+            (
+                l.half_open >= self.cfg.max_syn_backlog || l.accept_queue.len() >= l.backlog,
+                self.tcp_config_for(&s.opts),
+            )
+        };
+        if backlog_full || self.live_conns >= self.cfg.max_conns {
+            self.stats.syn_dropped += 1;
+            return;
+        }
+        let ep = Endpoints {
+            local_ip: self.cfg.ip,
+            local_port: seg.dst_port,
+            remote_ip,
+            remote_port: seg.src_port,
+        };
+        let iss = self
+            .isn
+            .isn((ep.local_ip, ep.local_port), (remote_ip, seg.src_port), now);
+        let tcb = Tcb::accept(&opts, ep, seg, iss, now);
+        let cid = self.alloc_conn(tcb);
+        {
+            let c = self.conns[cid as usize].as_mut().expect("just allocated");
+            c.listener = Some(lfd);
+            c.half_open = true;
+        }
+        if let Ok(s) = self.sock_mut(lfd) {
+            if let SockState::Listening(l) = &mut s.state {
+                l.half_open += 1;
+            }
+        }
+        self.demux
+            .insert(key(remote_ip, seg.src_port, seg.dst_port), cid);
+        self.stats.passive_opens += 1;
+        self.mark_dirty(cid);
+    }
+
+    /// Bookkeeping after a connection took a segment: accept queue, readiness events,
+    /// half-open failures.
+    pub(super) fn after_input(&mut self, cid: u32, ev: Events) {
+        self.mark_dirty(cid);
+        let (fd, listener, half_open, dead) = {
+            let c = self.conns[cid as usize].as_ref().expect("live conn");
+            let st = c.tcb.state();
+            (
+                c.fd,
+                c.listener,
+                c.half_open,
+                st == crate::tcp::tcb::State::Closed,
+            )
+        };
+        if let Some(lfd) = listener {
+            if half_open && (ev.established || dead) {
+                self.conns[cid as usize].as_mut().expect("live").half_open = false;
+                let mut queued = false;
+                if let Ok(s) = self.sock_mut(lfd) {
+                    if let SockState::Listening(l) = &mut s.state {
+                        l.half_open -= 1;
+                        if ev.established && !dead {
+                            l.accept_queue.push_back(cid);
+                            queued = true;
+                        }
+                    }
+                }
+                if queued {
+                    self.notify(lfd);
+                } else {
+                    // A half-open connection that failed: forget it once it is done.
+                    self.conns[cid as usize].as_mut().expect("live").listener = None;
+                }
+            }
+            return;
+        }
+        if let Some(fd) = fd {
+            if ev.readable || ev.writable || ev.established || ev.error {
+                self.notify(fd);
+            }
+        }
+    }
+}

@@ -1,0 +1,513 @@
+//! A per-core host context (`mtcp_create_context`): socket table, connection demux, timers
+//! and epoll instances, no locks (DESIGN.md "Host stack"). The application calls the mTCP API
+//! ([`Context::socket`], ..., [`Context::epoll_wait`]) on the same core, and the stack runs to
+//! completion inside those calls (AccelTCP §5.2: no separate stack thread):
+//! [`Context::poll`] flushes what the application queued, takes frames from the NIC, fires
+//! timers and flushes again.
+
+mod api;
+mod epoll;
+mod input;
+
+use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
+use std::net::SocketAddrV4;
+use std::sync::Arc;
+
+use crate::frame::HostLink;
+use crate::tcp::isn::IsnGenerator;
+use crate::tcp::tcb::{Endpoints, Tcb};
+use crate::tcp::TcpConfig;
+
+pub use api::{Shutdown, SockOpt, SockOptName};
+pub use epoll::{
+    EpollEvent, EpollOp, EPOLLERR, EPOLLET, EPOLLHUP, EPOLLIN, EPOLLONESHOT, EPOLLOUT, EPOLLRDHUP,
+};
+
+/// A socket or epoll descriptor, as in mTCP (`int sockid`).
+pub type Fd = i32;
+
+/// Maps a connection (as seen by the NIC: remote → local) to the host core its packets
+/// reach, so outgoing connections can pick source ports that bring replies back to this core
+/// (mTCP's `mtcp_init_rss`). The runtime builds it from the NIC's RSS key and table.
+pub type FlowCore = Arc<dyn Fn(&Endpoints) -> usize + Send + Sync>;
+
+/// The time source of a context: nanoseconds, monotonic (the runtime's clock, real or
+/// virtual).
+pub type Now = Arc<dyn Fn() -> u64 + Send + Sync>;
+
+/// Settings of one host context.
+#[derive(Clone)]
+pub struct HostConfig {
+    /// The host's IPv4 address (all sockets of this context use it).
+    pub ip: [u8; 4],
+    /// The NIC port index frames are sent on.
+    pub port: u16,
+    /// Defaults for new connections (socket options override buffer sizes and Nagle).
+    pub tcp: TcpConfig,
+    /// Most descriptors (sockets + epolls) open at once (EMFILE beyond).
+    pub max_fds: usize,
+    /// Most connections (open, half-open, closing) at once; SYNs beyond are dropped.
+    pub max_conns: usize,
+    /// Most half-open (SYN received) connections per listener; SYNs beyond are dropped and
+    /// counted (SYN-flood bound; the setup offload issue adds SYN cookies).
+    pub max_syn_backlog: usize,
+    /// Ephemeral port range for connect, inclusive (Linux default 32768–60999).
+    pub ephemeral: (u16, u16),
+    /// Secret for RFC 6528 ISNs.
+    pub isn_key: [u8; 16],
+    /// This context's core index and the flow → core map (see [`FlowCore`]).
+    pub core: usize,
+    /// See [`FlowCore`]; none: any source port will do.
+    pub flow_core: Option<FlowCore>,
+    /// Frames taken from the link per poll.
+    pub rx_burst: usize,
+    /// Longest a blocking call waits before failing with `Again` (none: forever).
+    pub block_timeout_ns: Option<u64>,
+}
+
+impl HostConfig {
+    /// Defaults for a context with address `ip` sending on NIC port `port`.
+    pub fn new(ip: [u8; 4], port: u16) -> Self {
+        let mut isn_key = [0u8; 16];
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        let r = std::collections::hash_map::RandomState::new();
+        use std::hash::BuildHasher;
+        let a = r.hash_one(t);
+        let b = r.hash_one(a);
+        isn_key[..8].copy_from_slice(&a.to_le_bytes());
+        isn_key[8..].copy_from_slice(&b.to_le_bytes());
+        HostConfig {
+            ip,
+            port,
+            tcp: TcpConfig::default(),
+            max_fds: 1 << 16,
+            max_conns: 1 << 16,
+            max_syn_backlog: 1024,
+            ephemeral: (32768, 60999),
+            isn_key,
+            core: 0,
+            flow_core: None,
+            rx_burst: 64,
+            block_timeout_ns: None,
+        }
+    }
+}
+
+/// Counters of one context.
+#[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
+pub struct HostStats {
+    /// Frames taken from the link.
+    pub frames_in: u64,
+    /// Frames handed to the link.
+    pub frames_out: u64,
+    /// Frames the link refused (ring full).
+    pub link_full: u64,
+    /// Frames that were not IPv4/TCP (control messages included, until handled).
+    pub not_tcp: u64,
+    /// Malformed frames or segments.
+    pub malformed: u64,
+    /// TCP segments to an address that is not ours.
+    pub not_ours: u64,
+    /// RSTs sent for segments to no connection or listener.
+    pub rst_sent: u64,
+    /// SYNs dropped: listener's half-open or accept backlog full, or no connection slot.
+    pub syn_dropped: u64,
+    /// Segments to a listener that were neither SYN nor RST (answered with RST if ACK).
+    pub listener_non_syn: u64,
+    /// Connections opened by connect.
+    pub active_opens: u64,
+    /// Connections opened from a listener's SYN.
+    pub passive_opens: u64,
+    /// Connections freed.
+    pub conns_freed: u64,
+    /// Timer expiries handled.
+    pub timer_fires: u64,
+}
+
+/// A connection slot.
+struct Conn {
+    tcb: Tcb,
+    /// The application's descriptor; none while half-open under a listener, queued for
+    /// accept, or after close (orphan finishing its close).
+    fd: Option<Fd>,
+    /// The listener while not yet accepted.
+    listener: Option<Fd>,
+    /// Earliest pending timer entry (u64::MAX: none).
+    timer_at: u64,
+    /// On the dirty list.
+    dirty: bool,
+    /// Counted in the listener's half-open count.
+    half_open: bool,
+}
+
+/// An epoll registration of a socket.
+#[derive(Clone, Copy, Debug)]
+struct Reg {
+    epfd: Fd,
+    events: u32,
+    data: u64,
+    queued: bool,
+}
+
+#[derive(Debug, Default)]
+struct SockOpts {
+    reuseaddr: bool,
+    nodelay: bool,
+    linger: Option<u32>,
+    sndbuf: Option<usize>,
+    rcvbuf: Option<usize>,
+    setup_offload: bool,
+    teardown_offload: bool,
+}
+
+struct Listener {
+    backlog: usize,
+    accept_queue: VecDeque<u32>,
+    half_open: usize,
+}
+
+enum SockState {
+    Fresh,
+    Listening(Listener),
+    Conn(u32),
+}
+
+struct Sock {
+    opts: SockOpts,
+    nonblocking: bool,
+    local: Option<SocketAddrV4>,
+    state: SockState,
+    reg: Option<Reg>,
+    read_shut: bool,
+    error_reported: bool,
+}
+
+struct Epoll {
+    ready: VecDeque<Fd>,
+}
+
+enum Entry {
+    Free,
+    Sock(Box<Sock>),
+    Epoll(Epoll),
+}
+
+/// FxHash-style hasher for the connection table (keys are not attacker-chosen beyond the
+/// peer's address and port; the table is bounded by `max_conns`).
+#[derive(Default)]
+struct FxHasher(u64);
+
+impl Hasher for FxHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.write_u64(*b as u64);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    fn write_u32(&mut self, v: u32) {
+        self.write_u64(v as u64)
+    }
+    fn write_u16(&mut self, v: u16) {
+        self.write_u64(v as u64)
+    }
+}
+
+type Fx = BuildHasherDefault<FxHasher>;
+
+/// Demux key: remote address, remote port, local port.
+type Key = u64;
+
+fn key(remote_ip: [u8; 4], remote_port: u16, local_port: u16) -> Key {
+    ((u32::from_be_bytes(remote_ip) as u64) << 32)
+        | ((remote_port as u64) << 16)
+        | local_port as u64
+}
+
+/// One host core's stack. See the module documentation.
+pub struct Context<L: HostLink> {
+    cfg: HostConfig,
+    link: L,
+    now: Now,
+    entries: Vec<Entry>,
+    free_fds: Vec<Fd>,
+    open_fds: usize,
+    conns: Vec<Option<Conn>>,
+    free_conns: Vec<u32>,
+    live_conns: usize,
+    demux: HashMap<Key, u32, Fx>,
+    listeners: HashMap<u16, Fd, Fx>,
+    bound: HashMap<u16, u32, Fx>,
+    timers: BinaryHeap<std::cmp::Reverse<(u64, u32)>>,
+    dirty: Vec<u32>,
+    isn: IsnGenerator,
+    ip_id: u16,
+    scratch: Vec<u8>,
+    next_ephemeral: u16,
+    stats: HostStats,
+}
+
+impl<L: HostLink> Context<L> {
+    /// A context over `link` with clock `now`.
+    pub fn new(cfg: HostConfig, link: L, now: Now) -> Self {
+        let next_ephemeral = cfg.ephemeral.0;
+        Context {
+            isn: IsnGenerator::new(cfg.isn_key),
+            cfg,
+            link,
+            now,
+            entries: Vec::new(),
+            free_fds: Vec::new(),
+            open_fds: 0,
+            conns: Vec::new(),
+            free_conns: Vec::new(),
+            live_conns: 0,
+            demux: HashMap::default(),
+            listeners: HashMap::default(),
+            bound: HashMap::default(),
+            timers: BinaryHeap::new(),
+            dirty: Vec::new(),
+            ip_id: 0,
+            scratch: Vec::with_capacity(2048),
+            next_ephemeral,
+            stats: HostStats::default(),
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &HostConfig {
+        &self.cfg
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> &HostStats {
+        &self.stats
+    }
+
+    /// The link (for its counters).
+    pub fn link(&self) -> &L {
+        &self.link
+    }
+
+    /// The link, mutably (tests inject frames through it).
+    pub fn link_mut(&mut self) -> &mut L {
+        &mut self.link
+    }
+
+    /// Connections held (open, half-open, or finishing their close).
+    pub fn connections(&self) -> usize {
+        self.live_conns
+    }
+
+    /// The current time of the context's clock.
+    pub fn now(&self) -> u64 {
+        (self.now)()
+    }
+
+    /// The connection state machine behind a connected socket (for stats and traces).
+    pub fn tcb(&self, fd: Fd) -> Option<&Tcb> {
+        match self.sock(fd).ok()?.state {
+            SockState::Conn(cid) => self.conns[cid as usize].as_ref().map(|c| &c.tcb),
+            _ => None,
+        }
+    }
+
+    /// One run of the stack: flush what the application queued, take up to `rx_burst` frames
+    /// from the NIC, fire due timers, flush again. Returns frames received plus timers fired.
+    pub fn poll(&mut self) -> usize {
+        let now = (self.now)();
+        self.flush(now);
+        let mut work = self.rx(now);
+        work += self.fire_timers(now);
+        self.flush(now);
+        work
+    }
+
+    /// Time of the earliest pending timer, if any (for callers that sleep in virtual time).
+    pub fn next_timer(&self) -> Option<u64> {
+        self.timers.peek().map(|r| r.0 .0)
+    }
+
+    fn fire_timers(&mut self, now: u64) -> usize {
+        let mut fired = 0;
+        while let Some(&std::cmp::Reverse((t, cid))) = self.timers.peek() {
+            if t > now {
+                break;
+            }
+            self.timers.pop();
+            if let Some(c) = self.conns.get_mut(cid as usize).and_then(|c| c.as_mut()) {
+                if c.timer_at == t {
+                    c.timer_at = u64::MAX;
+                    fired += 1;
+                    self.stats.timer_fires += 1;
+                    if !c.dirty {
+                        c.dirty = true;
+                        self.dirty.push(cid);
+                    }
+                }
+            }
+        }
+        fired
+    }
+
+    fn mark_dirty(&mut self, cid: u32) {
+        if let Some(c) = self.conns[cid as usize].as_mut() {
+            if !c.dirty {
+                c.dirty = true;
+                self.dirty.push(cid);
+            }
+        }
+    }
+
+    /// Sends what every dirty connection has to send, reschedules its timer, frees finished
+    /// orphans.
+    fn flush(&mut self, now: u64) {
+        while let Some(cid) = self.dirty.pop() {
+            self.transmit(cid, now);
+        }
+    }
+
+    fn transmit(&mut self, cid: u32, now: u64) {
+        let Context {
+            conns,
+            link,
+            scratch,
+            ip_id,
+            stats,
+            cfg,
+            timers,
+            ..
+        } = self;
+        let Some(c) = conns[cid as usize].as_mut() else {
+            return;
+        };
+        c.dirty = false;
+        let ep = c.tcb.endpoints();
+        let port = cfg.port;
+        c.tcb.poll_transmit(now, &mut |o| {
+            *ip_id = ip_id.wrapping_add(1);
+            crate::frame::build_tcp(
+                scratch,
+                ep.local_ip,
+                ep.remote_ip,
+                *ip_id,
+                &o.header,
+                o.payload,
+            );
+            if link.send(port, scratch) {
+                stats.frames_out += 1;
+            } else {
+                stats.link_full += 1;
+            }
+        });
+        if let Some(t) = c.tcb.poll_at() {
+            if t < c.timer_at {
+                c.timer_at = t;
+                timers.push(std::cmp::Reverse((t, cid)));
+            }
+        }
+        if c.fd.is_none() && c.listener.is_none() && c.tcb.is_finished() {
+            self.free_conn(cid);
+        }
+    }
+
+    fn alloc_conn(&mut self, tcb: Tcb) -> u32 {
+        let conn = Conn {
+            tcb,
+            fd: None,
+            listener: None,
+            timer_at: u64::MAX,
+            dirty: false,
+            half_open: false,
+        };
+        self.live_conns += 1;
+        match self.free_conns.pop() {
+            Some(cid) => {
+                self.conns[cid as usize] = Some(conn);
+                cid
+            }
+            None => {
+                self.conns.push(Some(conn));
+                (self.conns.len() - 1) as u32
+            }
+        }
+    }
+
+    fn free_conn(&mut self, cid: u32) {
+        if let Some(c) = self.conns[cid as usize].take() {
+            let ep = c.tcb.endpoints();
+            let k = key(ep.remote_ip, ep.remote_port, ep.local_port);
+            if self.demux.get(&k) == Some(&cid) {
+                self.demux.remove(&k);
+            }
+            self.free_conns.push(cid);
+            self.live_conns -= 1;
+            self.stats.conns_freed += 1;
+        }
+    }
+
+    fn alloc_fd(&mut self, e: Entry) -> Result<Fd, crate::Errno> {
+        if self.open_fds >= self.cfg.max_fds {
+            return Err(crate::Errno::MFile);
+        }
+        self.open_fds += 1;
+        match self.free_fds.pop() {
+            Some(fd) => {
+                self.entries[fd as usize] = e;
+                Ok(fd)
+            }
+            None => {
+                self.entries.push(e);
+                Ok((self.entries.len() - 1) as Fd)
+            }
+        }
+    }
+
+    fn release_fd(&mut self, fd: Fd) {
+        self.entries[fd as usize] = Entry::Free;
+        self.free_fds.push(fd);
+        self.open_fds -= 1;
+    }
+
+    fn sock(&self, fd: Fd) -> Result<&Sock, crate::Errno> {
+        match self
+            .entries
+            .get(usize::try_from(fd).map_err(|_| crate::Errno::BadF)?)
+        {
+            Some(Entry::Sock(s)) => Ok(s),
+            Some(Entry::Epoll(_)) => Err(crate::Errno::NotSock),
+            _ => Err(crate::Errno::BadF),
+        }
+    }
+
+    fn sock_mut(&mut self, fd: Fd) -> Result<&mut Sock, crate::Errno> {
+        match self
+            .entries
+            .get_mut(usize::try_from(fd).map_err(|_| crate::Errno::BadF)?)
+        {
+            Some(Entry::Sock(s)) => Ok(s),
+            Some(Entry::Epoll(_)) => Err(crate::Errno::NotSock),
+            _ => Err(crate::Errno::BadF),
+        }
+    }
+
+    fn tcp_config_for(&self, opts: &SockOpts) -> TcpConfig {
+        let mut t = self.cfg.tcp.clone();
+        if let Some(b) = opts.sndbuf {
+            t.send_buffer = b;
+        }
+        if let Some(b) = opts.rcvbuf {
+            t.recv_buffer = b;
+        }
+        t.nodelay = opts.nodelay || t.nodelay;
+        t
+    }
+}
