@@ -414,7 +414,22 @@ impl<L: HostLink> Context<L> {
                 timers.push(std::cmp::Reverse((t, cid)));
             }
         }
-        if c.fd.is_none() && c.listener.is_none() && c.tcb.is_finished() {
+        let closed = c.tcb.state() == crate::tcp::tcb::State::Closed;
+        let mut failed_half_open = None;
+        if closed && c.half_open {
+            // A half-open connection that timed out or was reset: off the listener's count.
+            c.half_open = false;
+            failed_half_open = c.listener.take();
+        }
+        let free = c.fd.is_none() && c.listener.is_none() && c.tcb.is_finished();
+        if let Some(lfd) = failed_half_open {
+            if let Ok(s) = self.sock_mut(lfd) {
+                if let SockState::Listening(l) = &mut s.state {
+                    l.half_open -= 1;
+                }
+            }
+        }
+        if free {
             self.free_conn(cid);
         }
     }

@@ -12,8 +12,11 @@
 
 pub mod cc;
 pub mod isn;
+pub mod recvbuf;
 pub mod rtt;
+pub mod sack;
 pub mod segment;
+pub mod sendbuf;
 pub mod seq;
 pub mod tcb;
 

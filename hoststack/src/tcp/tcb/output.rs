@@ -1,0 +1,621 @@
+//! Timers and transmission: SYN / SYN-ACK, data under the send, congestion and Nagle / SWS
+//! rules (RFC 9293 §3.7.4, §3.8.6.2.1) with TSO-sized payloads, FIN, fast retransmit
+//! (RFC 6582), SACK-based recovery (RFC 6675 NextSeg), RTO go-back-N (RFC 6298 §5, RFC 5681
+//! §3.1), zero-window probes (RFC 9293 §3.8.6.1), ACKs with scaled, never-shrinking windows
+//! (RFC 7323 §2.3, RFC 9293 §3.8.6) and SACK blocks (RFC 2018 §4), RST.
+
+use super::super::segment::{
+    header_len, Flags, Header, Options, SackBlock, FIXED_HEADER_LEN, MAX_SACK_BLOCKS,
+};
+use super::super::seq::Seq;
+use super::{Outgoing, State, Tcb, TcpError, Timer};
+
+/// Why a data segment is sent (for the counters and Karn's rule).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// New data or a go-back-N / fast retransmission.
+    Data,
+    /// A retransmission chosen by RFC 6675 NextSeg.
+    SackRexmit,
+    /// A zero-window probe.
+    Probe,
+}
+
+/// Upper bound on segments one [`Tcb::poll_transmit`] call emits (a safety net; windows
+/// bound it long before).
+const MAX_BURST: usize = 4096;
+
+impl Tcb {
+    pub(super) fn transmit(&mut self, now: u64, emit: &mut dyn FnMut(&Outgoing<'_>)) -> usize {
+        self.run_timers(now);
+        let mut n = 0;
+        if let Some(seq) = self.reply_rst.take() {
+            self.emit_rst(seq, None, emit);
+            n += 1;
+        }
+        match self.state {
+            State::Closed => {
+                if self.rst_pending {
+                    self.rst_pending = false;
+                    self.emit_rst(self.snd_max, Some(self.rcv_nxt), emit);
+                    n += 1;
+                }
+                return n;
+            }
+            State::SynSent | State::SynReceived => {
+                if self.syn_pending || (self.state == State::SynReceived && self.ack_now) {
+                    self.emit_syn(now, emit);
+                    n += 1;
+                }
+                self.ack_now = false;
+                self.ack_at = 0;
+                self.update_timer(now);
+                return n;
+            }
+            _ => {}
+        }
+        n += self.send_data(now, emit);
+        if self.ack_now {
+            let h = self.make_header(self.snd_nxt, Flags::ACK, now);
+            emit(&Outgoing {
+                header: h,
+                payload: [&[], &[]],
+            });
+            self.stats.segs_out += 1;
+            n += 1;
+        }
+        self.update_timer(now);
+        n
+    }
+
+    /// Expired timers: delayed ACK, RTO, persist, TIME_WAIT / orphaned FIN_WAIT_2.
+    fn run_timers(&mut self, now: u64) {
+        if self.ack_at != 0 && now >= self.ack_at {
+            self.ack_at = 0;
+            self.ack_now = true;
+        }
+        if self.timer == Timer::Off || now < self.timer_at {
+            return;
+        }
+        let t = self.timer;
+        self.timer = Timer::Off;
+        match t {
+            Timer::Rto => self.on_rto(now),
+            Timer::Persist => self.on_persist(),
+            Timer::TimeWait | Timer::FinWait2 => {
+                self.state = State::Closed;
+                self.clear_pending_work();
+                self.sbuf.release();
+                if self.rbuf.is_empty() {
+                    self.rbuf.release();
+                }
+            }
+            Timer::Off => {}
+        }
+    }
+
+    /// Retransmission timeout (RFC 6298 §5.4–5.6, RFC 5681 §3.1, RFC 6582 §4, RFC 2018 §8).
+    fn on_rto(&mut self, now: u64) {
+        match self.state {
+            State::SynSent | State::SynReceived => {
+                self.retries += 1;
+                if self.retries > self.syn_retries {
+                    self.fail(TcpError::TimedOut);
+                    return;
+                }
+                self.stats.rto_expiries += 1;
+                self.rtt.backoff();
+                self.syn_pending = true;
+            }
+            State::Closed | State::TimeWait | State::FinWait2 => {}
+            _ => {
+                if self.snd_una == self.snd_max {
+                    return;
+                }
+                self.retries += 1;
+                if self.retries > self.max_retransmits {
+                    self.fail(TcpError::TimedOut);
+                    return;
+                }
+                self.stats.rto_expiries += 1;
+                let flight = (self.snd_max - self.snd_una) as u32;
+                self.cc().on_rto(flight, now);
+                self.rtt.backoff();
+                self.in_recovery = false;
+                self.dupacks = 0;
+                self.recover = self.snd_max;
+                self.sb.clear();
+                self.rexmit_pending = false;
+                // Go back N: resend from the first unacknowledged byte.
+                self.snd_nxt = self.snd_una;
+                if self.rtt_timed.take().is_some() {
+                    self.rtt_ambiguous = true;
+                }
+            }
+        }
+    }
+
+    /// Persist timer: probe a zero window, or override SWS avoidance (RFC 9293 §3.8.6.1,
+    /// §3.8.6.2.1).
+    fn on_persist(&mut self) {
+        if self.snd_wnd == 0 && self.snd_end.gt(self.snd_una) {
+            self.probes += 1;
+            if self.probes > self.max_retransmits {
+                self.fail(TcpError::TimedOut);
+                return;
+            }
+            self.persist_shift = (self.persist_shift + 1).min(30);
+            self.probe_now = true;
+        } else {
+            self.override_sws = true;
+        }
+    }
+
+    fn persist_interval(&self) -> u64 {
+        self.rtt
+            .rto()
+            .saturating_mul(1u64 << self.persist_shift.min(30))
+            .min(self.rto_max_ns.max(self.rtt.rto()))
+    }
+
+    /// Arms the one timer slot for what the connection waits on now.
+    pub(super) fn update_timer(&mut self, now: u64) {
+        let want = match self.state {
+            State::Closed => Timer::Off,
+            State::TimeWait => Timer::TimeWait,
+            State::FinWait2 if self.read_closed => Timer::FinWait2,
+            State::FinWait2 => Timer::Off,
+            State::SynSent | State::SynReceived => {
+                if self.syn_sent {
+                    Timer::Rto
+                } else {
+                    Timer::Off
+                }
+            }
+            _ => {
+                let unsent = self.snd_nxt.lt(self.snd_end)
+                    || (self.fin_queued && self.snd_nxt.le(self.snd_end));
+                if self.snd_wnd == 0
+                    && self.snd_end.gt(self.snd_una)
+                    && self.snd_nxt - self.snd_una <= 1
+                {
+                    Timer::Persist
+                } else if self.snd_max != self.snd_una {
+                    Timer::Rto
+                } else if unsent {
+                    Timer::Persist
+                } else {
+                    Timer::Off
+                }
+            }
+        };
+        if want != self.timer {
+            self.timer = want;
+            self.timer_at = match want {
+                Timer::Off => 0,
+                Timer::Rto => now.saturating_add(self.rtt.rto()),
+                Timer::Persist => now.saturating_add(self.persist_interval()),
+                Timer::TimeWait | Timer::FinWait2 => now.saturating_add(self.time_wait_ns),
+            };
+        }
+    }
+
+    /// Bytes of options the next segment carries (timestamps, SACK blocks).
+    fn opt_len_now(&self) -> u32 {
+        if !(self.sack_ok && self.rbuf.has_ooo()) {
+            return self.base_opt_len;
+        }
+        let n = self
+            .rbuf
+            .ooo_ranges()
+            .min(if self.ts_ok { 3 } else { MAX_SACK_BLOCKS });
+        let h = Header {
+            flags: Flags::ACK,
+            options: Options {
+                timestamp: self.ts_ok.then_some((0, 0)),
+                sack_len: n as u8,
+                ..Options::default()
+            },
+            ..Header::default()
+        };
+        (header_len(&h) - FIXED_HEADER_LEN) as u32
+    }
+
+    /// Largest payload of one wire segment now (RFC 9293 §3.7.1: Eff.snd.MSS less options).
+    fn payload_room(&self) -> u32 {
+        self.eff_mss.saturating_sub(self.opt_len_now()).max(1)
+    }
+
+    /// Largest payload of one emitted segment: up to `max_segment_payload` for TSO when the
+    /// header carries only the usual options (the NIC copies it onto each piece).
+    fn burst_room(&self) -> u32 {
+        let one = self.payload_room();
+        if self.max_seg_payload > self.cfg_mss as u32 && one == self.smss {
+            self.max_seg_payload
+        } else {
+            one.min(self.max_seg_payload.max(1))
+        }
+    }
+
+    fn send_data(&mut self, now: u64, emit: &mut dyn FnMut(&Outgoing<'_>)) -> usize {
+        if self.cc.is_none() {
+            return 0;
+        }
+        let mut n = 0;
+        if self.probe_now {
+            self.probe_now = false;
+            if self.snd_wnd == 0 && self.snd_end.gt(self.snd_una) {
+                // One byte of new data beyond the zero window (RFC 9293 §3.8.6.1).
+                let s = self.snd_una;
+                self.emit_range(s, s + 1, now, emit, Kind::Probe);
+                if self.snd_nxt.lt(s + 1) {
+                    self.snd_nxt = s + 1;
+                }
+                return 1;
+            }
+        }
+        if self.rexmit_pending {
+            self.rexmit_pending = false;
+            if self.snd_una.lt(self.snd_max) {
+                // Fast retransmit / partial ACK: the first unacknowledged segment.
+                let s = self.snd_una;
+                let mut e = (s + self.payload_room().min(self.smss)).min(self.snd_max);
+                if let Some((h, he)) = self.sb.next_hole(s, self.snd_max) {
+                    if h == s {
+                        e = e.min(he);
+                    }
+                }
+                self.emit_range(s, e, now, emit, Kind::Data);
+                n += 1;
+                if self.in_recovery {
+                    self.rxt_next = self.rxt_next.max(e);
+                }
+            }
+        }
+        if self.in_recovery && self.sack_ok {
+            return n + self.sack_recovery(now, emit);
+        }
+        n + self.send_window(now, emit)
+    }
+
+    /// Sends what the windows, Nagle and SWS avoidance allow from SND.NXT (new data, or a
+    /// go-back-N retransmission after an RTO skipping SACKed ranges), then the FIN.
+    fn send_window(&mut self, now: u64, emit: &mut dyn FnMut(&Outgoing<'_>)) -> usize {
+        let smss = self.smss;
+        let mut n = 0;
+        while n < MAX_BURST {
+            let mut s = self.snd_nxt;
+            if s.lt(self.snd_max) && !self.sb.is_empty() {
+                let t = self.sb.skip_sacked(s);
+                if t != s {
+                    s = t;
+                    self.snd_nxt = t;
+                }
+            }
+            let data_avail = if s.lt(self.snd_end) {
+                (self.snd_end - s) as u32
+            } else {
+                0
+            };
+            let fin_avail = self.fin_queued && s.le(self.snd_end);
+            if data_avail == 0 && !fin_avail {
+                break;
+            }
+            let in_flight = (s - self.snd_una).max(0) as u32;
+            // RFC 3042 limited transmit: up to two segments more on the first duplicate ACKs.
+            let lt = if self.in_recovery {
+                0
+            } else {
+                self.dupacks.min(2) * smss
+            };
+            let cwnd = self
+                .cc
+                .as_ref()
+                .map_or(smss, |c| c.cwnd())
+                .saturating_add(lt);
+            let usable = self.snd_wnd.min(cwnd).saturating_sub(in_flight);
+            let is_rexmit = s.lt(self.snd_max);
+            let mut len = data_avail.min(usable).min(self.burst_room());
+            if is_rexmit {
+                if let Some((h, he)) = self.sb.next_hole(s, self.snd_max) {
+                    if h == s {
+                        len = len.min((he - s) as u32);
+                    }
+                }
+            }
+            if data_avail > 0 {
+                if len == 0 {
+                    break;
+                }
+                if len < smss && !is_rexmit && !self.override_sws {
+                    let all = len == data_avail;
+                    let nagle_ok = self.nodelay || in_flight == 0 || (all && self.fin_queued);
+                    let sws_ok = all || (self.max_snd_wnd > 0 && len >= self.max_snd_wnd / 2);
+                    if !(nagle_ok && sws_ok) {
+                        break;
+                    }
+                }
+                self.override_sws = false;
+            }
+            let fin = fin_avail && len == data_avail;
+            let e = s + len + fin as u32;
+            self.emit_range(s, e, now, emit, Kind::Data);
+            self.snd_nxt = e;
+            n += 1;
+        }
+        n
+    }
+
+    /// Step (C) of RFC 6675 §5: while cwnd − pipe ≥ 1 SMSS, send what NextSeg (§4) picks.
+    fn sack_recovery(&mut self, now: u64, emit: &mut dyn FnMut(&Outgoing<'_>)) -> usize {
+        let smss = self.smss;
+        let cwnd = self.cc.as_ref().map_or(smss, |c| c.cwnd());
+        let lost = self.sb.lost_edge(smss);
+        let mut pipe = self
+            .sb
+            .pipe(self.snd_una, self.snd_max, lost, self.rxt_next);
+        self.snd_nxt = self.snd_max;
+        let mut n = 0;
+        while cwnd.saturating_sub(pipe) >= smss && n < MAX_BURST {
+            let room = self.payload_room().min(smss);
+            let from = self.rxt_next.max(self.snd_una);
+            let hole = self.sb.next_hole(from, self.snd_max);
+            // (1) the first lost, not yet retransmitted hole.
+            if let (Some((h, he)), Some(le)) = (hole, lost) {
+                if h.lt(le) {
+                    let e = (h + room).min(he);
+                    self.emit_range(h, e, now, emit, Kind::SackRexmit);
+                    self.rxt_next = e;
+                    pipe = pipe.saturating_add((e - h) as u32);
+                    n += 1;
+                    continue;
+                }
+            }
+            // (2) new data the receiver's window allows.
+            let s = self.snd_max;
+            let data_avail = if s.lt(self.snd_end) {
+                (self.snd_end - s) as u32
+            } else {
+                0
+            };
+            let fin_avail = self.fin_queued && s.le(self.snd_end);
+            let wnd_room = ((self.snd_una + self.snd_wnd) - s).max(0) as u32;
+            if (data_avail > 0 && wnd_room > 0) || (data_avail == 0 && fin_avail) {
+                let len = data_avail.min(wnd_room).min(room);
+                let fin = fin_avail && len == data_avail;
+                let e = s + len + fin as u32;
+                self.emit_range(s, e, now, emit, Kind::Data);
+                self.snd_nxt = e;
+                pipe = pipe.saturating_add(len.max(1));
+                n += 1;
+                continue;
+            }
+            // (3) any unSACKed hole below the highest SACKed byte.
+            if let (Some((h, he)), Some(hs)) = (hole, self.sb.high()) {
+                if h.lt(hs) {
+                    let e = (h + room).min(he);
+                    self.emit_range(h, e, now, emit, Kind::SackRexmit);
+                    self.rxt_next = e;
+                    pipe = pipe.saturating_add((e - h) as u32);
+                    n += 1;
+                    continue;
+                }
+            }
+            // (4) one rescue retransmission of the highest outstanding data per recovery.
+            // Only when the sender has nothing new to send (application-limited): a
+            // window-limited sender gets more SACKs as soon as the holes are repaired, and
+            // would only resend data already in flight.
+            let all_sent = if self.fin_queued {
+                self.snd_max.gt(self.snd_end)
+            } else {
+                self.snd_max == self.snd_end
+            };
+            if !self.rescue_done && all_sent {
+                self.rescue_done = true;
+                let top = self.sb.high().map_or(self.snd_una, |h| h.max(self.snd_una));
+                if top.lt(self.snd_max) {
+                    let s = top.max(Seq(self.snd_max.0.wrapping_sub(room)));
+                    let e = self.snd_max;
+                    self.emit_range(s, e, now, emit, Kind::SackRexmit);
+                    pipe = pipe.saturating_add((e - s) as u32);
+                    n += 1;
+                    continue;
+                }
+            }
+            break;
+        }
+        n
+    }
+
+    /// Emits `[s, e)` of the send sequence space (data from the send buffer, the FIN when
+    /// `e` passes it) and does the accounting. The caller moves SND.NXT.
+    fn emit_range(
+        &mut self,
+        s: Seq,
+        e: Seq,
+        now: u64,
+        emit: &mut dyn FnMut(&Outgoing<'_>),
+        kind: Kind,
+    ) {
+        let has_fin = self.fin_queued && e == self.snd_end + 1 && s.le(self.snd_end);
+        let data_end = if has_fin { self.snd_end } else { e };
+        let dlen = (data_end - s).max(0) as usize;
+        let mut flags = Flags::ACK;
+        if has_fin {
+            flags = flags | Flags::FIN;
+        }
+        if dlen > 0 && data_end == self.snd_end {
+            flags = flags | Flags::PSH;
+        }
+        let header = self.make_header(s, flags, now);
+        let off = (s - self.snd_una).max(0) as usize;
+        let (a, b) = self.sbuf.slices(off, dlen);
+        emit(&Outgoing {
+            header,
+            payload: [a, b],
+        });
+        self.stats.segs_out += 1;
+        if kind == Kind::Probe {
+            self.stats.window_probes += 1;
+        } else if s.lt(self.snd_max) {
+            self.stats.retransmits += 1;
+            if kind == Kind::SackRexmit {
+                self.stats.sack_retransmits += 1;
+            }
+            // Karn: the running timing can no longer be trusted.
+            if self.rtt_timed.take().is_some() {
+                self.rtt_ambiguous = true;
+            }
+        }
+        if e.gt(self.snd_max) {
+            let from = s.max(self.snd_max);
+            self.stats.bytes_out += (data_end - from).max(0) as u64;
+            self.snd_max = e;
+            if self.rtt_timed.is_none() && kind != Kind::Probe {
+                self.rtt_timed = Some((e, now));
+            }
+        }
+    }
+
+    /// The window field to send: free space, scaled, with receiver SWS avoidance (the right
+    /// edge moves only by min(RCV.BUFF/2, MSS) or more, RFC 9293 §3.8.6.2.2), without moving
+    /// the right edge left (§3.8.6).
+    ///
+    /// Scaling truncates (RFC 7323 §2.3), so an unchanged edge is rounded up to the next
+    /// unit; the window offered from free space keeps one unit of slack for that, so the
+    /// rounded edge still fits the buffer. Only if it would not (the edge crept up over many
+    /// rounded ACKs while the application did not read) is it rounded down, by less than one
+    /// unit; data up to the edge announced before is still accepted (`rcv_adv`).
+    fn advertise(&mut self) -> u16 {
+        let ws = self.rcv_wscale as u32;
+        let unit = 1u32 << ws;
+        let free = self.free_window();
+        let offer = free.saturating_sub(unit - 1);
+        let cur = self.rcv_wnd();
+        let thresh = (self.rbuf.capacity() as u32 / 2).min(self.rcv_mss).max(1);
+        let target = if offer >= cur.saturating_add(thresh) || self.rbuf.is_empty() {
+            offer.max(cur)
+        } else {
+            cur
+        };
+        let cur_units = (cur as u64).div_ceil(unit as u64) as u32;
+        let field = (target >> ws).max(cur_units).min(free >> ws).min(65_535);
+        let edge = self.rcv_nxt + (field << ws);
+        if edge.gt(self.rcv_adv) {
+            self.rcv_adv = edge;
+        }
+        field as u16
+    }
+
+    /// A header with our ACK, window, timestamps and SACK blocks; the ACK obligation is met.
+    fn make_header(&mut self, seq: Seq, flags: Flags, now: u64) -> Header {
+        let window = self.advertise();
+        let mut options = Options::default();
+        if self.ts_ok {
+            options.timestamp = Some((self.ts_now(now), self.ts_recent));
+        }
+        if self.sack_ok && self.rbuf.has_ooo() {
+            let mut r = [(0u32, 0u32); MAX_SACK_BLOCKS];
+            let max = if self.ts_ok { 3 } else { MAX_SACK_BLOCKS };
+            let k = self.rbuf.sack_ranges(&mut r[..max]);
+            for (slot, &(a, b)) in options.sack.iter_mut().zip(&r[..k]) {
+                *slot = SackBlock {
+                    left: self.rcv_nxt + a,
+                    right: self.rcv_nxt + b,
+                };
+            }
+            options.sack_len = k as u8;
+        }
+        self.last_ack_sent = self.rcv_nxt;
+        self.ack_now = false;
+        self.ack_at = 0;
+        self.unacked_rcv = 0;
+        Header {
+            src_port: self.ep.local_port,
+            dst_port: self.ep.remote_port,
+            seq,
+            ack: self.rcv_nxt,
+            flags,
+            window,
+            options,
+        }
+    }
+
+    /// SYN (SYN-SENT) or SYN-ACK (SYN-RECEIVED), first or again.
+    fn emit_syn(&mut self, now: u64, emit: &mut dyn FnMut(&Outgoing<'_>)) {
+        let syn_ack = self.state == State::SynReceived;
+        let mut o = Options {
+            mss: Some(self.cfg_mss),
+            ..Options::default()
+        };
+        if syn_ack {
+            if self.ws_ok {
+                o.window_scale = Some(self.want_ws);
+            }
+            o.sack_permitted = self.sack_ok;
+            if self.ts_ok {
+                o.timestamp = Some((self.ts_now(now), self.ts_recent));
+            }
+        } else {
+            o.window_scale = Some(self.want_ws);
+            o.sack_permitted = self.want_sack;
+            if self.want_ts {
+                o.timestamp = Some((self.ts_now(now), 0));
+            }
+        }
+        let h = Header {
+            src_port: self.ep.local_port,
+            dst_port: self.ep.remote_port,
+            seq: self.iss,
+            ack: if syn_ack { self.rcv_nxt } else { Seq(0) },
+            flags: if syn_ack {
+                Flags::SYN | Flags::ACK
+            } else {
+                Flags::SYN
+            },
+            window: self.syn_window(),
+            options: o,
+        };
+        emit(&Outgoing {
+            header: h,
+            payload: [&[], &[]],
+        });
+        self.stats.segs_out += 1;
+        if self.syn_sent {
+            self.stats.retransmits += 1;
+            self.syn_rexmitted = true;
+        } else {
+            self.syn_sent = true;
+            self.syn_sent_at = now;
+        }
+        self.syn_pending = false;
+        self.snd_nxt = self.iss + 1;
+        if self.snd_max.lt(self.snd_nxt) {
+            self.snd_max = self.snd_nxt;
+        }
+        if syn_ack {
+            self.last_ack_sent = self.rcv_nxt;
+        }
+    }
+
+    fn emit_rst(&mut self, seq: Seq, ack: Option<Seq>, emit: &mut dyn FnMut(&Outgoing<'_>)) {
+        let h = Header {
+            src_port: self.ep.local_port,
+            dst_port: self.ep.remote_port,
+            seq,
+            ack: ack.unwrap_or(Seq(0)),
+            flags: if ack.is_some() {
+                Flags::RST | Flags::ACK
+            } else {
+                Flags::RST
+            },
+            window: 0,
+            options: Options::default(),
+        };
+        emit(&Outgoing {
+            header: h,
+            payload: [&[], &[]],
+        });
+        self.stats.segs_out += 1;
+    }
+}

@@ -1,0 +1,282 @@
+//! The mTCP-style socket and epoll API over two host contexts joined by an in-memory link
+//! (no NIC), in virtual time.
+
+mod common;
+
+use std::net::Ipv4Addr;
+
+use common::*;
+use hoststack::stack::{
+    EpollEvent, EpollOp, Shutdown, SockOpt, SockOptName, EPOLLET, EPOLLHUP, EPOLLIN, EPOLLOUT,
+    EPOLLRDHUP,
+};
+use hoststack::Errno;
+
+#[test]
+fn connect_accept_echo_close_with_epoll() {
+    let mut net = Net::new();
+    let l = listener(&mut net.a, 80);
+    let ep = net.a.epoll_create().unwrap();
+    net.a
+        .epoll_ctl(
+            ep,
+            EpollOp::Add,
+            l,
+            EpollEvent {
+                events: EPOLLIN,
+                data: 1,
+            },
+        )
+        .unwrap();
+    let c = net.b.socket().unwrap();
+    net.b.set_nonblocking(c, true).unwrap();
+    let cep = net.b.epoll_create().unwrap();
+    net.b
+        .epoll_ctl(
+            cep,
+            EpollOp::Add,
+            c,
+            EpollEvent {
+                events: EPOLLOUT,
+                data: 7,
+            },
+        )
+        .unwrap();
+    assert_eq!(net.b.connect(c, addr(A, 80)), Err(Errno::InProgress));
+    let mut evs = [EpollEvent::default(); 8];
+    let mut server = None;
+    let mut client_ready = false;
+    assert!(net.run_until(10_000, |n| {
+        if server.is_none() && n.a.epoll_wait(ep, &mut evs, 0).unwrap() > 0 {
+            assert_eq!(evs[0].data, 1);
+            let (fd, peer) = n.a.accept(l).unwrap();
+            assert_eq!(*peer.ip(), Ipv4Addr::from(B));
+            server = Some(fd);
+        }
+        if !client_ready && n.b.epoll_wait(cep, &mut evs, 0).unwrap() > 0 {
+            assert_eq!(evs[0].data, 7);
+            assert!(evs[0].events & EPOLLOUT != 0);
+            client_ready = true;
+        }
+        server.is_some() && client_ready
+    }));
+    let s = server.unwrap();
+    net.a.set_nonblocking(s, true).unwrap();
+    assert_eq!(net.b.getpeername(c).unwrap(), addr(A, 80));
+    assert_eq!(net.a.getsockname(s).unwrap(), addr(A, 80));
+    assert_eq!(net.a.getpeername(s).unwrap(), net.b.getsockname(c).unwrap());
+    assert_eq!(
+        net.b.getsockopt(c, SockOptName::Error).unwrap(),
+        SockOpt::Error(None)
+    );
+
+    // 1 MB client → server, echoed back.
+    let data: Vec<u8> = (0..1_000_000u32).map(|i| (i * 7 + i / 251) as u8).collect();
+    let (mut sent, mut echoed_in, mut echoed_out) = (0, Vec::new(), 0usize);
+    let mut back = Vec::new();
+    let mut buf = vec![0u8; 65536];
+    assert!(net.run_until(2_000_000, |n| {
+        if sent < data.len() {
+            if let Ok(k) = n.b.write(c, &data[sent..]) {
+                sent += k;
+            }
+        }
+        if let Ok(k) = n.a.read(s, &mut buf) {
+            echoed_in.extend_from_slice(&buf[..k]);
+        }
+        if echoed_out < echoed_in.len() {
+            if let Ok(k) = n.a.write(s, &echoed_in[echoed_out..]) {
+                echoed_out += k;
+            }
+        }
+        if let Ok(k) = n.b.read(c, &mut buf) {
+            back.extend_from_slice(&buf[..k]);
+        }
+        back.len() == data.len()
+    }));
+    assert!(back == data, "echoed bytes differ");
+
+    // Client closes: the server reads end of stream, closes too; both connections are freed.
+    net.b.close(c).unwrap();
+    assert!(net.run_until(100_000, |n| n.a.read(s, &mut buf) == Ok(0)));
+    assert!(net.a.readiness(s) & EPOLLRDHUP != 0);
+    net.a.close(s).unwrap();
+    assert!(net.run_until(1_000_000, |n| n.a.connections() == 0
+        && n.b.connections() == 0));
+    assert_eq!(net.a.read(s, &mut buf), Err(Errno::BadF));
+}
+
+#[test]
+fn errors_are_errno_values() {
+    let mut net = Net::new();
+    let s = net.a.socket().unwrap();
+    assert_eq!(
+        net.a.bind(s, addr([192, 0, 2, 9], 1)),
+        Err(Errno::AddrNotAvail)
+    );
+    net.a.bind(s, addr(A, 81)).unwrap();
+    assert_eq!(net.a.bind(s, addr(A, 82)), Err(Errno::Inval));
+    let s2 = net.a.socket().unwrap();
+    assert_eq!(net.a.bind(s2, addr(A, 81)), Err(Errno::AddrInUse));
+    net.a.setsockopt(s2, SockOpt::ReuseAddr(true)).unwrap();
+    net.a.setsockopt(s, SockOpt::ReuseAddr(true)).unwrap();
+    net.a.bind(s2, addr(A, 81)).unwrap();
+    net.a.listen(s, 4).unwrap();
+    assert_eq!(net.a.listen(s2, 4), Err(Errno::AddrInUse));
+    let mut b = [0u8; 4];
+    assert_eq!(net.a.read(s, &mut b), Err(Errno::NotConn));
+    assert_eq!(net.a.write(s, &b), Err(Errno::NotConn));
+    assert_eq!(net.a.read(999, &mut b), Err(Errno::BadF));
+    assert_eq!(net.a.read(-1, &mut b), Err(Errno::BadF));
+    let ep = net.a.epoll_create().unwrap();
+    assert_eq!(net.a.read(ep, &mut b), Err(Errno::NotSock));
+    let ev = EpollEvent {
+        events: EPOLLIN,
+        data: 0,
+    };
+    net.a.epoll_ctl(ep, EpollOp::Add, s, ev).unwrap();
+    assert_eq!(net.a.epoll_ctl(ep, EpollOp::Add, s, ev), Err(Errno::Exist));
+    assert_eq!(net.a.epoll_ctl(ep, EpollOp::Del, s2, ev), Err(Errno::NoEnt));
+    assert_eq!(net.a.epoll_ctl(s, EpollOp::Add, s2, ev), Err(Errno::Inval));
+    assert_eq!(net.a.setsockopt(s, SockOpt::SndBuf(1)), Err(Errno::Inval));
+    net.a.setsockopt(s, SockOpt::SetupOffload(true)).unwrap();
+    assert_eq!(
+        net.a.getsockopt(s, SockOptName::SetupOffload).unwrap(),
+        SockOpt::SetupOffload(true)
+    );
+    assert_eq!(Errno::ConnRefused.code(), 111);
+
+    // Connecting to a port nobody listens on: RST → ECONNREFUSED through SO_ERROR.
+    let c = net.b.socket().unwrap();
+    net.b.set_nonblocking(c, true).unwrap();
+    assert_eq!(net.b.connect(c, addr(A, 9)), Err(Errno::InProgress));
+    assert_eq!(net.b.connect(c, addr(A, 9)), Err(Errno::Already));
+    assert!(net.run_until(10_000, |n| n.b.readiness(c) & EPOLLHUP != 0));
+    assert_eq!(
+        net.b.getsockopt(c, SockOptName::Error).unwrap(),
+        SockOpt::Error(Some(Errno::ConnRefused))
+    );
+    assert_eq!(
+        net.b.getsockopt(c, SockOptName::Error).unwrap(),
+        SockOpt::Error(None)
+    );
+    assert!(net.a.stats().rst_sent >= 1);
+}
+
+#[test]
+fn level_and_edge_triggered() {
+    let mut net = Net::new();
+    let (c, s) = connected(&mut net, 90);
+    let ep = net.a.epoll_create().unwrap();
+    net.a
+        .epoll_ctl(
+            ep,
+            EpollOp::Add,
+            s,
+            EpollEvent {
+                events: EPOLLIN,
+                data: 1,
+            },
+        )
+        .unwrap();
+    let mut evs = [EpollEvent::default(); 4];
+    assert_eq!(net.a.epoll_wait(ep, &mut evs, 0).unwrap(), 0);
+    net.b.write(c, b"hello").unwrap();
+    assert!(net.run_until(10_000, |n| n.a.readiness(s) & EPOLLIN != 0));
+    // Level-triggered: reported on every wait while unread.
+    for _ in 0..3 {
+        assert_eq!(net.a.epoll_wait(ep, &mut evs, 0).unwrap(), 1);
+        assert_eq!(evs[0].events & EPOLLIN, EPOLLIN);
+    }
+    // Edge-triggered: once, then again only after new data.
+    net.a
+        .epoll_ctl(
+            ep,
+            EpollOp::Mod,
+            s,
+            EpollEvent {
+                events: EPOLLIN | EPOLLET,
+                data: 2,
+            },
+        )
+        .unwrap();
+    assert_eq!(net.a.epoll_wait(ep, &mut evs, 0).unwrap(), 1);
+    assert_eq!(evs[0].data, 2);
+    assert_eq!(net.a.epoll_wait(ep, &mut evs, 0).unwrap(), 0);
+    net.b.write(c, b" world").unwrap();
+    assert!(net.run_until(10_000, |n| n.a.tcb(s).unwrap().recv_available() == 11));
+    assert_eq!(net.a.epoll_wait(ep, &mut evs, 0).unwrap(), 1);
+    assert_eq!(net.a.epoll_wait(ep, &mut evs, 0).unwrap(), 0);
+    let mut b = [0u8; 32];
+    assert_eq!(net.a.read(s, &mut b).unwrap(), 11);
+    assert_eq!(&b[..11], b"hello world");
+    assert_eq!(net.a.read(s, &mut b), Err(Errno::Again));
+    // After the read nothing is ready; deleting the registration stops reports.
+    net.a
+        .epoll_ctl(ep, EpollOp::Del, s, EpollEvent::default())
+        .unwrap();
+    net.b.write(c, b"!").unwrap();
+    assert!(net.run_until(10_000, |n| n.a.readiness(s) & EPOLLIN != 0));
+    assert_eq!(net.a.epoll_wait(ep, &mut evs, 0).unwrap(), 0);
+}
+
+#[test]
+fn linger_zero_resets_and_shutdown_half_closes() {
+    let mut net = Net::new();
+    let (c, s) = connected(&mut net, 91);
+    // Half close: the client shuts its write side, the server reads EOF and still sends.
+    net.b.shutdown(c, Shutdown::Write).unwrap();
+    let mut b = [0u8; 16];
+    assert!(net.run_until(10_000, |n| n.a.read(s, &mut b) == Ok(0)));
+    assert_eq!(net.a.write(s, b"late").unwrap(), 4);
+    assert!(net.run_until(10_000, |n| n.b.read(c, &mut b) == Ok(4)));
+    assert_eq!(&b[..4], b"late");
+    assert_eq!(net.b.write(c, b"x"), Err(Errno::Pipe));
+
+    let (c2, s2) = connected(&mut net, 92);
+    net.a.setsockopt(s2, SockOpt::Linger(Some(0))).unwrap();
+    net.a.close(s2).unwrap();
+    assert!(net.run_until(10_000, |n| n.b.read(c2, &mut b) == Err(Errno::ConnReset)));
+}
+
+#[test]
+fn syn_flood_is_bounded_and_established_connections_keep_working() {
+    let mut ca = cfg(A);
+    ca.max_syn_backlog = 64;
+    ca.tcp.syn_retries = 1;
+    let mut net = Net::with(ca, cfg(B));
+    let (c, s) = connected(&mut net, 93);
+    let _flooded = listener(&mut net.a, 94);
+    // 5,000 SYNs from random spoofed sources, never completed.
+    let mut x: u32 = 12345;
+    for i in 0..5_000u32 {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        let src = [198, 18, (x >> 8) as u8, x as u8];
+        let h = hoststack::tcp::segment::Header {
+            src_port: 1024 + (i % 60000) as u16,
+            dst_port: 94,
+            seq: hoststack::tcp::Seq(x),
+            flags: hoststack::tcp::segment::Flags::SYN,
+            window: 65535,
+            ..Default::default()
+        };
+        let mut f = Vec::new();
+        hoststack::frame::build_tcp(&mut f, src, A, 0, &h, [&[], &[]]);
+        net.a.link_mut().inject(&f);
+        if i % 100 == 0 {
+            net.a.poll();
+            assert!(net.a.connections() <= 64 + 1, "half-open not bounded");
+        }
+    }
+    assert!(net.run_until(1000, |n| n.a.link().pending() == 0));
+    assert!(net.a.stats().syn_dropped >= 5_000 - 64);
+    assert!(net.a.connections() <= 64 + 1);
+    // The established connection still works.
+    net.b.write(c, b"ping").unwrap();
+    let mut b = [0u8; 8];
+    assert!(net.run_until(100_000, |n| n.a.read(s, &mut b) == Ok(4)));
+    // The half-open ones time out and are freed.
+    assert!(net.run_until(200_000, |n| n.a.connections() == 1));
+}
