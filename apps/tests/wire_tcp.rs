@@ -241,15 +241,31 @@ fn hundred_mb_each_way_duplicated() {
 
 #[test]
 fn sack_needs_fewer_retransmissions_than_newreno() {
-    // Same loss pattern (seeded), 3% loss in both directions, 10 MB each way.
+    // A 1 Gb/s bottleneck with a 64 KB buffer and 1 MB windows: slow start overshoots and
+    // the buffer drops bursts of segments from one window (several losses per window), the
+    // case SACK repairs in one round trip and NewReno one hole per round trip.
     let total = 10 * 1000 * 1000;
-    let mut with = pair_with(imp(0.03, 0.0, 0.0, 11), imp(0.03, 0.0, 0.0, 12), true);
-    let mut without = pair_with(imp(0.03, 0.0, 0.0, 11), imp(0.03, 0.0, 0.0, 12), false);
+    let bottleneck = |seed| Impairments {
+        rate_bps: 1_000_000_000,
+        buffer_bytes: 64 * 1024,
+        delay_ns: 100_000,
+        seed,
+        ..Impairments::default()
+    };
+    let mut with = pair_with(bottleneck(11), bottleneck(12), true);
+    let mut without = pair_with(bottleneck(11), bottleneck(12), false);
+    let t0 = with.clock.now_ns();
     let w = transfer(&mut with, total);
+    let t_with = with.clock.now_ns() - t0;
+    let t0 = without.clock.now_ns();
     let wo = transfer(&mut without, total);
+    let t_without = without.clock.now_ns() - t0;
     eprintln!(
-        "retransmissions: SACK {} NewReno {}",
-        w.retransmits, wo.retransmits
+        "retransmissions: SACK {} NewReno {}; virtual time SACK {} ms NewReno {} ms",
+        w.retransmits,
+        wo.retransmits,
+        t_with / 1_000_000,
+        t_without / 1_000_000
     );
     assert!(w.retransmits > 0);
     assert!(
