@@ -280,3 +280,45 @@ fn syn_flood_is_bounded_and_established_connections_keep_working() {
     // The half-open ones time out and are freed.
     assert!(net.run_until(200_000, |n| n.a.connections() == 1));
 }
+
+#[test]
+fn connect_to_a_silent_peer_times_out_and_epoll_reports_it() {
+    let mut cb = cfg(B);
+    cb.tcp.syn_retries = 2;
+    let mut net = Net::with(cfg(A), cb);
+    // Everything B sends is lost: A never answers.
+    net.b.link_mut().drop_if = Some(Box::new(|_| true));
+    let c = net.b.socket().unwrap();
+    net.b.set_nonblocking(c, true).unwrap();
+    let ep = net.b.epoll_create().unwrap();
+    net.b
+        .epoll_ctl(
+            ep,
+            EpollOp::Add,
+            c,
+            EpollEvent {
+                events: EPOLLOUT,
+                data: 5,
+            },
+        )
+        .unwrap();
+    assert_eq!(net.b.connect(c, addr(A, 7)), Err(Errno::InProgress));
+    let mut evs = [EpollEvent::default(); 4];
+    let mut got = 0;
+    assert!(net.run_until(100_000, |n| {
+        got = n.b.epoll_wait(ep, &mut evs, 0).unwrap();
+        got > 0
+    }));
+    assert_eq!(evs[0].data, 5);
+    assert!(evs[0].events & EPOLLHUP != 0, "{:#x}", evs[0].events);
+    assert_eq!(
+        net.b.getsockopt(c, SockOptName::Error).unwrap(),
+        SockOpt::Error(Some(Errno::TimedOut))
+    );
+    // SYN at 0 s, retries at 1 s and 3 s, failure at 7 s (1 s initial RTO, doubling).
+    let t = net.clock.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(
+        (6_000_000_000..9_000_000_000).contains(&(t - 1_000_000_000)),
+        "{t}"
+    );
+}

@@ -414,6 +414,9 @@ impl<L: HostLink> Context<L> {
                 timers.push(std::cmp::Reverse((t, cid)));
             }
         }
+        // Timer work (a connection that timed out, a connect that failed) raises events too.
+        let ev = c.tcb.take_events();
+        let notify_fd = if ev != Default::default() { c.fd } else { None };
         let closed = c.tcb.state() == crate::tcp::tcb::State::Closed;
         let mut failed_half_open = None;
         if closed && c.half_open {
@@ -428,6 +431,9 @@ impl<L: HostLink> Context<L> {
                     l.half_open -= 1;
                 }
             }
+        }
+        if let Some(fd) = notify_fd {
+            self.notify(fd);
         }
         if free {
             self.free_conn(cid);
