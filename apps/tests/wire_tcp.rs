@@ -275,3 +275,27 @@ fn sack_needs_fewer_retransmissions_than_newreno() {
         wo.retransmits
     );
 }
+
+#[test]
+fn pcie_link_counts_dma_copies_per_model() {
+    use offload_api::link::DmaMode;
+    for dma in [DmaMode::Copy, DmaMode::ZeroCopy] {
+        let (mut a, mut b) = pair_specs();
+        for s in [&mut a, &mut b] {
+            s.link.dma = dma;
+            s.host.tcp.time_wait_ns = 1_000_000_000;
+        }
+        let mut p = wire_pair(a, b, imp(0.0, 0.0, 0.0, 1), imp(0.0, 0.0, 0.0, 2));
+        transfer(&mut p, 1_000_000);
+        let up = p.b.host.link().tx_counters();
+        let down = p.b.host.link().rx_counters();
+        assert!(up.packets > 500 && down.packets > 500, "{up:?} {down:?}");
+        assert!(up.bytes > 1_000_000 && down.bytes > 1_000_000);
+        match dma {
+            // Every frame crossing costs one copy, whichever way it was built.
+            DmaMode::Copy => assert_eq!(up.dma_copies, up.packets),
+            // The host builds frames in link buffers: nothing is copied on the way to the NIC.
+            DmaMode::ZeroCopy => assert_eq!(up.dma_copies, 0),
+        }
+    }
+}

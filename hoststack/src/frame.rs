@@ -114,6 +114,20 @@ pub trait HostLink {
     /// Hands one frame to the NIC for `port`. False when the ring is full: the frame is
     /// dropped (and counted by the link); TCP recovers as from any loss.
     fn send(&mut self, port: u16, frame: &[u8]) -> bool;
+
+    /// Builds one frame with `build` straight into a link buffer and hands it to the NIC, so
+    /// the frame is written once (AccelTCP §5.2: data goes directly to the packet buffer that
+    /// is DMA'd to the NIC). `scratch` serves links without their own buffers. Returns as
+    /// [`HostLink::send`].
+    fn send_built(
+        &mut self,
+        port: u16,
+        scratch: &mut Vec<u8>,
+        build: &mut dyn FnMut(&mut Vec<u8>),
+    ) -> bool {
+        build(scratch);
+        self.send(port, scratch)
+    }
 }
 
 impl HostLink for offload_api::link::HostEnd {
@@ -125,6 +139,24 @@ impl HostLink for offload_api::link::HostEnd {
 
     fn send(&mut self, port: u16, frame: &[u8]) -> bool {
         offload_api::link::HostEnd::send(self, port, frame).is_ok()
+    }
+
+    fn send_built(
+        &mut self,
+        port: u16,
+        scratch: &mut Vec<u8>,
+        build: &mut dyn FnMut(&mut Vec<u8>),
+    ) -> bool {
+        match self.alloc() {
+            Some(mut buf) => {
+                build(buf.as_vec_mut());
+                self.send_buf(port, buf).is_ok()
+            }
+            None => {
+                build(scratch);
+                offload_api::link::HostEnd::send(self, port, scratch).is_ok()
+            }
+        }
     }
 }
 

@@ -394,15 +394,11 @@ impl<L: HostLink> Context<L> {
         let port = cfg.port;
         c.tcb.poll_transmit(now, &mut |o| {
             *ip_id = ip_id.wrapping_add(1);
-            crate::frame::build_tcp(
-                scratch,
-                ep.local_ip,
-                ep.remote_ip,
-                *ip_id,
-                &o.header,
-                o.payload,
-            );
-            if link.send(port, scratch) {
+            let id = *ip_id;
+            let sent = link.send_built(port, scratch, &mut |buf| {
+                crate::frame::build_tcp(buf, ep.local_ip, ep.remote_ip, id, &o.header, o.payload);
+            });
+            if sent {
                 stats.frames_out += 1;
             } else {
                 stats.link_full += 1;
