@@ -240,6 +240,34 @@ fn hundred_mb_each_way_duplicated() {
 }
 
 #[test]
+fn hundred_mb_each_way_with_bit_errors() {
+    // 1% of frames get a flipped byte: the receiving NIC's checksum checks drop them
+    // (counted by reason), TCP retransmits, and not one corrupted byte reaches the
+    // application (`transfer` checks every byte).
+    let corrupt = |seed| Impairments {
+        corrupt: 0.01,
+        delay_ns: 100_000,
+        seed,
+        ..Impairments::default()
+    };
+    let mut p = pair_with(corrupt(13), corrupt(14), true);
+    let o = transfer(&mut p, MB100);
+    assert!(o.steps_ok);
+    assert!(o.retransmits > 0);
+    use dataplane::net::parse::DropReason;
+    let drops = |n: &apps::node::Node<dataplane::port::wire::WireQueue>| {
+        let d = n.nic.stack().counters().drops;
+        d.get(DropReason::BadL4Checksum) + d.get(DropReason::BadIpChecksum)
+    };
+    let (da, db) = (drops(&p.a), drops(&p.b));
+    eprintln!(
+        "checksum drops: A {da} B {db}, retransmissions {}",
+        o.retransmits
+    );
+    assert!(da > 100 && db > 100, "A {da} B {db}");
+}
+
+#[test]
 fn sack_needs_fewer_retransmissions_than_newreno() {
     // A 1 Gb/s bottleneck with a 64 KB buffer and 1 MB windows: slow start overshoots and
     // the buffer drops bursts of segments from one window (several losses per window), the

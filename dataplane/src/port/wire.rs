@@ -29,6 +29,9 @@ pub struct Impairments {
     pub reorder: f64,
     /// Probability that a frame is delivered twice.
     pub duplicate: f64,
+    /// Probability that one byte after the Ethernet header is flipped (a bit error the
+    /// receiver's IP or TCP/UDP checksum catches).
+    pub corrupt: f64,
     /// Fixed one-way delay in nanoseconds.
     pub delay_ns: u64,
     /// Rate limit in bits per second (0: unlimited). Applies per sending queue.
@@ -45,6 +48,7 @@ impl Default for Impairments {
             loss: 0.0,
             reorder: 0.0,
             duplicate: 0.0,
+            corrupt: 0.0,
             delay_ns: 0,
             rate_bps: 0,
             buffer_bytes: 1 << 20,
@@ -60,6 +64,7 @@ impl Impairments {
             ("loss", self.loss),
             ("reorder", self.reorder),
             ("duplicate", self.duplicate),
+            ("corrupt", self.corrupt),
         ] {
             if !(0.0..=1.0).contains(&p) {
                 return Err(name);
@@ -83,6 +88,8 @@ pub struct LinkCounters {
     pub lost: AtomicU64,
     /// Extra copies made by the duplication impairment.
     pub duplicated: AtomicU64,
+    /// Frames with a byte flipped by the corruption impairment.
+    pub corrupted: AtomicU64,
     /// Frames delivered out of order by the reorder impairment.
     pub reordered: AtomicU64,
     /// Frames dropped because a receive ring was full.
@@ -103,6 +110,7 @@ impl LinkCounters {
             delivered: g(&self.delivered),
             lost: g(&self.lost),
             duplicated: g(&self.duplicated),
+            corrupted: g(&self.corrupted),
             reordered: g(&self.reordered),
             dropped_full: g(&self.dropped_full),
             dropped_rate: g(&self.dropped_rate),
@@ -118,6 +126,7 @@ pub struct LinkSnapshot {
     pub delivered: u64,
     pub lost: u64,
     pub duplicated: u64,
+    pub corrupted: u64,
     pub reordered: u64,
     pub dropped_full: u64,
     pub dropped_rate: u64,
@@ -295,13 +304,19 @@ impl WireQueue {
     }
 
     /// Impairs one frame and launches what survives.
-    fn send_one(&mut self, buf: HeapBuf, now: u64) {
+    fn send_one(&mut self, mut buf: HeapBuf, now: u64) {
         LinkCounters::bump(&self.tx.counters.offered);
         self.stats.tx_packets += 1;
         self.stats.tx_bytes += buf.len() as u64;
         if self.rng.chance(self.imp.loss) {
             LinkCounters::bump(&self.tx.counters.lost);
             return;
+        }
+        if self.imp.corrupt > 0.0 && buf.len() > 14 && self.rng.chance(self.imp.corrupt) {
+            let d = buf.data_mut();
+            let at = 14 + (self.rng.next_u64() % (d.len() - 14) as u64) as usize;
+            d[at] ^= 1 << (self.rng.next_u64() % 8);
+            LinkCounters::bump(&self.tx.counters.corrupted);
         }
         let dup = self.rng.chance(self.imp.duplicate).then(|| buf.clone());
         if let Some(held) = self.held.take() {
