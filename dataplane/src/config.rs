@@ -199,12 +199,122 @@ pub struct OffloadConfig {
 /// Protocol modules the Tonic engine will offer (Tonic Table 3, plus DCTCP).
 pub const TONIC_MODULES: [&str; 7] = ["reno", "newreno", "sack", "ndp", "dcqcn", "irn", "dctcp"];
 
-/// Tonic settings.
-#[derive(Clone, Debug, Default, Deserialize)]
+/// Tonic settings (`[tonic]`): the module and the engine and module parameters
+/// (`dataplane::tonic::registry::params_from_config` maps them).
+#[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct TonicConfig {
     /// The protocol module, one of [`TONIC_MODULES`]; none: Tonic off.
     pub module: Option<String>,
+    /// Flow ids per engine (Tonic: 1024 by default, 2048 at most).
+    pub max_flows: u32,
+    /// Window bitmap size in segments: 64, 128 or 256 (Tonic Tab. 4).
+    pub window: u32,
+    /// N: generated-but-untransmitted segments per flow (Tonic §3.1), 1 to 8.
+    pub ring_depth: u32,
+    /// Initial window in segments (window modules; Tonic's `init_wnd_size`).
+    pub init_wnd: u32,
+    /// Base retransmission timeout in µs (Tonic's `init_rtx_timer`).
+    pub rto_us: u64,
+    /// Duplicate acks that trigger fast retransmit.
+    pub dup_ack_thresh: u32,
+    /// Line rate of rate modules (dcqcn, irn) in Mbit/s: their initial and largest rate.
+    pub line_rate_mbps: u64,
+    /// Smallest rate of rate modules in Mbit/s.
+    pub min_rate_mbps: u64,
+    /// Maximum burst D of rate modules, in bytes.
+    pub max_burst_bytes: u32,
+    /// Credit an NDP flow starts with (its first-RTT window), in bytes.
+    pub init_credit_bytes: u32,
+    /// IRN's window in segments (BDP flow control), at most `window`.
+    pub bdp_segments: u32,
+    /// IRN's RTO_low in µs (few segments in flight).
+    pub rto_low_us: u64,
+}
+
+impl Default for TonicConfig {
+    fn default() -> Self {
+        TonicConfig {
+            module: None,
+            max_flows: 1024,
+            window: 128,
+            ring_depth: 4,
+            init_wnd: 10,
+            rto_us: 200_000,
+            dup_ack_thresh: 3,
+            line_rate_mbps: 100_000,
+            min_rate_mbps: 10,
+            max_burst_bytes: 16 * 1024,
+            init_credit_bytes: 16 * 1500,
+            bdp_segments: 128,
+            rto_low_us: 100,
+        }
+    }
+}
+
+impl TonicConfig {
+    /// Checks the value ranges; returns the offending key (under `tonic.`) and the problem.
+    fn check(&self) -> Result<(), (&'static str, String)> {
+        let t = self;
+        if let Some(m) = &t.module {
+            if !TONIC_MODULES.contains(&m.as_str()) {
+                let known = TONIC_MODULES.join(", ");
+                return Err((
+                    "module",
+                    format!("unknown module {m:?}, expected one of {known}"),
+                ));
+            }
+        }
+        let rules: [(&'static str, bool, &str); 10] = [
+            ("max_flows", t.max_flows >= 1, "expected at least 1 flow"),
+            (
+                "window",
+                matches!(t.window, 64 | 128 | 256),
+                "expected 64, 128 or 256 segments",
+            ),
+            (
+                "ring_depth",
+                (1..=8).contains(&t.ring_depth),
+                "expected 1 to 8",
+            ),
+            ("init_wnd", t.init_wnd >= 1, "expected at least 1 segment"),
+            ("rto_us", t.rto_us >= 1, "expected a positive timeout"),
+            (
+                "dup_ack_thresh",
+                t.dup_ack_thresh >= 1,
+                "expected at least 1",
+            ),
+            (
+                "min_rate_mbps",
+                t.min_rate_mbps >= 1,
+                "expected a positive rate",
+            ),
+            (
+                "line_rate_mbps",
+                t.line_rate_mbps >= t.min_rate_mbps,
+                "expected at least min_rate_mbps",
+            ),
+            (
+                "max_burst_bytes",
+                t.max_burst_bytes >= 1,
+                "expected a positive burst",
+            ),
+            (
+                "bdp_segments",
+                (1..=t.window).contains(&t.bdp_segments),
+                "expected 1 to `window` segments",
+            ),
+        ];
+        for (key, ok, msg) in rules {
+            if !ok {
+                return Err((key, msg.to_string()));
+            }
+        }
+        if t.rto_low_us == 0 {
+            return Err(("rto_low_us", "expected a positive timeout".to_string()));
+        }
+        Ok(())
+    }
 }
 
 fn parse_mac(s: &str) -> Option<[u8; 6]> {
@@ -414,16 +524,8 @@ impl Config {
                 ));
             }
         }
-        if let Some(m) = &self.tonic.module {
-            if !TONIC_MODULES.contains(&m.as_str()) {
-                return Err(self.err(
-                    "tonic.module",
-                    format!(
-                        "unknown module {m:?}, expected one of {}",
-                        TONIC_MODULES.join(", ")
-                    ),
-                ));
-            }
+        if let Err((key, msg)) = self.tonic.check() {
+            return Err(self.err(format!("tonic.{key}"), msg));
         }
         Ok(())
     }
@@ -576,6 +678,28 @@ mod tests {
         let e = err(&(GOOD.to_string() + "\n[tonic]\nmodule = \"cubic\"\n"));
         assert_eq!(e.key, "tonic.module");
         assert!(e.message.contains("newreno"));
+    }
+
+    #[test]
+    fn tonic_parameters_parse_and_are_checked() {
+        let c = Config::parse(
+            &(GOOD.to_string()
+                + "\n[tonic]\nmodule = \"dcqcn\"\nwindow = 256\nline_rate_mbps = 40000\n"),
+            "t.toml",
+        )
+        .unwrap();
+        assert_eq!(c.tonic.module.as_deref(), Some("dcqcn"));
+        assert_eq!((c.tonic.window, c.tonic.line_rate_mbps), (256, 40_000));
+        assert_eq!(c.tonic.ring_depth, 4, "defaults for the rest");
+        let bad = |extra: &str| err(&(GOOD.to_string() + "\n[tonic]\n" + extra + "\n"));
+        assert_eq!(bad("window = 100").key, "tonic.window");
+        assert_eq!(bad("ring_depth = 9").key, "tonic.ring_depth");
+        assert_eq!(bad("bdp_segments = 200").key, "tonic.bdp_segments");
+        assert_eq!(
+            bad("line_rate_mbps = 1\nmin_rate_mbps = 5").key,
+            "tonic.line_rate_mbps"
+        );
+        assert_eq!(bad("rto = 5").key, "tonic.rto");
     }
 
     #[test]

@@ -1,0 +1,309 @@
+//! The Incoming module of the data delivery engine (Tonic §3.2.3): the fixed stage
+//! (cumulative and selective acks, window shift), the write-back of a hook's outputs, and
+//! the same-cycle merge of §3.4.
+
+use super::super::bitmap;
+use super::super::module::{
+    CtxPriority, HookOutput, IncomingInput, IncomingPkt, SegRange, TonicModule, MAX_USER_CTX_WORDS,
+    WINDOW_WORDS,
+};
+use super::super::{FlowId, Nanos, SegId, TonicError};
+use super::{
+    CreditUpdate, DataDelivery, IncomingReport, Parts, A_ANY, M_ANY, SMALL_PENDING, X_ANY,
+};
+
+impl DataDelivery {
+    /// Moves `wnd-start` of `f` to `to` (if ahead), clearing the ring positions it leaves;
+    /// returns how many of the passed segments were not already selectively acked.
+    #[inline(always)]
+    fn advance_window(&mut self, f: FlowId, to: SegId) -> u32 {
+        let r = &mut self.flows[f as usize];
+        let to = to.min(r.next_new);
+        let from = r.wnd_start;
+        if to <= from {
+            return 0;
+        }
+        let len = (to - from) as u32;
+        r.wnd_start = to;
+        let any = r.flags & (A_ANY | M_ANY | X_ANY);
+        if any == 0 {
+            return len;
+        }
+        self.clear_passed(f, from, len, any)
+    }
+
+    /// The bitmap side of [`advance_window`](Self::advance_window): clears the `len`
+    /// positions from segment `from` in the bitmaps flagged in `any`, returns the passed
+    /// segments that were not selectively acked.
+    #[inline(never)]
+    fn clear_passed(&mut self, f: FlowId, from: SegId, len: u32, any: u8) -> u32 {
+        let head = self.pos(from);
+        let (a, m, x) = self.bms_mut(f);
+        let mut sacked = 0;
+        let mut still = 0;
+        if any & A_ANY != 0 {
+            sacked = bitmap::count_range(a, head, len);
+            bitmap::clear_range(a, head, len);
+            still |= if bitmap::any(a) { A_ANY } else { 0 };
+        }
+        if any & M_ANY != 0 {
+            bitmap::clear_range(m, head, len);
+            still |= if bitmap::any(m) { M_ANY } else { 0 };
+        }
+        if any & X_ANY != 0 {
+            bitmap::clear_range(x, head, len);
+            still |= if bitmap::any(x) { X_ANY } else { 0 };
+        }
+        let rec = &mut self.flows[f as usize];
+        rec.flags = rec.flags & !(A_ANY | M_ANY | X_ANY) | still;
+        len - sacked
+    }
+
+    /// Marks the sent part of `range` acknowledged; returns how many bits were newly set.
+    fn mark_acked(&mut self, f: FlowId, range: SegRange) -> u32 {
+        let r = self.flows[f as usize];
+        let (s, e) = (range.start.max(r.wnd_start), range.end.min(r.next_new));
+        if s >= e {
+            return 0;
+        }
+        let start = self.pos(s);
+        let (a, m, _) = self.bms_mut(f);
+        let n = bitmap::set_range(a, start, (e - s) as u32);
+        let mut flags = r.flags | A_ANY;
+        if flags & M_ANY != 0 {
+            for (mw, aw) in m.iter_mut().zip(a.iter()) {
+                *mw &= !aw;
+            }
+            if !bitmap::any(m) {
+                flags &= !M_ANY;
+            }
+        }
+        self.flows[f as usize].flags = flags;
+        n
+    }
+
+    /// The fixed stage of Incoming (§3.2.3 stage 1): returns (old wnd-start, newly acked).
+    #[inline]
+    fn incoming_fixed(&mut self, f: FlowId, pkt: &IncomingPkt) -> (SegId, u32) {
+        let old = self.flows[f as usize].wnd_start;
+        let mut newly = self.advance_window(f, pkt.cumulative_ack);
+        for b in pkt.sack_blocks() {
+            newly += self.mark_acked(f, *b);
+        }
+        if pkt.has(IncomingPkt::FLAG_RCV_WND) {
+            self.flows[f as usize].rcv_wnd = pkt.rcv_wnd;
+        }
+        (old, newly)
+    }
+
+    /// Incoming: the fixed stage, then the module's stage, then its outputs applied.
+    #[inline]
+    pub fn incoming<M: TonicModule + ?Sized>(
+        &mut self,
+        module: &M,
+        f: FlowId,
+        pkt: &IncomingPkt,
+        now: Nanos,
+    ) -> Result<IncomingReport, TonicError> {
+        self.check(f)?;
+        let (old, newly) = self.incoming_fixed(f, pkt);
+        // The hook's input is built in a scratch buffer kept between calls, so that empty
+        // bitmaps need not be rewritten each time.
+        let input = &mut *self.scratch;
+        input.now = now;
+        input.pkt = *pkt;
+        input.newly_acked_cnt = newly;
+        input.old_wnd_start = old;
+        input.new_wnd_start = self.flows[f as usize].wnd_start;
+        let parts = Parts {
+            flows: &self.flows,
+            cold: &self.cold,
+            bits: &self.bits,
+            words: self.words,
+            window: self.p.window,
+        };
+        self.scratch_zeroed = parts.fill_view(f, &mut input.flow, self.scratch_zeroed);
+        let mut out = HookOutput::default();
+        let o = f as usize * self.ctx_words;
+        module.incoming(input, &mut self.ctx[o..o + self.ctx_words], &mut out);
+        let credit = self.apply(f, &out, now);
+        Ok(self.finish_incoming(f, newly, credit))
+    }
+
+    /// The report after an incoming packet; handles small-segment delivery (§5).
+    #[inline]
+    fn finish_incoming(&mut self, f: FlowId, newly: u32, credit: CreditUpdate) -> IncomingReport {
+        let r = self.flows[f as usize];
+        let mut small_delivered = false;
+        if r.flags & SMALL_PENDING != 0 && r.wnd_start >= r.tail {
+            // Segmentation restarts at the byte after the small segment.
+            let rec = &mut self.flows[f as usize];
+            rec.flags &= !SMALL_PENDING;
+            rec.byte_delta =
+                self.cold[f as usize].tail_bytes as i64 - (r.tail * r.mss as u64) as i64;
+            rec.small_len = 0;
+            small_delivered = true;
+        }
+        IncomingReport {
+            newly_acked: newly,
+            wnd_start: self.flows[f as usize].wnd_start,
+            acked_bytes: self.acked_bytes(f),
+            small_delivered,
+            credit,
+        }
+    }
+
+    /// Applies a hook's outputs to `f` (the write-back of §3.2.3) and refreshes its active
+    /// membership; returns the credit-engine side.
+    #[inline]
+    pub(super) fn apply(&mut self, f: FlowId, out: &HookOutput, now: Nanos) -> CreditUpdate {
+        if out.has(HookOutput::OUT_MARK_ACKED) {
+            self.mark_acked(f, out.mark_acked);
+        }
+        if out.has(HookOutput::OUT_CUM_ACK) {
+            self.advance_window(f, out.cum_ack);
+        }
+        if out.has(HookOutput::OUT_MARK_RTX) {
+            self.mark_rtx(
+                f,
+                out.mark_rtx,
+                out.has(HookOutput::OUT_MARK_RTX_FRESH_ONLY),
+            );
+        }
+        let rec = &mut self.flows[f as usize];
+        if out.has(HookOutput::OUT_WND_SIZE) {
+            rec.wnd_size = out.wnd_size;
+        }
+        if out.has(HookOutput::OUT_RTX_TIMER_AMOUNT) {
+            rec.rtx_amount = out.rtx_timer_amount.max(1);
+        }
+        if out.has(HookOutput::OUT_STOP_RTX_TIMER) {
+            rec.rtx_deadline = 0;
+        } else if out.has(HookOutput::OUT_RESET_RTX_TIMER) {
+            rec.rtx_deadline = now + rec.rtx_amount;
+        }
+        if rec.wnd_start >= rec.next_new {
+            // Nothing in flight: no retransmission timer (RFC 6298 5.2).
+            rec.rtx_deadline = 0;
+        }
+        let mut credit = CreditUpdate::default();
+        if out.has(HookOutput::OUT_RATE) {
+            self.cold[f as usize].rate_bps = out.rate_bps;
+            credit.rate_bps = Some(out.rate_bps);
+        }
+        if out.has(HookOutput::OUT_ADD_CREDIT) {
+            credit.add_credit = out.add_credit;
+        }
+        self.refresh(f);
+        credit
+    }
+
+    /// Marks the sent, unacknowledged segments of `range` for retransmission (only those never
+    /// retransmitted if `fresh_only`).
+    fn mark_rtx(&mut self, f: FlowId, range: SegRange, fresh_only: bool) {
+        let r = self.flows[f as usize];
+        let (s, e) = (range.start.max(r.wnd_start), range.end.min(r.next_new));
+        if s >= e {
+            return;
+        }
+        let start = self.pos(s);
+        let (a, m, x) = self.bms_mut(f);
+        let len = (e - s) as u32;
+        if fresh_only {
+            // deny = acked | rtx-cnt, word by word.
+            let mut d = [0u64; WINDOW_WORDS];
+            for (i, dw) in d.iter_mut().enumerate().take(a.len()) {
+                *dw = a[i] | x[i];
+            }
+            bitmap::set_range_masked(m, start, len, None, &d[..a.len()]);
+        } else {
+            bitmap::set_range_masked(m, start, len, None, a);
+        }
+        if bitmap::any(m) {
+            self.flows[f as usize].flags |= M_ANY;
+        }
+    }
+
+    /// Runs the fixed Incoming stage and both hooks for a flow that an incoming packet and a
+    /// Periodic Updates visit hit in the same cycle, and merges (§3.4): the timeout is
+    /// discarded; the periodic hook (if it runs on every visit) sees the state from before
+    /// the cycle; marks from both hooks apply; for other outputs the [`ModuleConfig`]
+    /// priority hook wins where both set a field (credit adds are summed); the user context
+    /// is merged by [`TonicModule::merge_user_ctx`].
+    pub(crate) fn incoming_with_periodic<M: TonicModule + ?Sized>(
+        &mut self,
+        module: &M,
+        f: FlowId,
+        pkt: &IncomingPkt,
+        now: Nanos,
+    ) -> Result<IncomingReport, TonicError> {
+        self.check(f)?;
+        debug_assert_eq!(self.sweep_peek(), Some(f));
+        self.sweep_next();
+        let n = self.ctx_words;
+        let mut before = [0u64; MAX_USER_CTX_WORDS];
+        before[..n].copy_from_slice(self.ctx(f));
+        let pre = self.periodic_input(f, now, false);
+        let (old, newly) = self.incoming_fixed(f, pkt);
+        let input = IncomingInput {
+            now,
+            pkt: *pkt,
+            newly_acked_cnt: newly,
+            old_wnd_start: old,
+            new_wnd_start: self.flows[f as usize].wnd_start,
+            flow: self.view(f),
+        };
+        let (mut ctx_i, mut ctx_p, mut merged) = (before, before, before);
+        let mut out_i = HookOutput::default();
+        module.incoming(&input, &mut ctx_i[..n], &mut out_i);
+        let mut out_p = HookOutput::default();
+        if self.cfg.periodic_every_visit {
+            module.periodic(&pre, &mut ctx_p[..n], &mut out_p);
+        }
+        module.merge_user_ctx(&before[..n], &ctx_i[..n], &ctx_p[..n], &mut merged[..n]);
+        self.ctx_mut(f).copy_from_slice(&merged[..n]);
+        let incoming_first = self.cfg.ctx_priority == CtxPriority::Incoming;
+        let (out, marks_only) = merge_outputs(&out_i, &out_p, incoming_first);
+        self.apply(f, &marks_only, now);
+        let credit = self.apply(f, &out, now);
+        Ok(self.finish_incoming(f, newly, credit))
+    }
+}
+
+/// Merges two hook outputs of one cycle (§3.4): returns (merged, the other hook's marks). The
+/// prioritized output wins every field both set, credit adds are summed, and the
+/// non-prioritized hook's retransmission marks are returned to be applied as well.
+fn merge_outputs(a: &HookOutput, b: &HookOutput, a_first: bool) -> (HookOutput, HookOutput) {
+    let (hi, lo) = if a_first { (a, b) } else { (b, a) };
+    let mut m = *hi;
+    let take = |m: &mut HookOutput, bit: u32, f: &dyn Fn(&mut HookOutput)| {
+        if !hi.has(bit) && lo.has(bit) {
+            f(m);
+            m.set |= bit;
+        }
+    };
+    take(&mut m, HookOutput::OUT_MARK_ACKED, &|m| {
+        m.mark_acked = lo.mark_acked
+    });
+    take(&mut m, HookOutput::OUT_CUM_ACK, &|m| m.cum_ack = lo.cum_ack);
+    take(&mut m, HookOutput::OUT_WND_SIZE, &|m| {
+        m.wnd_size = lo.wnd_size
+    });
+    take(&mut m, HookOutput::OUT_RATE, &|m| m.rate_bps = lo.rate_bps);
+    take(&mut m, HookOutput::OUT_RTX_TIMER_AMOUNT, &|m| {
+        m.rtx_timer_amount = lo.rtx_timer_amount
+    });
+    if !hi.has(HookOutput::OUT_STOP_RTX_TIMER) && !hi.has(HookOutput::OUT_RESET_RTX_TIMER) {
+        m.set |= lo.set & (HookOutput::OUT_STOP_RTX_TIMER | HookOutput::OUT_RESET_RTX_TIMER);
+    }
+    if lo.has(HookOutput::OUT_ADD_CREDIT) {
+        m.add_credit = m.add_credit.saturating_add(lo.add_credit);
+        m.set |= HookOutput::OUT_ADD_CREDIT;
+    }
+    let marks = HookOutput {
+        set: lo.set & (HookOutput::OUT_MARK_RTX | HookOutput::OUT_MARK_RTX_FRESH_ONLY),
+        mark_rtx: lo.mark_rtx,
+        ..Default::default()
+    };
+    (m, marks)
+}

@@ -1,0 +1,739 @@
+//! The data delivery engine (Tonic §3.2; extraction §2.4, §2.5, §2.9): which segment a flow
+//! sends next.
+//!
+//! Per flow it keeps the state of Tonic Table 2 (the hot part in one compact record, the
+//! three window bitmaps as rings of 64-bit words in one flat array, the user context in
+//! another) and the **active set**: flows with at least one segment to generate and fewer
+//! than N generated-but-untransmitted segments (§3.1). Its event processors:
+//!
+//! - **Incoming** ([`DataDelivery::incoming`]): the fixed stage (cumulative ack →
+//!   `wnd-start = max(wnd-start, C)` and the rings shifted, selective acks → `acked`, window
+//!   enforcement inputs) then the module's stage, whose outputs are applied here;
+//! - **Periodic Updates** ([`DataDelivery::periodic`]): a round-robin sweep over live flows
+//!   checking retransmission timers and running the module's periodic hook;
+//! - **Segment Generation** ([`DataDelivery::generate`]): the first segment marked for
+//!   retransmission after the head (App. C) before `highest-sent + 1`;
+//! - **Segment Transmitted** ([`DataDelivery::transmitted`]): `outstanding-cnt − 1`.
+//!
+//! Sets are kept exact: after any event, a live flow is in the active set iff it can generate
+//! ([`DataDelivery::can_generate`]). The credit-engine side of every event is returned to the
+//! caller ([`CreditUpdate`]), which forwards it (§3.3.3: "the updated parameters are
+//! forwarded to the credit engine").
+
+mod incoming;
+
+use super::bitmap;
+use super::module::{
+    FlowView, HookOutput, IncomingInput, ModuleConfig, PeriodicInput, TonicModule,
+};
+use super::rrset::RrSet;
+use super::{FlowId, Nanos, SegId, TonicError};
+use crate::sys;
+
+/// How many flows ahead of the round-robin front to prefetch.
+pub(crate) const PREFETCH_AHEAD: u32 = 2;
+/// Engines with at least this many flows prefetch (smaller ones stay in cache).
+pub(crate) const PREFETCH_MIN_FLOWS: u32 = 1024;
+
+/// Flag: the flow exists.
+const LIVE: u8 = 1 << 0;
+/// Flag: the last available segment (`tail − 1`) is a small one not yet delivered.
+const SMALL_PENDING: u8 = 1 << 1;
+/// Flag: `acked` may have a set bit (clear: it is all zero). Likewise for the others. These
+/// summary bits let the loss-free path skip the bitmaps entirely.
+const A_ANY: u8 = 1 << 2;
+const M_ANY: u8 = 1 << 3;
+const X_ANY: u8 = 1 << 4;
+
+/// The hot per-flow record (Table 2's scalars). 64 bytes: one cache line.
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(C, align(64))]
+struct DdFlow {
+    wnd_start: SegId,
+    next_new: SegId,
+    tail: SegId,
+    rtx_deadline: Nanos,
+    rtx_amount: Nanos,
+    /// Byte offset of segment s is `s · mss + byte_delta` (changes when a small segment is
+    /// delivered and segmentation restarts, §5).
+    byte_delta: i64,
+    wnd_size: u32,
+    rcv_wnd: u32,
+    mss: u32,
+    outstanding: u8,
+    flags: u8,
+    small_len: u16,
+}
+
+/// The cold per-flow record: bookkeeping read outside the per-decision path.
+#[derive(Clone, Copy, Debug, Default)]
+struct DdCold {
+    total_sent: u64,
+    rate_bps: u64,
+    tail_bytes: u64,
+}
+
+/// A segment address the data delivery engine generated (§3.1 step 4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Generated {
+    /// The flow.
+    pub flow: FlowId,
+    /// The segment.
+    pub seg: SegId,
+    /// A retransmission (from `marked-for-rtx`) rather than `highest-sent + 1`.
+    pub rtx: bool,
+    /// Its length in bytes.
+    pub len: u32,
+}
+
+/// Parameter changes for the credit engine produced by a hook (§3.3.3).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CreditUpdate {
+    /// New rate in bits per second.
+    pub rate_bps: Option<u64>,
+    /// Bytes of credit to add.
+    pub add_credit: u32,
+}
+
+/// What an incoming packet did, for the host and the caller.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IncomingReport {
+    /// Segments newly acknowledged (cumulatively or selectively).
+    pub newly_acked: u32,
+    /// `wnd-start` after the packet (module updates included).
+    pub wnd_start: SegId,
+    /// Every byte below this offset is cumulatively acknowledged: the host may free its
+    /// send buffer up to here (the delivery notification of §5).
+    pub acked_bytes: u64,
+    /// The final small segment was delivered: the host may resume segmentation (§5).
+    pub small_delivered: bool,
+    /// Credit-engine side of the module's outputs.
+    pub credit: CreditUpdate,
+}
+
+/// Result of one Periodic Updates visit.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PeriodicVisit {
+    /// The flow visited.
+    pub flow: FlowId,
+    /// Its retransmission timer had expired.
+    pub timeout: bool,
+    /// The module's hook ran.
+    pub hook_ran: bool,
+    /// Credit-engine side of the module's outputs.
+    pub credit: CreditUpdate,
+}
+
+/// Sizes of a data delivery engine.
+#[derive(Clone, Copy, Debug)]
+pub struct DdParams {
+    /// Flow ids are `[0, max_flows)`.
+    pub max_flows: u32,
+    /// Bits per window bitmap: 64, 128 or 256.
+    pub window: u32,
+    /// N: generated-but-untransmitted segments allowed per flow (the credit engine's ring).
+    pub ring_depth: u32,
+}
+
+/// The data delivery engine. See the module documentation.
+pub struct DataDelivery {
+    p: DdParams,
+    cfg: ModuleConfig,
+    words: usize,
+    ctx_words: usize,
+    flows: Vec<DdFlow>,
+    cold: Vec<DdCold>,
+    /// Per flow: `acked`, `marked-for-rtx`, `rtx-cnt`, `words` each.
+    bits: Vec<u64>,
+    ctx: Vec<u64>,
+    active: RrSet,
+    /// Live flows, densely, for the Periodic Updates sweep; `live_pos[f]` is f's index.
+    live: Vec<FlowId>,
+    live_pos: Vec<u32>,
+    sweep: usize,
+    /// Prefetch upcoming flows' state (only worth it when it does not fit in cache).
+    prefetching: bool,
+    /// Reused Incoming hook input; `scratch_zeroed`: its bitmaps are all zero.
+    scratch: Box<IncomingInput>,
+    scratch_zeroed: bool,
+}
+
+/// Which of a flow's three bitmaps.
+#[derive(Clone, Copy)]
+enum Bm {
+    Acked = 0,
+    Marked = 1,
+    Rtx = 2,
+}
+
+impl DataDelivery {
+    /// An engine for the module configuration `cfg` (already validated).
+    pub fn new(p: DdParams, cfg: ModuleConfig) -> Result<Self, TonicError> {
+        if !matches!(p.window, 64 | 128 | 256) {
+            return Err(TonicError::InvalidParam(format!(
+                "window bitmap size {} must be 64, 128 or 256 segments",
+                p.window
+            )));
+        }
+        if p.max_flows == 0 || p.max_flows > RrSet::MAX_CAPACITY >> 1 {
+            return Err(TonicError::InvalidParam(format!(
+                "max_flows {} out of range",
+                p.max_flows
+            )));
+        }
+        let words = (p.window / 64) as usize;
+        let ctx_words = cfg.user_ctx_words();
+        let n = p.max_flows as usize;
+        Ok(DataDelivery {
+            p,
+            cfg,
+            words,
+            ctx_words,
+            flows: vec![DdFlow::default(); n],
+            cold: vec![DdCold::default(); n],
+            bits: vec![0; n * 3 * words],
+            ctx: vec![0; n * ctx_words],
+            active: RrSet::new(p.max_flows),
+            live: Vec::new(),
+            live_pos: vec![u32::MAX; n],
+            sweep: 0,
+            prefetching: p.max_flows >= PREFETCH_MIN_FLOWS,
+            scratch: Box::default(),
+            scratch_zeroed: true,
+        })
+    }
+
+    /// Whether this engine prefetches (it holds many flows).
+    #[inline]
+    pub fn prefetching(&self) -> bool {
+        self.prefetching
+    }
+
+    /// Hints the CPU to fetch `f`'s hot record and bitmaps (round robin knows which flows
+    /// come next; with many flows their state is not in cache).
+    #[inline(always)]
+    pub fn prefetch(&self, f: FlowId) {
+        let i = f as usize;
+        if let Some(r) = self.flows.get(i) {
+            sys::prefetch((r as *const DdFlow).cast());
+        }
+        if let Some(b) = self.bits.get(i * 3 * self.words) {
+            sys::prefetch((b as *const u64).cast());
+        }
+        if let Some(c) = self.ctx.get(i * self.ctx_words) {
+            sys::prefetch((c as *const u64).cast());
+        }
+    }
+
+    /// The engine's sizes.
+    pub fn params(&self) -> DdParams {
+        self.p
+    }
+
+    /// Number of live flows.
+    pub fn live_flows(&self) -> usize {
+        self.live.len()
+    }
+
+    /// The active set (§3.1).
+    pub fn active_set(&self) -> &RrSet {
+        &self.active
+    }
+
+    /// Whether `f` exists.
+    #[inline]
+    pub fn is_live(&self, f: FlowId) -> bool {
+        (f as usize) < self.flows.len() && self.flows[f as usize].flags & LIVE != 0
+    }
+
+    #[inline]
+    fn check(&self, f: FlowId) -> Result<(), TonicError> {
+        if (f as usize) >= self.flows.len() {
+            return Err(TonicError::FlowOutOfRange(f, self.p.max_flows));
+        }
+        if !self.is_live(f) {
+            return Err(TonicError::NoSuchFlow(f));
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn bm(&self, f: FlowId, b: Bm) -> &[u64] {
+        let o = (f as usize * 3 + b as usize) * self.words;
+        &self.bits[o..o + self.words]
+    }
+
+    /// All three bitmaps of `f`: (acked, marked, rtx).
+    #[inline]
+    fn bms_mut(&mut self, f: FlowId) -> (&mut [u64], &mut [u64], &mut [u64]) {
+        let o = f as usize * 3 * self.words;
+        let (a, rest) = self.bits[o..o + 3 * self.words].split_at_mut(self.words);
+        let (m, r) = rest.split_at_mut(self.words);
+        (a, m, r)
+    }
+
+    /// The user context of `f`.
+    pub fn ctx(&self, f: FlowId) -> &[u64] {
+        let o = f as usize * self.ctx_words;
+        &self.ctx[o..o + self.ctx_words]
+    }
+
+    /// Overwrites the user context of `f` (tests).
+    #[cfg(test)]
+    pub(crate) fn set_ctx(&mut self, f: FlowId, words: &[u64]) {
+        self.ctx_mut(f).copy_from_slice(words);
+    }
+
+    fn ctx_mut(&mut self, f: FlowId) -> &mut [u64] {
+        let o = f as usize * self.ctx_words;
+        &mut self.ctx[o..o + self.ctx_words]
+    }
+
+    #[inline]
+    fn pos(&self, s: SegId) -> u32 {
+        (s & (self.p.window as u64 - 1)) as u32
+    }
+
+    /// The window a new segment must stay within: min(wnd-size, rcv_wnd, bitmap size).
+    #[inline(always)]
+    fn eff_wnd(&self, r: &DdFlow) -> u64 {
+        r.wnd_size.min(r.rcv_wnd).min(self.p.window) as u64
+    }
+
+    /// Offset from `wnd-start` of the first segment marked for retransmission (App. C's
+    /// find-first-set after the head), if any.
+    #[inline(always)]
+    fn first_marked(&self, f: FlowId, r: &DdFlow) -> Option<u32> {
+        if r.flags & M_ANY == 0 {
+            return None;
+        }
+        let head = self.pos(r.wnd_start);
+        let w = self.p.window;
+        bitmap::find_first_after(self.bm(f, Bm::Marked), w, head).map(|p| (p + w - head) & (w - 1))
+    }
+
+    /// Whether `f` may generate a segment now: live, fewer than N outstanding, and either a
+    /// segment marked for retransmission or new data, inside the window (§3.1, §3.2.3). In
+    /// the window scheme "the flow cannot send bytes beyond i+W" (§3.3.1), retransmissions
+    /// included. This is the active-set membership predicate.
+    #[inline(always)]
+    pub fn can_generate(&self, f: FlowId) -> bool {
+        let r = &self.flows[f as usize];
+        if r.flags & LIVE == 0 || (r.outstanding as u32) >= self.p.ring_depth {
+            return false;
+        }
+        let wnd = self.eff_wnd(r);
+        (r.next_new < r.tail && r.next_new < r.wnd_start + wnd)
+            || self.first_marked(f, r).is_some_and(|o| (o as u64) < wnd)
+    }
+
+    /// Puts `f` in or out of the active set according to [`can_generate`](Self::can_generate).
+    #[inline(always)]
+    fn refresh(&mut self, f: FlowId) {
+        if self.can_generate(f) {
+            self.active.push_back(f);
+        } else {
+            self.active.remove(f);
+        }
+    }
+
+    /// Adds flow `f` with segment size `mss` (the connection parameters of §2.1, §5) and
+    /// initializes its user context through the module.
+    pub fn add_flow<M: TonicModule + ?Sized>(
+        &mut self,
+        module: &M,
+        f: FlowId,
+        mss: u32,
+        now: Nanos,
+    ) -> Result<(), TonicError> {
+        if (f as usize) >= self.flows.len() {
+            return Err(TonicError::FlowOutOfRange(f, self.p.max_flows));
+        }
+        if self.is_live(f) {
+            return Err(TonicError::FlowExists(f));
+        }
+        if mss == 0 || mss > u16::MAX as u32 {
+            return Err(TonicError::InvalidParam(format!(
+                "flow {f}: mss {mss} must be in 1..=65535"
+            )));
+        }
+        self.flows[f as usize] = DdFlow {
+            rtx_amount: self.cfg.init_rtx_timer_ns,
+            wnd_size: self.cfg.init_wnd_size,
+            rcv_wnd: u32::MAX,
+            mss,
+            flags: LIVE,
+            ..Default::default()
+        };
+        self.cold[f as usize] = DdCold {
+            rate_bps: self.cfg.init_rate_bps,
+            ..Default::default()
+        };
+        let (a, m, r) = self.bms_mut(f);
+        a.fill(0);
+        m.fill(0);
+        r.fill(0);
+        self.ctx_mut(f).fill(0);
+        let view = self.view(f);
+        let o = f as usize * self.ctx_words;
+        module.init_flow(now, &view, &mut self.ctx[o..o + self.ctx_words]);
+        self.live_pos[f as usize] = self.live.len() as u32;
+        self.live.push(f);
+        Ok(())
+    }
+
+    /// Removes flow `f` (connection closed, §2.1).
+    pub fn remove_flow(&mut self, f: FlowId) -> Result<(), TonicError> {
+        self.check(f)?;
+        self.active.remove(f);
+        self.flows[f as usize].flags = 0;
+        let i = self.live_pos[f as usize] as usize;
+        self.live.swap_remove(i);
+        if let Some(&moved) = self.live.get(i) {
+            self.live_pos[moved as usize] = i as u32;
+        }
+        self.live_pos[f as usize] = u32::MAX;
+        Ok(())
+    }
+
+    /// The host made data available up to byte `tail_bytes` of the flow (`tonic-tail`, §5).
+    ///
+    /// Bytes beyond the previous tail become full segments, and a remainder shorter than the
+    /// MSS becomes one final *small* segment. Until that small segment is delivered the tail
+    /// cannot move ([`TonicError::SmallSegmentPending`]): "Tonic requires all segments, except
+    /// for the last one in a burst, to be of equal size" (§5).
+    pub fn update_tail(&mut self, f: FlowId, tail_bytes: u64) -> Result<(), TonicError> {
+        self.check(f)?;
+        let (cold_tail, r) = (self.cold[f as usize].tail_bytes, self.flows[f as usize]);
+        if tail_bytes == cold_tail {
+            return Ok(());
+        }
+        if r.flags & SMALL_PENDING != 0 {
+            return Err(TonicError::SmallSegmentPending(f));
+        }
+        if tail_bytes < cold_tail {
+            return Err(TonicError::TailBackwards {
+                flow: f,
+                old: cold_tail,
+                new: tail_bytes,
+            });
+        }
+        let add = tail_bytes - cold_tail;
+        let mss = r.mss as u64;
+        let rec = &mut self.flows[f as usize];
+        rec.tail += add / mss;
+        let rem = add % mss;
+        if rem > 0 {
+            rec.tail += 1;
+            rec.small_len = rem as u16;
+            rec.flags |= SMALL_PENDING;
+        }
+        self.cold[f as usize].tail_bytes = tail_bytes;
+        self.refresh(f);
+        Ok(())
+    }
+
+    /// The byte offset of segment `s` of `f`.
+    #[inline]
+    pub fn offset_of(&self, f: FlowId, s: SegId) -> u64 {
+        let r = &self.flows[f as usize];
+        (s as i64 * r.mss as i64 + r.byte_delta) as u64
+    }
+
+    /// The segment boundary at or below (`round_up`: at or above) byte `byte` of `f`'s
+    /// stream, for turning byte-based acks (TCP's ack number and SACK edges) into segment
+    /// ids: a cumulative ack of byte X acknowledges the segments below `byte_to_seg(X,
+    /// false)`, a SACK block `[L, R)` covers `[byte_to_seg(L, true), byte_to_seg(R, false))`.
+    /// Exact for bytes at or after `wnd-start` (older bytes map to `wnd-start` or below);
+    /// `tail_bytes` maps to `tail`.
+    pub fn byte_to_seg(&self, f: FlowId, byte: u64, round_up: bool) -> SegId {
+        let r = &self.flows[f as usize];
+        let tail_bytes = self.cold[f as usize].tail_bytes;
+        if byte >= tail_bytes {
+            return r.tail;
+        }
+        let rel = byte as i64 - r.byte_delta;
+        if rel <= 0 {
+            return 0;
+        }
+        let mss = r.mss as u64;
+        let rel = rel as u64;
+        let s = if round_up {
+            rel.div_ceil(mss)
+        } else {
+            rel / mss
+        };
+        s.min(r.tail)
+    }
+
+    /// Bytes acknowledged cumulatively: the offset of `wnd-start`.
+    fn acked_bytes(&self, f: FlowId) -> u64 {
+        let r = &self.flows[f as usize];
+        if r.wnd_start >= r.tail {
+            self.cold[f as usize].tail_bytes
+        } else {
+            self.offset_of(f, r.wnd_start)
+        }
+    }
+
+    /// The module's view of `f` (Table 2 with window-relative bitmaps).
+    #[inline(always)]
+    pub fn view(&self, f: FlowId) -> FlowView {
+        let mut v = FlowView::default();
+        self.parts().fill_view(f, &mut v, true);
+        v
+    }
+
+    #[inline(always)]
+    fn parts(&self) -> Parts<'_> {
+        Parts {
+            flows: &self.flows,
+            cold: &self.cold,
+            bits: &self.bits,
+            words: self.words,
+            window: self.p.window,
+        }
+    }
+
+    /// The flow the next Periodic Updates visit will examine.
+    pub fn sweep_peek(&self) -> Option<FlowId> {
+        if self.live.is_empty() {
+            return None;
+        }
+        Some(
+            self.live[if self.sweep >= self.live.len() {
+                0
+            } else {
+                self.sweep
+            }],
+        )
+    }
+
+    /// Moves the sweep past the flow [`sweep_peek`](Self::sweep_peek) returns.
+    fn sweep_next(&mut self) -> Option<FlowId> {
+        if self.live.is_empty() {
+            return None;
+        }
+        if self.sweep >= self.live.len() {
+            self.sweep = 0;
+        }
+        let f = self.live[self.sweep];
+        self.sweep += 1;
+        Some(f)
+    }
+
+    /// Moves the Periodic Updates sweep past up to `max` flows that need no hook call (timer
+    /// not expired, and the module does not ask for every visit), stopping before the first
+    /// one that does; returns how many it passed. Equivalent to that many
+    /// [`periodic`](Self::periodic) visits, without building their inputs.
+    #[inline]
+    pub fn sweep_skip_quiet(&mut self, now: Nanos, max: u32) -> u32 {
+        if self.cfg.periodic_every_visit || self.live.is_empty() {
+            return 0;
+        }
+        let len = self.live.len();
+        let mut n = 0;
+        while n < max {
+            if self.sweep >= len {
+                self.sweep = 0;
+            }
+            let d = self.flows[self.live[self.sweep] as usize].rtx_deadline;
+            if d != 0 && now >= d {
+                break;
+            }
+            self.sweep += 1;
+            n += 1;
+        }
+        n
+    }
+
+    /// One Periodic Updates visit (§3.2.3): the next live flow in sweep order; its timeout is
+    /// checked and, if it expired (or the module asks for every visit), the module's periodic
+    /// hook runs and its outputs are applied.
+    pub fn periodic<M: TonicModule + ?Sized>(
+        &mut self,
+        module: &M,
+        now: Nanos,
+    ) -> Option<PeriodicVisit> {
+        let f = self.sweep_next()?;
+        let d = self.flows[f as usize].rtx_deadline;
+        let expired = d != 0 && now >= d;
+        let mut visit = PeriodicVisit {
+            flow: f,
+            timeout: expired,
+            ..Default::default()
+        };
+        if !expired && !self.cfg.periodic_every_visit {
+            return Some(visit);
+        }
+        if expired {
+            self.flows[f as usize].rtx_deadline = 0;
+        }
+        let (input, mut out) = (self.periodic_input(f, now, expired), HookOutput::default());
+        let o = f as usize * self.ctx_words;
+        module.periodic(&input, &mut self.ctx[o..o + self.ctx_words], &mut out);
+        visit.hook_ran = true;
+        visit.credit = self.apply(f, &out, now);
+        Some(visit)
+    }
+
+    fn periodic_input(&self, f: FlowId, now: Nanos, expired: bool) -> PeriodicInput {
+        PeriodicInput {
+            now,
+            timeout_expired: expired,
+            flow: self.view(f),
+        }
+    }
+
+    /// Segment Generation (§3.1 steps 1–3, §3.2.3): takes the front of the active set and
+    /// generates its next segment: the first one marked for retransmission after the head
+    /// (if inside the window), else `highest-sent + 1`; counts it outstanding, arms the retransmission timer if it is
+    /// not running, and re-inserts the flow if it can still generate.
+    #[inline]
+    pub fn generate(&mut self, now: Nanos) -> Option<Generated> {
+        let f = self.active.front()?;
+        if self.prefetching {
+            if let Some(n) = self.active.ahead(PREFETCH_AHEAD) {
+                self.prefetch(n);
+            }
+        }
+        let r = &self.flows[f as usize];
+        debug_assert!(self.can_generate(f));
+        let (seg, rtx) = match self.first_marked(f, r) {
+            Some(o) if (o as u64) < self.eff_wnd(r) => {
+                let seg = r.wnd_start + o as u64;
+                let p = self.pos(seg);
+                let (_, m, x) = self.bms_mut(f);
+                bitmap::clear(m, p);
+                bitmap::set(x, p);
+                let m_any = if bitmap::any(m) { M_ANY } else { 0 };
+                let rec = &mut self.flows[f as usize];
+                rec.flags = rec.flags & !M_ANY | m_any | X_ANY;
+                (seg, true)
+            }
+            _ => (r.next_new, false),
+        };
+        let rec = &mut self.flows[f as usize];
+        if !rtx {
+            rec.next_new += 1;
+        }
+        rec.outstanding += 1;
+        if rec.rtx_deadline == 0 {
+            rec.rtx_deadline = now + rec.rtx_amount;
+        }
+        let len = if rec.flags & SMALL_PENDING != 0 && seg + 1 == rec.tail {
+            rec.small_len as u32
+        } else {
+            rec.mss
+        };
+        // Step 3: back into the active set only if it can still generate.
+        if self.can_generate(f) {
+            self.active.rotate();
+        } else {
+            self.active.pop_front();
+        }
+        Some(Generated {
+            flow: f,
+            seg,
+            rtx,
+            len,
+        })
+    }
+
+    /// Segment Transmitted (§3.1 step 9): the credit engine sent one of `f`'s addresses;
+    /// `outstanding-cnt − 1` and `total-sent + 1`, and `f` re-enters the active set if that
+    /// re-enabled generation.
+    #[inline]
+    pub fn transmitted(&mut self, f: FlowId) {
+        let rec = &mut self.flows[f as usize];
+        if rec.flags & LIVE == 0 {
+            return;
+        }
+        debug_assert!(rec.outstanding > 0);
+        rec.outstanding = rec.outstanding.saturating_sub(1);
+        self.cold[f as usize].total_sent += 1;
+        if !self.active.contains(f) && self.can_generate(f) {
+            self.active.push_back(f);
+        }
+    }
+
+    /// The segment `seg` of `f` as seen at transmit time: its byte offset and whether it was
+    /// already acknowledged (a stale ring entry).
+    #[inline]
+    pub fn locate(&self, f: FlowId, seg: SegId) -> (u64, bool) {
+        let r = &self.flows[f as usize];
+        let acked = seg < r.wnd_start
+            || (r.flags & A_ANY != 0
+                && seg < r.next_new
+                && bitmap::get(self.bm(f, Bm::Acked), self.pos(seg)));
+        (self.offset_of(f, seg), acked)
+    }
+
+    /// `wnd-start` of `f` (to rebuild full segment ids from ring entries).
+    #[inline]
+    pub fn wnd_start(&self, f: FlowId) -> SegId {
+        self.flows[f as usize].wnd_start
+    }
+
+    /// `outstanding-cnt` of `f`.
+    pub fn outstanding(&self, f: FlowId) -> u32 {
+        self.flows[f as usize].outstanding as u32
+    }
+}
+
+/// The read-only parts of the engine a [`FlowView`] is built from (a separate borrow, so
+/// that the view can be written into the engine's own scratch input).
+struct Parts<'a> {
+    flows: &'a [DdFlow],
+    cold: &'a [DdCold],
+    bits: &'a [u64],
+    words: usize,
+    window: u32,
+}
+
+impl Parts<'_> {
+    /// Writes the module's view of `f` into `v`, whose bitmaps are all zero if `zeroed`
+    /// (they are then left alone where `f`'s are empty); returns whether `v`'s bitmaps are
+    /// all zero afterwards.
+    #[inline(always)]
+    fn fill_view(&self, f: FlowId, v: &mut FlowView, zeroed: bool) -> bool {
+        let r = &self.flows[f as usize];
+        let c = &self.cold[f as usize];
+        v.wnd_start = r.wnd_start;
+        v.next_new = r.next_new;
+        v.tail = r.tail;
+        v.total_sent = c.total_sent;
+        v.rtx_timer_amount = r.rtx_amount;
+        v.rtx_deadline = r.rtx_deadline;
+        v.rate_bps = c.rate_bps;
+        v.wnd_size = r.wnd_size;
+        v.rcv_wnd = r.rcv_wnd;
+        v.window_capacity = self.window;
+        v.outstanding_cnt = r.outstanding as u32;
+        v.mss = r.mss;
+        if r.flags & (A_ANY | M_ANY | X_ANY) == 0 {
+            if !zeroed {
+                v.acked = Default::default();
+                v.marked_for_rtx = Default::default();
+                v.rtx_cnt = Default::default();
+            }
+            v.is_idle = r.next_new >= r.tail;
+            return true;
+        }
+        let head = (r.wnd_start & (self.window as u64 - 1)) as u32;
+        let o = f as usize * 3 * self.words;
+        let rot = |b: Bm, flag: u8| {
+            if r.flags & flag == 0 {
+                Default::default()
+            } else {
+                let at = o + b as usize * self.words;
+                bitmap::rotate_to_head(&self.bits[at..at + self.words], head)
+            }
+        };
+        v.acked = rot(Bm::Acked, A_ANY);
+        v.marked_for_rtx = rot(Bm::Marked, M_ANY);
+        v.rtx_cnt = rot(Bm::Rtx, X_ANY);
+        v.is_idle = v.marked_for_rtx.is_empty() && r.next_new >= r.tail;
+        false
+    }
+}

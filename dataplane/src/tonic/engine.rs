@@ -1,0 +1,449 @@
+//! The Tonic engine a NIC lcore drives: the data delivery engine and the credit engine wired
+//! together with a protocol module (Tonic §3.1 steps 1–9, Fig. 2).
+//!
+//! Sans-I/O (DESIGN.md principle 1): every entry point takes flow ids, segment numbers and an
+//! explicit `now`; nothing here reads a clock, touches DPDK or spawns threads. A NIC lcore
+//! uses it like this, once per poll-loop iteration:
+//!
+//! 1. host messages: [`add_flow`](TonicEngine::add_flow), [`update_tail`](TonicEngine::update_tail)
+//!    (`tonic-tail`: new data up to byte X), [`remove_flow`](TonicEngine::remove_flow);
+//! 2. parsed control packets (ACK / SACK / NACK / CNP / grant):
+//!    [`incoming`](TonicEngine::incoming), whose [`IncomingReport`] carries the delivery
+//!    notification for the host (`acked_bytes`: free the send buffer up to here; small segment
+//!    delivered);
+//! 3. timers: [`periodic`](TonicEngine::periodic) (retransmission timeouts, module timers, rate
+//!    timers);
+//! 4. transmit: [`next_segment`](TonicEngine::next_segment) as often as the tx burst allows;
+//!    each call is one scheduling decision: which flow sends, and which segment (index, byte
+//!    offset, length, retransmission or new). The segment is reported transmitted to the data
+//!    delivery engine inside the call (step 9). [`generate_step`](TonicEngine::generate_step),
+//!    [`transmit_step`](TonicEngine::transmit_step) and
+//!    [`segment_transmitted`](TonicEngine::segment_transmitted) expose the halves separately.
+//!
+//! Events processed through these calls are serialized, so §3.4's conflict rules become
+//! ordering rules (an ack processed before the periodic sweep resets the timer, so the
+//! timeout does not fire). [`cycle`](TonicEngine::cycle) instead models one hardware cycle
+//! (≤ 1 incoming event, 1 periodic visit, 1 generation, 1 transmission) with the merge rules.
+
+use super::credit::{CeParams, CreditEngine, Sent};
+use super::dd::{CreditUpdate, DataDelivery, DdParams, IncomingReport, PREFETCH_AHEAD};
+use super::module::{
+    CreditScheme, FlowView, IncomingPkt, ModuleConfig, TonicModule, DEFAULT_WINDOW_SEGMENTS,
+};
+use super::{FlowId, Nanos, SegId, TonicError};
+
+/// Sizes of an engine (the parts of Tonic's configuration that are not the module's).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EngineParams {
+    /// Flow ids are `[0, max_flows)` (Tonic: 1024 by default, 2048 at most; here any).
+    pub max_flows: u32,
+    /// Window bitmap size in segments: 64, 128 (default) or 256 (Tab. 4).
+    pub window_segments: u32,
+    /// N: generated-but-untransmitted segment addresses per flow (§3.1), 1..=8.
+    pub ring_depth: u32,
+    /// Rate timers have slots of `2^timer_shift` ns (default 6: 64 ns).
+    pub timer_shift: u32,
+    /// The rate-timer wheel has `2^timer_slots_log2` slots (default 12).
+    pub timer_slots_log2: u32,
+}
+
+impl Default for EngineParams {
+    fn default() -> Self {
+        EngineParams {
+            max_flows: 1024,
+            window_segments: DEFAULT_WINDOW_SEGMENTS,
+            ring_depth: 4,
+            timer_shift: 6,
+            timer_slots_log2: 12,
+        }
+    }
+}
+
+/// One scheduling decision: the segment to transmit now (§3.1 step 7's output, the address a
+/// DMA pipeline would fetch).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TxSegment {
+    /// The flow.
+    pub flow: FlowId,
+    /// The segment index.
+    pub seg: SegId,
+    /// Its byte offset in the flow's stream (from the flow's first byte).
+    pub offset: u64,
+    /// Its length in bytes (the MSS, or less for a final small segment).
+    pub len: u32,
+    /// A retransmission.
+    pub rtx: bool,
+}
+
+/// What one [`TonicEngine::periodic`] call did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PeriodicReport {
+    /// Flows visited by the sweep.
+    pub visited: u32,
+    /// Retransmission timeouts among them.
+    pub timeouts: u32,
+    /// Rate timers that fired.
+    pub rate_timers: u32,
+}
+
+/// What one [`TonicEngine::cycle`] did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CycleReport {
+    /// The incoming event's result, if there was one.
+    pub incoming: Option<IncomingReport>,
+    /// The flow the periodic sweep visited.
+    pub periodic_flow: Option<FlowId>,
+    /// Its retransmission timeout was handled.
+    pub timeout: bool,
+    /// Its expired timeout was discarded because an incoming event hit the same flow (§3.4).
+    pub timeout_discarded: bool,
+    /// The segment generated this cycle (flow, segment).
+    pub generated: Option<(FlowId, SegId)>,
+    /// The segment transmitted this cycle.
+    pub tx: Option<TxSegment>,
+}
+
+/// Counters (the statistics interface §5 proposes).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EngineStats {
+    /// Segment addresses generated.
+    pub generated: u64,
+    /// Segments transmitted (scheduling decisions that produced a segment).
+    pub transmitted: u64,
+    /// Of which retransmissions.
+    pub retransmitted: u64,
+    /// Transmitted segments that were already acknowledged when their turn came.
+    pub stale: u64,
+    /// Incoming packets processed.
+    pub incoming: u64,
+    /// Retransmission timeouts.
+    pub timeouts: u64,
+    /// Timeouts discarded by the same-cycle merge rule.
+    pub timeouts_discarded: u64,
+    /// Rate timers fired.
+    pub rate_timers: u64,
+}
+
+/// A Tonic sender: the fixed data delivery and credit engines plus a protocol module `M`
+/// (`dyn TonicModule` by default, so a registry or a loaded library can supply it).
+pub struct TonicEngine<M: TonicModule + ?Sized = dyn TonicModule> {
+    module: Box<M>,
+    cfg: ModuleConfig,
+    params: EngineParams,
+    dd: DataDelivery,
+    ce: CreditEngine,
+    stats: EngineStats,
+}
+
+impl<M: TonicModule + ?Sized> TonicEngine<M> {
+    /// An engine running `module`; its configuration is validated (Tab. 4 state limit, etc.).
+    pub fn new(module: Box<M>, params: EngineParams) -> Result<Self, TonicError> {
+        let cfg = module.config();
+        cfg.validate(module.name())?;
+        let dd = DataDelivery::new(
+            DdParams {
+                max_flows: params.max_flows,
+                window: params.window_segments,
+                ring_depth: params.ring_depth,
+            },
+            cfg,
+        )?;
+        let ce = CreditEngine::new(
+            CeParams {
+                max_flows: params.max_flows,
+                ring_depth: params.ring_depth,
+                timer_shift: params.timer_shift,
+                timer_slots_log2: params.timer_slots_log2,
+            },
+            cfg.credit_scheme,
+            cfg.max_burst_bytes,
+            cfg.init_credit_bytes,
+            cfg.init_rate_bps,
+        )?;
+        Ok(TonicEngine {
+            module,
+            cfg,
+            params,
+            dd,
+            ce,
+            stats: EngineStats::default(),
+        })
+    }
+
+    /// The module.
+    pub fn module(&self) -> &M {
+        &self.module
+    }
+
+    /// The module's configuration.
+    pub fn config(&self) -> &ModuleConfig {
+        &self.cfg
+    }
+
+    /// The engine's sizes.
+    pub fn params(&self) -> &EngineParams {
+        &self.params
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> &EngineStats {
+        &self.stats
+    }
+
+    /// The data delivery engine (read-only: sets, state).
+    pub fn dd(&self) -> &DataDelivery {
+        &self.dd
+    }
+
+    /// The credit engine (read-only: rings, credit, ready set).
+    pub fn ce(&self) -> &CreditEngine {
+        &self.ce
+    }
+
+    /// Adds flow `f` with segment size `mss` (a connection handed to Tonic, §2.1, §5).
+    pub fn add_flow(&mut self, f: FlowId, mss: u32, now: Nanos) -> Result<(), TonicError> {
+        self.dd.add_flow(&*self.module, f, mss, now)?;
+        if let Err(e) = self.ce.add_flow(f, mss, now) {
+            self.dd.remove_flow(f)?;
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// Removes flow `f` (connection closed or handed back).
+    pub fn remove_flow(&mut self, f: FlowId) -> Result<(), TonicError> {
+        self.dd.remove_flow(f)?;
+        self.ce.remove_flow(f);
+        Ok(())
+    }
+
+    /// `tonic-tail`: the host has data for `f` up to byte `tail_bytes` (see
+    /// [`DataDelivery::update_tail`] for the segmentation contract of §5).
+    pub fn update_tail(&mut self, f: FlowId, tail_bytes: u64) -> Result<(), TonicError> {
+        self.dd.update_tail(f, tail_bytes)
+    }
+
+    /// Segment boundary for byte `byte` of `f` (see [`DataDelivery::byte_to_seg`]): how a
+    /// byte-stream transport (TCP) maps its ack numbers and SACK edges to segment ids.
+    pub fn byte_to_seg(&self, f: FlowId, byte: u64, round_up: bool) -> Result<SegId, TonicError> {
+        if !self.dd.is_live(f) {
+            return Err(TonicError::NoSuchFlow(f));
+        }
+        Ok(self.dd.byte_to_seg(f, byte, round_up))
+    }
+
+    /// The module's view of `f`'s state (Table 2).
+    pub fn flow_view(&self, f: FlowId) -> Result<FlowView, TonicError> {
+        if !self.dd.is_live(f) {
+            return Err(TonicError::NoSuchFlow(f));
+        }
+        Ok(self.dd.view(f))
+    }
+
+    #[inline]
+    fn forward_credit(&mut self, f: FlowId, c: CreditUpdate, now: Nanos) {
+        if let Some(bps) = c.rate_bps {
+            self.ce.set_rate(f, bps, now);
+        }
+        if c.add_credit > 0 {
+            self.ce.add_credit(f, c.add_credit, now);
+        }
+    }
+
+    /// An incoming control packet for `f` (ACK / SACK / NACK / CNP / grant): the fixed Incoming
+    /// stage, the module's stage, grant tokens to the credit engine (§3.3.2), parameter
+    /// updates forwarded to it (§3.3.3).
+    #[inline]
+    pub fn incoming(
+        &mut self,
+        f: FlowId,
+        pkt: &IncomingPkt,
+        now: Nanos,
+    ) -> Result<IncomingReport, TonicError> {
+        let rep = self.dd.incoming(&*self.module, f, pkt, now)?;
+        self.after_incoming(f, pkt, &rep, now);
+        Ok(rep)
+    }
+
+    #[inline]
+    fn after_incoming(&mut self, f: FlowId, pkt: &IncomingPkt, rep: &IncomingReport, now: Nanos) {
+        self.stats.incoming += 1;
+        if pkt.grant_bytes > 0 && self.cfg.credit_scheme == CreditScheme::Grant {
+            self.ce.add_credit(f, pkt.grant_bytes, now);
+        }
+        self.forward_credit(f, rep.credit, now);
+    }
+
+    /// Periodic Updates for up to `budget` flows of the sweep (§3.2.3: the hardware visits one
+    /// flow per cycle; an lcore passes how many it can afford), plus the credit engine's rate
+    /// timers.
+    pub fn periodic(&mut self, now: Nanos, budget: u32) -> PeriodicReport {
+        let mut rep = PeriodicReport::default();
+        let mut left = budget.min(self.dd.live_flows() as u32);
+        while left > 0 {
+            let quiet = self.dd.sweep_skip_quiet(now, left);
+            rep.visited += quiet;
+            left -= quiet;
+            if left == 0 {
+                break;
+            }
+            let Some(v) = self.dd.periodic(&*self.module, now) else {
+                break;
+            };
+            left -= 1;
+            rep.visited += 1;
+            if v.timeout {
+                rep.timeouts += 1;
+            }
+            self.forward_credit(v.flow, v.credit, now);
+        }
+        rep.rate_timers = self.ce.advance_timers(now) as u32;
+        self.stats.timeouts += rep.timeouts as u64;
+        self.stats.rate_timers += rep.rate_timers as u64;
+        rep
+    }
+
+    /// Segment Generation (§3.1 steps 1–5): one active flow generates one segment address,
+    /// which enters its ring in the credit engine. Returns what was generated.
+    #[inline]
+    pub fn generate_step(&mut self, now: Nanos) -> Option<(FlowId, SegId)> {
+        let g = self.dd.generate(now)?;
+        self.ce.enqueue(&g, now);
+        self.stats.generated += 1;
+        Some((g.flow, g.seg))
+    }
+
+    /// Transmit (§3.1 steps 6–8): one ready flow sends the address at the head of its ring.
+    /// The data delivery engine is *not* told yet: call
+    /// [`segment_transmitted`](Self::segment_transmitted) (step 9).
+    #[inline]
+    pub fn transmit_step(&mut self, now: Nanos) -> Option<TxSegment> {
+        self.ce.advance_timers(now);
+        if self.dd.prefetching() {
+            if let Some(n) = self.ce.ready_ahead(PREFETCH_AHEAD) {
+                self.dd.prefetch(n);
+            }
+        }
+        let s: Sent = self.ce.transmit(now)?;
+        let seg = s.seg(self.dd.wnd_start(s.flow));
+        let (offset, stale) = self.dd.locate(s.flow, seg);
+        self.stats.transmitted += 1;
+        self.stats.retransmitted += s.rtx as u64;
+        self.stats.stale += stale as u64;
+        Some(TxSegment {
+            flow: s.flow,
+            seg,
+            offset,
+            len: s.len,
+            rtx: s.rtx,
+        })
+    }
+
+    /// Segment Transmitted (§3.1 step 9): `f`'s outstanding count drops and it may re-enter
+    /// the active set.
+    #[inline]
+    pub fn segment_transmitted(&mut self, f: FlowId) {
+        self.dd.transmitted(f);
+    }
+
+    /// One scheduling decision: generates a segment if some flow can (step 1–5), then
+    /// transmits one (steps 6–9). When no flow has an address ready but some can generate,
+    /// generation continues until one becomes ready (bounded by the active flows).
+    #[inline]
+    pub fn next_segment(&mut self, now: Nanos) -> Option<TxSegment> {
+        self.generate_step(now);
+        let mut tries = self.dd.active_set().len();
+        while self.ce.ready_set().is_empty() && tries > 0 {
+            self.generate_step(now)?;
+            tries -= 1;
+        }
+        let tx = self.transmit_step(now)?;
+        self.dd.transmitted(tx.flow);
+        Some(tx)
+    }
+
+    /// One hardware cycle (§3.4): at most one incoming event, one Periodic Updates visit, one
+    /// generation and one transmission. If the incoming event and the periodic visit hit the
+    /// same flow, the timeout is discarded and both hooks' outputs are merged; a generation
+    /// and a transmission of the same flow cancel out on `outstanding-cnt`.
+    pub fn cycle(
+        &mut self,
+        now: Nanos,
+        incoming: Option<(FlowId, IncomingPkt)>,
+    ) -> Result<CycleReport, TonicError> {
+        let mut rep = CycleReport::default();
+        let swept = self.dd.sweep_peek();
+        match incoming {
+            Some((f, pkt)) if swept == Some(f) => {
+                let view = self.dd.view(f);
+                let expired = view.rtx_deadline != 0 && now >= view.rtx_deadline;
+                let r = self
+                    .dd
+                    .incoming_with_periodic(&*self.module, f, &pkt, now)?;
+                self.after_incoming(f, &pkt, &r, now);
+                rep.incoming = Some(r);
+                rep.periodic_flow = Some(f);
+                rep.timeout_discarded = expired;
+                self.stats.timeouts_discarded += expired as u64;
+            }
+            other => {
+                if let Some((f, pkt)) = other {
+                    rep.incoming = Some(self.incoming(f, &pkt, now)?);
+                }
+                if let Some(v) = self.dd.periodic(&*self.module, now) {
+                    rep.periodic_flow = Some(v.flow);
+                    rep.timeout = v.timeout;
+                    self.stats.timeouts += v.timeout as u64;
+                    self.forward_credit(v.flow, v.credit, now);
+                }
+            }
+        }
+        rep.generated = self.generate_step(now);
+        rep.tx = self.transmit_step(now);
+        if let Some(tx) = rep.tx {
+            self.dd.transmitted(tx.flow);
+        }
+        Ok(rep)
+    }
+
+    /// Overwrites `f`'s user context (tests).
+    #[cfg(test)]
+    pub(crate) fn test_set_ctx(&mut self, f: FlowId, words: &[u64]) {
+        self.dd.set_ctx(f, words);
+    }
+
+    /// Checks the set invariants of §3.1 for every flow (O(flows), for tests and the
+    /// testbench): a flow is in the active set iff it can generate (a segment to send, fewer
+    /// than N outstanding); outstanding = ring occupancy ≤ N; ready-to-tx iff a non-empty ring
+    /// and credit (see [`CreditEngine::check_invariants`]).
+    pub fn check_invariants(&mut self, now: Nanos) -> Result<(), String> {
+        self.ce.advance_timers(now);
+        for f in 0..self.params.max_flows {
+            if !self.dd.is_live(f) {
+                if self.dd.active_set().contains(f) {
+                    return Err(format!("dead flow {f} is active"));
+                }
+                continue;
+            }
+            let active = self.dd.active_set().contains(f);
+            if active != self.dd.can_generate(f) {
+                return Err(format!(
+                    "flow {f}: in active set = {active}, can generate = {}",
+                    !active
+                ));
+            }
+            let (out, ring) = (self.dd.outstanding(f), self.ce.ring_len(f));
+            if out != ring || out > self.params.ring_depth {
+                return Err(format!(
+                    "flow {f}: outstanding {out}, ring {ring}, N {}",
+                    self.params.ring_depth
+                ));
+            }
+            let v = self.dd.view(f);
+            if v.next_new > v.wnd_start + v.window_capacity as u64 {
+                return Err(format!("flow {f}: sent beyond the bitmap window"));
+            }
+        }
+        self.ce.check_invariants(now)
+    }
+}

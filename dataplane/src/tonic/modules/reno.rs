@@ -1,0 +1,120 @@
+//! Reno (RFC 5681), window credit: cumulative acks only, fast retransmit and fast recovery
+//! with window inflation; it "can only recover from one loss within the window using fast
+//! retransmit" (Tonic §6.1.1): recovery ends at the first new ack, and a further loss in the
+//! same window needs three more duplicate acks or a timeout.
+
+use super::super::module::{
+    CreditScheme, FlowView, HookOutput, IncomingInput, ModuleConfig, PeriodicInput, TonicModule,
+};
+use super::{clamp_wnd, is_ack, ModuleParams, TcpState};
+
+/// The Reno module.
+#[derive(Clone, Copy, Debug)]
+pub struct Reno {
+    p: ModuleParams,
+}
+
+impl Reno {
+    /// Reno with parameters `p` (`init_wnd`, `rto_ns`, `dup_ack_thresh`).
+    pub fn new(p: ModuleParams) -> Self {
+        Reno { p }
+    }
+}
+
+impl TonicModule for Reno {
+    fn name(&self) -> &str {
+        "reno"
+    }
+
+    fn config(&self) -> ModuleConfig {
+        ModuleConfig {
+            credit_scheme: CreditScheme::Window,
+            user_ctx_bytes: (TcpState::WORDS * 8) as u32,
+            init_wnd_size: self.p.init_wnd,
+            init_rtx_timer_ns: self.p.rto_ns,
+            ..Default::default()
+        }
+    }
+
+    fn init_flow(&self, _now: u64, _flow: &FlowView, ctx: &mut [u64]) {
+        TcpState::initial(self.p.init_wnd).store(ctx);
+    }
+
+    fn incoming(&self, i: &IncomingInput, ctx: &mut [u64], out: &mut HookOutput) {
+        if !is_ack(i) {
+            return;
+        }
+        let mut s = TcpState::load(ctx);
+        let f = &i.flow;
+        let sent_out = f.sent_out();
+        let is_new_ack = i.new_wnd_start > i.old_wnd_start;
+        let is_dup_ack = !is_new_ack && i.pkt.cumulative_ack == i.old_wnd_start && sent_out > 0;
+        let wnd_in = f.wnd_size;
+        let wnd = if is_new_ack {
+            s.dup_acks = 0;
+            if s.in_recovery {
+                // Deflate: cwnd = ssthresh (RFC 5681 §3.2 step 6).
+                s.in_recovery = false;
+                s.cwnd = s.ss_thresh;
+            } else {
+                s.grow(i.newly_acked_cnt, wnd_in);
+            }
+            s.in_timeout = false;
+            s.progress(self.p.rto_ns, out);
+            s.cwnd as u64
+        } else if is_dup_ack {
+            s.dup_acks += 1;
+            if s.dup_acks == self.p.dup_ack_thresh && !s.in_recovery {
+                let flight = sent_out.min(u32::MAX as u64) as u32;
+                s.ss_thresh = (flight / 2).max(2);
+                s.cwnd = s.ss_thresh;
+                s.in_recovery = true;
+                s.wnd_inc_cntr = 0;
+                out.mark_for_rtx(f.wnd_start, f.wnd_start + 1);
+            }
+            // Inflation (recovery) or limited transmit (RFC 3042) before it.
+            s.cwnd as u64 + s.dup_acks as u64
+        } else {
+            wnd_in as u64
+        };
+        out.set_wnd_size(clamp_wnd(wnd));
+        s.store(ctx);
+    }
+
+    fn periodic(&self, i: &PeriodicInput, ctx: &mut [u64], out: &mut HookOutput) {
+        if i.timeout_expired {
+            let mut s = TcpState::load(ctx);
+            s.on_timeout(self.p.rto_ns, i, out);
+            s.store(ctx);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testutil::{ack, drain_ids, engine};
+    use super::*;
+
+    #[test]
+    fn one_fast_retransmit_then_deflation() {
+        let mut e = engine(Box::new(Reno::new(ModuleParams::default())), 1000);
+        assert_eq!(drain_ids(&mut e, 0).len(), 10);
+        // Segment 0 lost; 1.. arrive: dup acks of 0.
+        ack(&mut e, 0, 0, 1);
+        ack(&mut e, 0, 0, 2);
+        // Limited transmit: two new segments on the first two dup acks.
+        assert_eq!(drain_ids(&mut e, 2), vec![10, 11]);
+        ack(&mut e, 0, 0, 3);
+        // ss_thresh = 12 / 2 = 6; cwnd + 3 = 9 < 12 in flight: only the retransmission.
+        assert_eq!(drain_ids(&mut e, 3), vec![0]);
+        for k in 4..=10 {
+            ack(&mut e, 0, 0, k);
+        }
+        // Window 6 + 10 = 16 from 0: new segments 12..16.
+        assert_eq!(drain_ids(&mut e, 10), vec![12, 13, 14, 15]);
+        ack(&mut e, 0, 12, 20);
+        let s = TcpState::load(e.dd().ctx(0));
+        assert!(!s.in_recovery);
+        assert_eq!(e.flow_view(0).unwrap().wnd_size, 6, "deflated to ss_thresh");
+    }
+}

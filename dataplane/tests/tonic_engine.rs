@@ -1,0 +1,482 @@
+//! Tonic engine claims of `notes/tonic-extraction.md` §8 that concern the fixed engines:
+//! retransmissions first (1), window enforcement (2), the outstanding bound N (3), the set
+//! invariants (4), the merge rules (6), timer coverage (15), scale limits (14) and the
+//! segmentation contract (16). Property tests drive random event sequences through a
+//! scripted module whose hook outputs come from the packets themselves.
+
+use dataplane::tonic::module::{
+    CreditScheme, CtxPriority, HookOutput, IncomingInput, IncomingPkt, ModuleConfig, PeriodicInput,
+    SegRange, TonicModule,
+};
+use dataplane::tonic::{EngineParams, TonicEngine, TonicError};
+use proptest::prelude::*;
+
+/// A module that does what each packet's data words say: `data[0..2]` a range to mark for
+/// retransmission (if `data[0] < data[1]`), `data[2]` a new window (if non-zero), `data[3]`
+/// bit 0: reset the timer. Timeouts mark everything sent. Its user context counts calls:
+/// word 0 incoming, word 1 periodic.
+struct Scripted {
+    cfg: ModuleConfig,
+}
+
+impl Scripted {
+    fn new(scheme: CreditScheme, every_visit: bool, prio: CtxPriority) -> Self {
+        Scripted {
+            cfg: ModuleConfig {
+                credit_scheme: scheme,
+                ctx_priority: prio,
+                periodic_every_visit: every_visit,
+                user_ctx_bytes: 16,
+                init_wnd_size: 8,
+                max_burst_bytes: 4000,
+                init_rate_bps: 8_000_000_000,
+                init_credit_bytes: 0,
+                init_rtx_timer_ns: 1000,
+            },
+        }
+    }
+}
+
+impl TonicModule for Scripted {
+    fn name(&self) -> &str {
+        "scripted"
+    }
+    fn config(&self) -> ModuleConfig {
+        self.cfg
+    }
+    fn incoming(&self, i: &IncomingInput, ctx: &mut [u64], out: &mut HookOutput) {
+        ctx[0] += 1;
+        let d = i.pkt.data;
+        if d[0] < d[1] {
+            out.mark_for_rtx(d[0] as u64, d[1] as u64);
+        }
+        if d[2] != 0 {
+            out.set_wnd_size(d[2]);
+        }
+        if d[3] & 1 != 0 {
+            out.reset_rtx_timer();
+        }
+    }
+    fn periodic(&self, i: &PeriodicInput, ctx: &mut [u64], out: &mut HookOutput) {
+        ctx[1] += 1;
+        if i.timeout_expired {
+            out.mark_for_rtx(i.flow.wnd_start, i.flow.next_new);
+            out.set_wnd_size(3);
+            out.reset_rtx_timer();
+        }
+    }
+}
+
+fn engine(scheme: CreditScheme, flows: u32, window: u32, ring: u32) -> TonicEngine {
+    let m: Box<dyn TonicModule> = Box::new(Scripted::new(scheme, false, CtxPriority::Incoming));
+    let p = EngineParams {
+        max_flows: flows,
+        window_segments: window,
+        ring_depth: ring,
+        ..EngineParams::default()
+    };
+    TonicEngine::new(m, p).unwrap()
+}
+
+fn pkt(cum: u64, mark: (u32, u32), wnd: u32, reset: bool) -> IncomingPkt {
+    let mut p = IncomingPkt::ack(cum);
+    p.data = [mark.0, mark.1, wnd, reset as u32];
+    p
+}
+
+#[derive(Clone, Debug)]
+enum Op {
+    /// Cumulative ack of `wnd_start + k` (k may point past what was sent, or behind).
+    Ack(u32, i64),
+    /// SACK of `[wnd_start + a, wnd_start + a + len)`.
+    Sack(u32, u8, u8),
+    /// Mark `[wnd_start + a, wnd_start + b)` for retransmission.
+    Mark(u32, u8, u8),
+    /// New window.
+    Wnd(u32, u8),
+    /// More data.
+    Tail(u32, u16),
+    Generate,
+    Transmit,
+    Decide,
+    Periodic(u8),
+    Grant(u32, u16),
+    Time(u16),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let f = 0u32..4;
+    prop_oneof![
+        (f.clone(), -3i64..12).prop_map(|(f, k)| Op::Ack(f, k)),
+        (f.clone(), 0u8..12, 1u8..4).prop_map(|(f, a, l)| Op::Sack(f, a, l)),
+        (f.clone(), 0u8..10, 0u8..10).prop_map(|(f, a, b)| Op::Mark(f, a, b)),
+        (f.clone(), 0u8..20).prop_map(|(f, w)| Op::Wnd(f, w)),
+        (f.clone(), 0u16..20_000).prop_map(|(f, b)| Op::Tail(f, b)),
+        Just(Op::Generate),
+        Just(Op::Generate),
+        Just(Op::Transmit),
+        Just(Op::Transmit),
+        Just(Op::Decide),
+        (0u8..6).prop_map(Op::Periodic),
+        (f.clone(), 0u16..5000).prop_map(|(f, b)| Op::Grant(f, b)),
+        (0u16..3000).prop_map(Op::Time),
+    ]
+}
+
+/// Runs `ops` and checks after every step: the set invariants (claim 4, via
+/// `check_invariants`: active iff it can generate, outstanding = ring occupancy ≤ N, ready
+/// iff ring and credit), retransmissions first (claim 1), the window (claim 2), wnd-start
+/// monotone (claim 2).
+fn run(scheme: CreditScheme, window: u32, ring: u32, ops: &[Op]) -> Result<(), TestCaseError> {
+    let mut e = engine(scheme, 4, window, ring);
+    let mut now = 1u64;
+    let mut tail = [0u64; 4];
+    for f in 0..4 {
+        e.add_flow(f, 1000, now).unwrap();
+    }
+    for op in ops {
+        let before: Vec<_> = (0..4).map(|f| e.flow_view(f).unwrap()).collect();
+        match *op {
+            Op::Ack(f, k) => {
+                let ws = before[f as usize].wnd_start as i64;
+                let cum = (ws + k).max(0) as u64;
+                e.incoming(f, &pkt(cum, (0, 0), 0, k > 0), now).unwrap();
+            }
+            Op::Sack(f, a, l) => {
+                let ws = before[f as usize].wnd_start;
+                let b = SegRange::new(ws + a as u64, ws + a as u64 + l as u64);
+                e.incoming(f, &IncomingPkt::sack(ws, &[b]), now).unwrap();
+            }
+            Op::Mark(f, a, b) => {
+                let ws = before[f as usize].wnd_start as u32;
+                e.incoming(f, &pkt(0, (ws + a as u32, ws + b as u32), 0, false), now)
+                    .unwrap();
+            }
+            Op::Wnd(f, w) => {
+                e.incoming(f, &pkt(0, (0, 0), w as u32, false), now)
+                    .unwrap();
+            }
+            Op::Tail(f, b) => {
+                tail[f as usize] += b as u64;
+                match e.update_tail(f, tail[f as usize]) {
+                    Ok(()) => {}
+                    Err(TonicError::SmallSegmentPending(_)) => tail[f as usize] -= b as u64,
+                    Err(x) => return Err(TestCaseError::fail(format!("{x}"))),
+                }
+            }
+            Op::Generate => {
+                let front = e.dd().active_set().front();
+                if let Some((f, seg)) = e.generate_step(now) {
+                    prop_assert_eq!(Some(f), front, "round robin takes the front");
+                    let v = &before[f as usize];
+                    let wnd = v.wnd_size.min(v.rcv_wnd).min(v.window_capacity) as u64;
+                    // Claim 1: the first marked segment inside the window goes first.
+                    match v.marked_for_rtx.find_first_set(0) {
+                        Some(o) if (o as u64) < wnd => {
+                            prop_assert_eq!(seg, v.wnd_start + o as u64, "retransmission first")
+                        }
+                        _ => {
+                            prop_assert_eq!(seg, v.next_new, "else the next new segment");
+                            // Claim 2: never beyond wnd-start + window.
+                            prop_assert!(seg < v.wnd_start + wnd, "window: {:?}", v);
+                            prop_assert!(seg < v.tail);
+                        }
+                    }
+                }
+            }
+            Op::Transmit => {
+                if let Some(tx) = e.transmit_step(now) {
+                    e.segment_transmitted(tx.flow);
+                }
+            }
+            Op::Decide => {
+                e.next_segment(now);
+            }
+            Op::Periodic(k) => {
+                e.periodic(now, k as u32);
+            }
+            Op::Grant(f, b) => {
+                e.incoming(f, &IncomingPkt::grant(b as u32), now).unwrap();
+            }
+            Op::Time(dt) => now += dt as u64,
+        }
+        for f in 0..4 {
+            let v = e.flow_view(f).unwrap();
+            prop_assert!(
+                v.wnd_start >= before[f as usize].wnd_start,
+                "wnd-start monotone"
+            );
+            prop_assert!(v.next_new <= v.wnd_start + v.window_capacity as u64);
+            prop_assert!(v.outstanding_cnt <= ring, "claim 3: at most N outstanding");
+        }
+        if let Err(msg) = e.check_invariants(now) {
+            return Err(TestCaseError::fail(format!("after {op:?}: {msg}")));
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+    #[test]
+    fn window_scheme_keeps_invariants(ops in prop::collection::vec(op(), 1..150)) {
+        run(CreditScheme::Window, 64, 4, &ops)?;
+    }
+
+    #[test]
+    fn rate_scheme_keeps_invariants(ops in prop::collection::vec(op(), 1..150)) {
+        run(CreditScheme::Rate, 128, 2, &ops)?;
+    }
+
+    #[test]
+    fn grant_scheme_keeps_invariants(ops in prop::collection::vec(op(), 1..150)) {
+        run(CreditScheme::Grant, 256, 1, &ops)?;
+    }
+}
+
+/// Claim 3: with no credit, a flow generates exactly N addresses and leaves the active set;
+/// each transmission lets it generate one more.
+#[test]
+fn outstanding_bound_n() {
+    let mut e = engine(CreditScheme::Grant, 2, 128, 3);
+    e.add_flow(0, 1000, 0).unwrap();
+    e.update_tail(0, 100_000).unwrap();
+    let gens: Vec<_> = std::iter::from_fn(|| e.generate_step(0)).take(10).collect();
+    assert_eq!(gens, vec![(0, 0), (0, 1), (0, 2)]);
+    assert!(!e.dd().active_set().contains(0));
+    assert_eq!(e.ce().ring_len(0), 3);
+    e.incoming(0, &IncomingPkt::grant(1000), 0).unwrap();
+    let tx = e.transmit_step(0).unwrap();
+    assert_eq!((tx.flow, tx.seg), (0, 0));
+    assert!(!e.dd().active_set().contains(0), "not before step 9");
+    e.segment_transmitted(0);
+    assert!(
+        e.dd().active_set().contains(0),
+        "re-activated by the transmit signal"
+    );
+    assert_eq!(e.generate_step(0), Some((0, 3)));
+    assert_eq!(e.generate_step(0), None);
+    e.check_invariants(0).unwrap();
+}
+
+/// Claim 3 (second half): an ack can re-activate a flow stopped by its window.
+#[test]
+fn ack_reactivates_a_window_limited_flow() {
+    let mut e = engine(CreditScheme::Window, 1, 128, 4);
+    e.add_flow(0, 1000, 0).unwrap();
+    e.update_tail(0, 100_000).unwrap();
+    let sent: Vec<_> = std::iter::from_fn(|| e.next_segment(0))
+        .map(|t| t.seg)
+        .collect();
+    assert_eq!(sent, (0..8).collect::<Vec<_>>(), "initial window 8");
+    assert!(!e.dd().active_set().contains(0));
+    e.incoming(0, &IncomingPkt::ack(3), 1).unwrap();
+    assert!(e.dd().active_set().contains(0));
+    let sent: Vec<_> = std::iter::from_fn(|| e.next_segment(1))
+        .map(|t| t.seg)
+        .collect();
+    assert_eq!(sent, vec![8, 9, 10]);
+}
+
+/// Round robin: backlogged flows are served one segment each in turn (§3.1).
+#[test]
+fn round_robin_across_flows() {
+    let mut e = engine(CreditScheme::Window, 3, 128, 2);
+    for f in 0..3 {
+        e.add_flow(f, 1000, 0).unwrap();
+        e.update_tail(f, 4000).unwrap();
+    }
+    let order: Vec<_> = std::iter::from_fn(|| e.next_segment(0))
+        .map(|t| (t.flow, t.seg))
+        .collect();
+    assert_eq!(order.len(), 12);
+    for (i, (f, s)) in order.iter().enumerate() {
+        assert_eq!((*f, *s), ((i % 3) as u32, (i / 3) as u64), "{order:?}");
+    }
+}
+
+/// Claim 6: an ack and a timeout for the same flow in the same cycle: the timeout is
+/// discarded.
+#[test]
+fn ack_and_timeout_in_one_cycle_drop_the_timeout() {
+    let mut e = engine(CreditScheme::Window, 1, 128, 4);
+    e.add_flow(0, 1000, 0).unwrap();
+    e.update_tail(0, 100_000).unwrap();
+    while e.next_segment(0).is_some() {}
+    let deadline = e.flow_view(0).unwrap().rtx_deadline;
+    assert_eq!(deadline, 1000);
+    // Same cycle: an ack (no reset) and the periodic visit of the expired flow.
+    let rep = e
+        .cycle(deadline, Some((0, pkt(2, (0, 0), 0, false))))
+        .unwrap();
+    assert!(rep.timeout_discarded && !rep.timeout);
+    let v = e.flow_view(0).unwrap();
+    assert_eq!(v.wnd_size, 8, "the timeout handler did not run");
+    assert!(v.marked_for_rtx.is_empty());
+    assert_eq!(
+        e.dd().ctx(0)[1],
+        0,
+        "periodic hook not called for the timeout"
+    );
+    // Next cycle without an ack: the timeout fires.
+    let rep = e.cycle(deadline + 1, None).unwrap();
+    assert!(rep.timeout);
+    assert_eq!(e.flow_view(0).unwrap().wnd_size, 3);
+}
+
+/// Claim 6: a generation and a transmission of the same flow in one cycle leave
+/// `outstanding-cnt` unchanged.
+#[test]
+fn generate_and_transmit_in_one_cycle_cancel_out() {
+    let mut e = engine(CreditScheme::Window, 1, 128, 4);
+    e.add_flow(0, 1000, 0).unwrap();
+    e.update_tail(0, 100_000).unwrap();
+    e.generate_step(0).unwrap();
+    assert_eq!(e.flow_view(0).unwrap().outstanding_cnt, 1);
+    for t in 1..5 {
+        let rep = e.cycle(t, None).unwrap();
+        assert_eq!(rep.generated.map(|g| g.0), Some(0));
+        assert_eq!(rep.tx.map(|x| x.flow), Some(0));
+        assert_eq!(e.flow_view(0).unwrap().outstanding_cnt, 1);
+    }
+}
+
+/// Claim 6: user-context updates of both hooks in one cycle are merged by the module's
+/// priority; retransmission marks of both apply.
+#[test]
+fn same_cycle_hooks_merge_by_priority() {
+    for (prio, want) in [
+        (CtxPriority::Incoming, [1, 0]),
+        (CtxPriority::Periodic, [0, 1]),
+    ] {
+        let m = Scripted::new(CreditScheme::Window, true, prio);
+        let mut e = TonicEngine::new(Box::new(m), EngineParams::default()).unwrap();
+        e.add_flow(0, 1000, 0).unwrap();
+        e.update_tail(0, 100_000).unwrap();
+        while e.next_segment(0).is_some() {}
+        let rep = e.cycle(1, Some((0, pkt(0, (2, 3), 0, false)))).unwrap();
+        // Both hooks changed the context (incoming: word 0, periodic: word 1); the
+        // prioritized one's whole context wins.
+        assert_eq!(e.dd().ctx(0), &want, "{prio:?}");
+        assert_eq!(
+            rep.generated,
+            Some((0, 2)),
+            "the mark applied: retransmitted at once"
+        );
+    }
+}
+
+/// Claim 15: a sweep of `k` flows per call visits every flow within ⌈flows / k⌉ calls, so
+/// every expired timer is handled within that many calls.
+#[test]
+fn periodic_sweep_covers_every_flow() {
+    let n = 100;
+    let mut e = engine(CreditScheme::Window, n, 128, 4);
+    for f in 0..n {
+        e.add_flow(f, 1000, 0).unwrap();
+        e.update_tail(f, 1000).unwrap();
+    }
+    while e.next_segment(0).is_some() {}
+    let mut timeouts = 0;
+    for _ in 0..10 {
+        timeouts += e.periodic(5000, 10).timeouts;
+    }
+    assert_eq!(timeouts, n);
+}
+
+/// Claim 14: window bitmaps of 64, 128 or 256 segments; more flows than Tonic's 2048; user
+/// state within Tab. 4.
+#[test]
+fn scale_limits() {
+    for w in [64, 128, 256] {
+        let mut e = engine(CreditScheme::Window, 1, w, 4);
+        e.add_flow(0, 100, 0).unwrap();
+        e.incoming(0, &pkt(0, (0, 0), 10_000, false), 0).unwrap();
+        e.update_tail(0, 1_000_000).unwrap();
+        let n = std::iter::from_fn(|| e.next_segment(0)).count();
+        assert_eq!(n as u32, w, "the bitmap bounds the window");
+    }
+    let m = Scripted::new(CreditScheme::Window, false, CtxPriority::Incoming);
+    let p = EngineParams {
+        window_segments: 512,
+        ..EngineParams::default()
+    };
+    assert!(TonicEngine::new(Box::new(m), p).is_err());
+    let mut e = engine(CreditScheme::Window, 100_000, 128, 4);
+    e.add_flow(99_999, 1000, 0).unwrap();
+    assert!(matches!(
+        e.add_flow(100_000, 1000, 0),
+        Err(TonicError::FlowOutOfRange(100_000, 100_000))
+    ));
+}
+
+/// Claim 16: equal segments except a final small one, which blocks new data until it is
+/// delivered; then the host is told and segmentation resumes after it.
+#[test]
+fn segmentation_contract() {
+    let mut e = engine(CreditScheme::Window, 1, 128, 4);
+    e.add_flow(0, 1000, 0).unwrap();
+    e.update_tail(0, 2500).unwrap();
+    let tx: Vec<_> = std::iter::from_fn(|| e.next_segment(0)).collect();
+    let shape: Vec<_> = tx.iter().map(|t| (t.seg, t.offset, t.len)).collect();
+    assert_eq!(shape, vec![(0, 0, 1000), (1, 1000, 1000), (2, 2000, 500)]);
+    assert_eq!(
+        e.update_tail(0, 4000),
+        Err(TonicError::SmallSegmentPending(0))
+    );
+    let r = e.incoming(0, &IncomingPkt::ack(2), 1).unwrap();
+    assert_eq!((r.acked_bytes, r.small_delivered), (2000, false));
+    let r = e.incoming(0, &IncomingPkt::ack(3), 2).unwrap();
+    assert_eq!((r.acked_bytes, r.small_delivered), (2500, true));
+    e.update_tail(0, 4000).unwrap();
+    let tx: Vec<_> = std::iter::from_fn(|| e.next_segment(3)).collect();
+    let shape: Vec<_> = tx.iter().map(|t| (t.seg, t.offset, t.len)).collect();
+    assert_eq!(shape, vec![(3, 2500, 1000), (4, 3500, 500)]);
+    assert!(matches!(
+        e.update_tail(0, 100),
+        Err(TonicError::SmallSegmentPending(0))
+    ));
+    // Byte ↔ segment mapping after the restart at byte 2500.
+    let b2s = |b, up| e.byte_to_seg(0, b, up).unwrap();
+    assert_eq!(
+        (b2s(2500, false), b2s(3499, false), b2s(3500, false)),
+        (3, 3, 4)
+    );
+    assert_eq!(
+        (b2s(2501, true), b2s(4000, false), b2s(9999, true)),
+        (4, 5, 5)
+    );
+    let r = e.incoming(0, &IncomingPkt::ack(5), 4).unwrap();
+    assert_eq!((r.acked_bytes, r.small_delivered), (4000, true));
+    assert!(matches!(
+        e.update_tail(0, 100),
+        Err(TonicError::TailBackwards {
+            old: 4000,
+            new: 100,
+            ..
+        })
+    ));
+}
+
+/// Acks for segments never sent are clipped; stale acks change nothing.
+#[test]
+fn acks_are_clipped_and_monotone() {
+    let mut e = engine(CreditScheme::Window, 1, 128, 4);
+    e.add_flow(0, 1000, 0).unwrap();
+    e.update_tail(0, 5000).unwrap();
+    while e.next_segment(0).is_some() {}
+    let r = e.incoming(0, &IncomingPkt::ack(100), 1).unwrap();
+    assert_eq!((r.wnd_start, r.newly_acked, r.acked_bytes), (5, 5, 5000));
+    let r = e.incoming(0, &IncomingPkt::ack(2), 2).unwrap();
+    assert_eq!((r.wnd_start, r.newly_acked), (5, 0));
+    assert_eq!(
+        e.incoming(7, &IncomingPkt::ack(1), 3),
+        Err(TonicError::FlowOutOfRange(7, 1))
+    );
+    e.remove_flow(0).unwrap();
+    assert_eq!(
+        e.incoming(0, &IncomingPkt::ack(1), 3),
+        Err(TonicError::NoSuchFlow(0))
+    );
+}
