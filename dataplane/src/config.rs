@@ -230,6 +230,9 @@ pub struct TonicConfig {
     pub bdp_segments: u32,
     /// IRN's RTO_low in µs (few segments in flight).
     pub rto_low_us: u64,
+    /// Shared libraries with out-of-tree modules (the C ABI of `offload_api::tonic_abi`),
+    /// loaded at start; `module` may then name one of them.
+    pub plugins: Vec<String>,
 }
 
 impl Default for TonicConfig {
@@ -248,6 +251,7 @@ impl Default for TonicConfig {
             init_credit_bytes: 16 * 1500,
             bdp_segments: 128,
             rto_low_us: 100,
+            plugins: Vec::new(),
         }
     }
 }
@@ -257,7 +261,8 @@ impl TonicConfig {
     fn check(&self) -> Result<(), (&'static str, String)> {
         let t = self;
         if let Some(m) = &t.module {
-            if !TONIC_MODULES.contains(&m.as_str()) {
+            // A name that is not built in may come from a plugin: checked when it loads.
+            if !TONIC_MODULES.contains(&m.as_str()) && t.plugins.is_empty() {
                 let known = TONIC_MODULES.join(", ");
                 return Err((
                     "module",

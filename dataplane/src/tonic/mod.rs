@@ -36,6 +36,7 @@ pub mod modules;
 pub mod rate;
 pub mod registry;
 pub mod rrset;
+pub mod testbench;
 pub mod timer;
 
 pub use dd::IncomingReport;

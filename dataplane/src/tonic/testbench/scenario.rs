@@ -1,0 +1,732 @@
+//! Testbench scenarios: what a TOML file under `configs/tonic/` says (Tonic §6, extraction
+//! §5.1: the paper's cycle-accurate simulator was driven by `init_wnd_size`,
+//! `init_rtx_timer`, `rtt`, `loss_prob` and `active_flow_cnt`).
+//!
+//! Parsing is strict like `dataplane::config`: unknown keys, wrong types and bad values are
+//! a [`ConfigError`] naming the file and the key (`link.rate`, `drop[1].segment`).
+//!
+//! ```toml
+//! name = "newreno-loss"        # free text, for reports
+//! seed = 7                     # the link's and the receiver NIC's random drops
+//! duration = "50ms"            # virtual-time limit
+//! trace_interval = "10us"      # per-flow trace sampling (default: rtt)
+//! trace_segments = false       # also log every transmitted segment
+//! check_invariants = false     # check the engines' §3.1 set invariants at each sample
+//!
+//! [module]                     # the protocol module and its parameters
+//! name = "newreno"             # reno, newreno, sack, ndp, dcqcn, irn, dctcp
+//! dup_ack_thresh = 3           # optional ModuleParams: line_rate, min_rate, max_burst,
+//!                              # init_credit, bdp_segments, rto_low, dcqcn_g_shift,
+//!                              # dcqcn_timer, dcqcn_byte_counter, dcqcn_rai, dcqcn_rhai,
+//!                              # dctcp_g_shift
+//! [tonic]                      # Tonic's own knobs, plus engine sizes
+//! init_wnd_size = 10           # initial window of window modules, segments
+//! init_rtx_timer = "1ms"       # base retransmission timeout
+//! rtt = "10us"                 # round-trip propagation delay
+//! loss_prob = 0.001            # random data drops at the receiver's NIC (§6.2.1)
+//! active_flow_cnt = 1          # flows per sender
+//! window = 128                 # bitmap size: 64, 128 or 256 (Tab. 4)
+//! ring_depth = 4               # N (§3.1)
+//! cycle = "1us"                # Periodic Updates sweep interval
+//!
+//! [flows]
+//! senders = 1                  # sender hosts (one engine each) → one receiver
+//! segments = 2000              # or: bytes = "2MB" (a last short segment is allowed)
+//! segment_size = 1000          # bytes of payload per segment
+//! start_interval = "0ns"       # flow k starts at k · start_interval
+//!
+//! [link]                       # the bottleneck towards the receiver
+//! rate = "10Gbps"
+//! host_rate = "10Gbps"         # each sender's NIC (default: rate)
+//! delay = "5us"                # one-way data delay (default rtt / 2)
+//! buffer = "200KB"             # FIFO buffer, tail drop
+//! header_bytes = 64            # per-packet header; a trimmed packet's size
+//! loss_prob = 0.0              # random loss on the link
+//! ecn_threshold = "30KB"       # mark when more than this is queued (K, or RED's Kmin)
+//! ecn_threshold_max = "90KB"   # optional RED Kmax: marking probability rises to ecn_prob_max
+//! ecn_prob_max = 1.0
+//! trim = false                 # NDP: cut the payload instead of dropping when full
+//! header_buffer = "64KB"       # room for trimmed headers (priority queue; default buffer)
+//!
+//! [receiver]
+//! kind = "tcp-sack"            # override the protocol table (see receiver.rs)
+//! ack_every = 1                # 2: delayed acks (every second in-order segment)
+//! delayed_ack_timeout = "20us"
+//! sack_blocks = 4              # 1..=4 (Tonic's prototype used 1)
+//! cnp_interval = "50us"        # DCQCN NP: at most one CNP per flow per interval
+//!
+//! [[drop]]                     # scripted drops at the receiver's NIC
+//! flow = 0                     # global flow id (sender · active_flow_cnt + k)
+//! segment = 150
+//! count = 1                    # how many arrivals of it to drop
+//! ```
+
+use serde::Deserialize;
+
+use super::receiver::ReceiverKind;
+use super::units;
+use crate::config::ConfigError;
+use crate::tonic::module::MAX_SACK_BLOCKS;
+use crate::tonic::modules::ModuleParams;
+use crate::tonic::registry::Registry;
+use crate::tonic::{EngineParams, Nanos};
+
+/// A whole scenario. Build one in code with [`Scenario::new`] and field updates, or read one
+/// with [`load_scenario`] / [`parse_scenario`].
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Free-text name for reports (default: the file name).
+    #[serde(default)]
+    pub name: String,
+    /// Seed of the testbench's random number generator.
+    #[serde(default = "one")]
+    pub seed: u64,
+    /// Virtual-time limit in ns.
+    #[serde(default = "default_duration", deserialize_with = "units::duration")]
+    pub duration: Nanos,
+    /// Trace sampling interval in ns (default: the RTT).
+    #[serde(default, deserialize_with = "units::opt_duration")]
+    pub trace_interval: Option<Nanos>,
+    /// Log every transmitted segment (Tonic Fig. 3b: sequence numbers over time).
+    #[serde(default)]
+    pub trace_segments: bool,
+    /// Check the engines' invariants (§3.1 sets, rings, window) at each trace sample.
+    #[serde(default)]
+    pub check_invariants: bool,
+    /// The protocol module.
+    pub module: ModuleSection,
+    /// Tonic's knobs and the engine sizes.
+    #[serde(default)]
+    pub tonic: TonicSection,
+    /// The flows.
+    #[serde(default)]
+    pub flows: FlowsSection,
+    /// The bottleneck link.
+    #[serde(default)]
+    pub link: LinkSection,
+    /// The receiver.
+    #[serde(default)]
+    pub receiver: ReceiverSection,
+    /// Scripted drops.
+    #[serde(default, rename = "drop")]
+    pub drops: Vec<DropRule>,
+}
+
+fn one() -> u64 {
+    1
+}
+fn default_duration() -> Nanos {
+    1_000_000_000
+}
+
+/// `[module]`: which module, and the [`ModuleParams`] a scenario may override. Unset
+/// parameters keep `ModuleParams::default()`, except `line_rate` (default: the sender's
+/// NIC rate).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModuleSection {
+    /// Registry name of the module.
+    pub name: String,
+    /// Duplicate acks for fast retransmit (App. D `DUP_ACKS_THRESH`).
+    pub dup_ack_thresh: Option<u32>,
+    /// Initial and largest rate of rate modules, bit/s.
+    #[serde(default, deserialize_with = "units::opt_rate")]
+    pub line_rate: Option<u64>,
+    /// Smallest rate of rate modules, bit/s.
+    #[serde(default, deserialize_with = "units::opt_rate")]
+    pub min_rate: Option<u64>,
+    /// Burst D of rate modules, bytes.
+    #[serde(default, deserialize_with = "units::opt_size")]
+    pub max_burst: Option<u64>,
+    /// NDP's first-RTT credit, bytes.
+    #[serde(default, deserialize_with = "units::opt_size")]
+    pub init_credit: Option<u64>,
+    /// IRN's BDP window, segments.
+    pub bdp_segments: Option<u32>,
+    /// IRN's RTO_low.
+    #[serde(default, deserialize_with = "units::opt_duration")]
+    pub rto_low: Option<Nanos>,
+    /// DCQCN g = 2^-shift.
+    pub dcqcn_g_shift: Option<u32>,
+    /// DCQCN timers K and T.
+    #[serde(default, deserialize_with = "units::opt_duration")]
+    pub dcqcn_timer: Option<Nanos>,
+    /// DCQCN byte counter B, bytes.
+    #[serde(default, deserialize_with = "units::opt_size")]
+    pub dcqcn_byte_counter: Option<u64>,
+    /// DCQCN R_AI.
+    #[serde(default, deserialize_with = "units::opt_rate")]
+    pub dcqcn_rai: Option<u64>,
+    /// DCQCN R_HAI.
+    #[serde(default, deserialize_with = "units::opt_rate")]
+    pub dcqcn_rhai: Option<u64>,
+    /// DCTCP g = 2^-shift.
+    pub dctcp_g_shift: Option<u32>,
+}
+
+/// `[tonic]`: the knobs of Tonic's test bench plus engine sizes.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TonicSection {
+    /// Initial window of window modules, in segments.
+    pub init_wnd_size: u32,
+    /// Base retransmission timeout, ns.
+    #[serde(deserialize_with = "units::duration")]
+    pub init_rtx_timer: Nanos,
+    /// Round-trip propagation delay, ns (default: twice `link.delay`, else 10 µs as in §6.2.1).
+    #[serde(deserialize_with = "units::opt_duration")]
+    pub rtt: Option<Nanos>,
+    /// Probability that the receiver's NIC drops an arriving data packet.
+    pub loss_prob: f64,
+    /// Flows per sender.
+    pub active_flow_cnt: u32,
+    /// Window bitmap size in segments.
+    pub window: u32,
+    /// N, the per-flow ring of segment addresses.
+    pub ring_depth: u32,
+    /// Interval of the Periodic Updates sweep (every flow once), ns.
+    #[serde(deserialize_with = "units::duration")]
+    pub cycle: Nanos,
+}
+
+impl Default for TonicSection {
+    fn default() -> Self {
+        TonicSection {
+            init_wnd_size: 10,
+            init_rtx_timer: 200_000_000,
+            rtt: None,
+            loss_prob: 0.0,
+            active_flow_cnt: 1,
+            window: 128,
+            ring_depth: 4,
+            cycle: 1_000,
+        }
+    }
+}
+
+/// `[flows]`: how many, how big, when.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct FlowsSection {
+    /// Sender hosts, each with its own engine and NIC, all sending to one receiver.
+    pub senders: u32,
+    /// Flow size in segments (exclusive with `bytes`; default 1000 segments).
+    pub segments: Option<u64>,
+    /// Flow size in bytes.
+    #[serde(deserialize_with = "units::opt_size")]
+    pub bytes: Option<u64>,
+    /// Payload bytes per segment.
+    pub segment_size: u32,
+    /// Flow k starts at k · start_interval, ns.
+    #[serde(deserialize_with = "units::duration")]
+    pub start_interval: Nanos,
+}
+
+impl Default for FlowsSection {
+    fn default() -> Self {
+        FlowsSection {
+            senders: 1,
+            segments: None,
+            bytes: None,
+            segment_size: 1000,
+            start_interval: 0,
+        }
+    }
+}
+
+/// `[link]`: the bottleneck from the switch to the receiver, and the senders' NICs.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LinkSection {
+    /// Bottleneck rate, bit/s.
+    #[serde(deserialize_with = "units::rate")]
+    pub rate: u64,
+    /// Each sender NIC's rate, bit/s (default: `rate`).
+    #[serde(deserialize_with = "units::opt_rate")]
+    pub host_rate: Option<u64>,
+    /// One-way delay of data packets, ns (default: rtt / 2).
+    #[serde(deserialize_with = "units::opt_duration")]
+    pub delay: Option<Nanos>,
+    /// FIFO buffer in bytes (tail drop).
+    #[serde(deserialize_with = "units::size")]
+    pub buffer: u64,
+    /// Header bytes per packet (on the wire, and all a trimmed packet keeps).
+    pub header_bytes: u32,
+    /// Random loss probability of a packet on the link.
+    pub loss_prob: f64,
+    /// ECN: mark arriving data when more than this many bytes are queued.
+    #[serde(deserialize_with = "units::opt_size")]
+    pub ecn_threshold: Option<u64>,
+    /// ECN (RED): above this, always mark; between the thresholds, mark with a probability
+    /// rising linearly to `ecn_prob_max`.
+    #[serde(deserialize_with = "units::opt_size")]
+    pub ecn_threshold_max: Option<u64>,
+    /// RED's Pmax.
+    pub ecn_prob_max: f64,
+    /// Trim instead of dropping when the buffer is full (NDP).
+    pub trim: bool,
+    /// Bytes of trimmed headers the priority queue holds (default: `buffer`).
+    #[serde(deserialize_with = "units::opt_size")]
+    pub header_buffer: Option<u64>,
+}
+
+impl Default for LinkSection {
+    fn default() -> Self {
+        LinkSection {
+            rate: 10_000_000_000,
+            host_rate: None,
+            delay: None,
+            buffer: 5_500_000,
+            header_bytes: 64,
+            loss_prob: 0.0,
+            ecn_threshold: None,
+            ecn_threshold_max: None,
+            ecn_prob_max: 1.0,
+            trim: false,
+            header_buffer: None,
+        }
+    }
+}
+
+/// `[receiver]`: how the receiver answers.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ReceiverSection {
+    /// Receiver behaviour; default from the module (see [`ReceiverKind::for_module`]).
+    pub kind: Option<ReceiverKind>,
+    /// TCP receivers: ack every this many in-order segments (2: delayed acks).
+    pub ack_every: u32,
+    /// TCP receivers: the delayed-ack timer, ns.
+    #[serde(deserialize_with = "units::duration")]
+    pub delayed_ack_timeout: Nanos,
+    /// SACK blocks per ack, 1..=4.
+    pub sack_blocks: u32,
+    /// RoCE receivers: at most one CNP per flow per this interval, ns (DCQCN: 50 µs).
+    #[serde(deserialize_with = "units::duration")]
+    pub cnp_interval: Nanos,
+}
+
+impl Default for ReceiverSection {
+    fn default() -> Self {
+        ReceiverSection {
+            kind: None,
+            ack_every: 1,
+            delayed_ack_timeout: 40_000,
+            sack_blocks: MAX_SACK_BLOCKS as u32,
+            cnp_interval: 50_000,
+        }
+    }
+}
+
+/// `[[drop]]`: drop arrivals of one segment at the receiver's NIC.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct DropRule {
+    /// Global flow id.
+    pub flow: u32,
+    /// Segment index.
+    pub segment: u64,
+    /// Arrivals to drop (first transmission first).
+    #[serde(default = "one")]
+    pub count: u64,
+}
+
+impl Scenario {
+    /// A scenario running module `module` with every other setting at its default.
+    pub fn new(module: &str) -> Self {
+        Scenario {
+            name: module.to_string(),
+            seed: 1,
+            duration: default_duration(),
+            trace_interval: None,
+            trace_segments: false,
+            check_invariants: false,
+            module: ModuleSection {
+                name: module.to_string(),
+                ..Default::default()
+            },
+            tonic: TonicSection::default(),
+            flows: FlowsSection::default(),
+            link: LinkSection::default(),
+            receiver: ReceiverSection::default(),
+            drops: Vec::new(),
+        }
+    }
+
+    /// Round-trip propagation delay.
+    pub fn rtt(&self) -> Nanos {
+        match (self.tonic.rtt, self.link.delay) {
+            (Some(r), _) => r,
+            (None, Some(d)) => 2 * d,
+            (None, None) => 10_000,
+        }
+    }
+
+    /// One-way delay of data (sender → receiver).
+    pub fn forward_delay(&self) -> Nanos {
+        self.link.delay.unwrap_or(self.rtt() / 2)
+    }
+
+    /// One-way delay of control packets (receiver → sender): `rtt − delay`.
+    pub fn reverse_delay(&self) -> Nanos {
+        self.rtt().saturating_sub(self.forward_delay())
+    }
+
+    /// Each sender NIC's rate.
+    pub fn host_rate(&self) -> u64 {
+        self.link.host_rate.unwrap_or(self.link.rate)
+    }
+
+    /// Flows in total: `senders · active_flow_cnt`.
+    pub fn total_flows(&self) -> u32 {
+        self.flows.senders * self.tonic.active_flow_cnt
+    }
+
+    /// Bytes per flow.
+    pub fn flow_bytes(&self) -> u64 {
+        match (self.flows.segments, self.flows.bytes) {
+            (_, Some(b)) => b,
+            (Some(s), None) => s * self.flows.segment_size as u64,
+            (None, None) => 1000 * self.flows.segment_size as u64,
+        }
+    }
+
+    /// Segments per flow (a final short one included).
+    pub fn flow_segments(&self) -> u64 {
+        self.flow_bytes()
+            .div_ceil(self.flows.segment_size.max(1) as u64)
+    }
+
+    /// The trace sampling interval.
+    pub fn trace_every(&self) -> Nanos {
+        self.trace_interval.unwrap_or(self.rtt()).max(1)
+    }
+
+    /// The module parameters this scenario gives.
+    pub fn module_params(&self) -> ModuleParams {
+        let m = &self.module;
+        let d = ModuleParams::default();
+        ModuleParams {
+            init_wnd: self.tonic.init_wnd_size,
+            rto_ns: self.tonic.init_rtx_timer,
+            dup_ack_thresh: m.dup_ack_thresh.unwrap_or(d.dup_ack_thresh),
+            line_rate_bps: m.line_rate.unwrap_or(self.host_rate()),
+            min_rate_bps: m.min_rate.unwrap_or(d.min_rate_bps),
+            max_burst_bytes: m.max_burst.map_or(d.max_burst_bytes, clamp32),
+            init_credit_bytes: m.init_credit.map_or(d.init_credit_bytes, clamp32),
+            bdp_segments: m.bdp_segments.unwrap_or(d.bdp_segments),
+            rto_low_ns: m.rto_low.unwrap_or(d.rto_low_ns),
+            dcqcn_g_shift: m.dcqcn_g_shift.unwrap_or(d.dcqcn_g_shift),
+            dcqcn_timer_ns: m.dcqcn_timer.unwrap_or(d.dcqcn_timer_ns),
+            dcqcn_byte_counter: m.dcqcn_byte_counter.unwrap_or(d.dcqcn_byte_counter),
+            dcqcn_rai_bps: m.dcqcn_rai.unwrap_or(d.dcqcn_rai_bps),
+            dcqcn_rhai_bps: m.dcqcn_rhai.unwrap_or(d.dcqcn_rhai_bps),
+            dctcp_g_shift: m.dctcp_g_shift.unwrap_or(d.dctcp_g_shift),
+        }
+    }
+
+    /// The engine sizes of each sender.
+    pub fn engine_params(&self) -> EngineParams {
+        EngineParams {
+            max_flows: self.tonic.active_flow_cnt,
+            window_segments: self.tonic.window,
+            ring_depth: self.tonic.ring_depth,
+            ..EngineParams::default()
+        }
+    }
+
+    /// Checks value ranges and cross-key rules, naming the key at fault; `file` names the
+    /// source in errors. Module names are checked against `registry`.
+    pub fn check(&self, file: &str, registry: &Registry) -> Result<(), ConfigError> {
+        let err = |k: &str, m: String| Err(ConfigError::new(file, k, m));
+        if registry.info(&self.module.name).is_none() {
+            let known: Vec<_> = registry.list().map(|i| i.name.as_str()).collect();
+            return err(
+                "module.name",
+                format!(
+                    "unknown module {:?}, expected one of {}",
+                    self.module.name,
+                    known.join(", ")
+                ),
+            );
+        }
+        let prob = |p: f64| (0.0..1.0).contains(&p);
+        let t = &self.tonic;
+        let f = &self.flows;
+        let l = &self.link;
+        let r = &self.receiver;
+        let rules: [(&str, bool, &str); 24] = [
+            (
+                "duration",
+                self.duration > 0,
+                "expected a positive duration",
+            ),
+            (
+                "tonic.init_wnd_size",
+                t.init_wnd_size >= 1,
+                "expected at least 1 segment",
+            ),
+            (
+                "tonic.init_rtx_timer",
+                t.init_rtx_timer >= 1,
+                "expected a positive timeout",
+            ),
+            (
+                "tonic.loss_prob",
+                prob(t.loss_prob),
+                "expected a probability in [0, 1)",
+            ),
+            (
+                "tonic.active_flow_cnt",
+                (1..=65_536).contains(&t.active_flow_cnt),
+                "expected 1 to 65536 flows per sender",
+            ),
+            (
+                "tonic.window",
+                matches!(t.window, 64 | 128 | 256),
+                "expected 64, 128 or 256 segments",
+            ),
+            (
+                "tonic.ring_depth",
+                (1..=8).contains(&t.ring_depth),
+                "expected 1 to 8",
+            ),
+            ("tonic.cycle", t.cycle >= 1, "expected a positive interval"),
+            (
+                "tonic.rtt",
+                self.rtt() >= self.forward_delay(),
+                "expected at least link.delay (the reverse delay is rtt - delay)",
+            ),
+            (
+                "flows.senders",
+                (1..=4096).contains(&f.senders),
+                "expected 1 to 4096 senders",
+            ),
+            (
+                "flows.bytes",
+                !(f.bytes.is_some() && f.segments.is_some()),
+                "give flows.segments or flows.bytes, not both",
+            ),
+            (
+                "flows.segments",
+                f.segments != Some(0) && f.bytes != Some(0),
+                "expected a non-empty flow",
+            ),
+            (
+                "flows.segment_size",
+                (1..=65_535).contains(&f.segment_size),
+                "expected 1 to 65535 bytes",
+            ),
+            ("link.rate", l.rate >= 1_000, "expected at least 1 Kbps"),
+            (
+                "link.host_rate",
+                self.host_rate() >= 1_000,
+                "expected at least 1 Kbps",
+            ),
+            (
+                "link.buffer",
+                l.buffer >= (f.segment_size + l.header_bytes) as u64,
+                "expected room for at least one full packet",
+            ),
+            (
+                "link.header_bytes",
+                (1..=1500).contains(&l.header_bytes),
+                "expected 1 to 1500 bytes",
+            ),
+            (
+                "link.loss_prob",
+                prob(l.loss_prob),
+                "expected a probability in [0, 1)",
+            ),
+            (
+                "link.ecn_threshold_max",
+                l.ecn_threshold_max
+                    .is_none_or(|m| l.ecn_threshold.is_some_and(|k| m > k)),
+                "expected above link.ecn_threshold (which must be set)",
+            ),
+            (
+                "link.ecn_prob_max",
+                l.ecn_prob_max > 0.0 && l.ecn_prob_max <= 1.0,
+                "expected a probability in (0, 1]",
+            ),
+            (
+                "receiver.ack_every",
+                (1..=64).contains(&r.ack_every),
+                "expected 1 to 64",
+            ),
+            (
+                "receiver.delayed_ack_timeout",
+                r.delayed_ack_timeout >= 1,
+                "expected a positive timeout",
+            ),
+            (
+                "receiver.sack_blocks",
+                (1..=MAX_SACK_BLOCKS as u32).contains(&r.sack_blocks),
+                "expected 1 to 4",
+            ),
+            (
+                "trace_interval",
+                self.trace_interval != Some(0),
+                "expected a positive interval",
+            ),
+        ];
+        for (key, ok, msg) in rules {
+            if !ok {
+                return err(key, msg.to_string());
+            }
+        }
+        if self.flow_segments() > 1 << 30 {
+            return err(
+                "flows.segments",
+                "expected at most 2^30 segments per flow".into(),
+            );
+        }
+        if self.total_flows() > 1 << 20 {
+            return err(
+                "tonic.active_flow_cnt",
+                format!(
+                    "{} flows in all (senders × active_flow_cnt), expected at most 2^20",
+                    self.total_flows()
+                ),
+            );
+        }
+        // The receiver keeps two bits per segment of every flow.
+        if self.total_flows() as u64 * self.flow_segments() > 1 << 32 {
+            return err(
+                "flows.segments",
+                "flows × segments exceeds 2^32: the receiver's state would not fit".into(),
+            );
+        }
+        for (i, d) in self.drops.iter().enumerate() {
+            if d.flow >= self.total_flows() {
+                return err(
+                    &format!("drop[{i}].flow"),
+                    format!(
+                        "flow {} does not exist (flows 0..{})",
+                        d.flow,
+                        self.total_flows()
+                    ),
+                );
+            }
+            if d.segment >= self.flow_segments() {
+                return err(
+                    &format!("drop[{i}].segment"),
+                    format!(
+                        "segment {} is beyond the flow's {}",
+                        d.segment,
+                        self.flow_segments()
+                    ),
+                );
+            }
+        }
+        Ok(())
+    }
+}
+
+fn clamp32(v: u64) -> u32 {
+    v.min(u32::MAX as u64) as u32
+}
+
+/// Parses scenario text; `file` names it in errors. Module names are checked against the
+/// built-in registry.
+pub fn parse_scenario(text: &str, file: &str) -> Result<Scenario, ConfigError> {
+    parse_scenario_with(text, file, &Registry::builtin())
+}
+
+/// [`parse_scenario`] against `registry` (for out-of-tree modules).
+pub fn parse_scenario_with(
+    text: &str,
+    file: &str,
+    registry: &Registry,
+) -> Result<Scenario, ConfigError> {
+    let value: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+        let line = e
+            .span()
+            .map(|s| format!("line {}", text[..s.start].matches('\n').count() + 1))
+            .unwrap_or_else(|| "(syntax)".into());
+        ConfigError::new(file, line, format!("TOML syntax error: {}", e.message()))
+    })?;
+    let mut s: Scenario =
+        serde_path_to_error::deserialize(toml::Value::Table(value)).map_err(|e| {
+            let p = e.path().to_string();
+            let key = if p == "." || p.is_empty() {
+                "(top level)".to_string()
+            } else {
+                p
+            };
+            ConfigError::new(file, key, e.into_inner().message().to_string())
+        })?;
+    if s.name.is_empty() {
+        s.name = std::path::Path::new(file)
+            .file_stem()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+    }
+    s.check(file, registry)?;
+    Ok(s)
+}
+
+/// Reads and checks a scenario file (module names from the built-in registry).
+pub fn load_scenario(path: impl AsRef<std::path::Path>) -> Result<Scenario, ConfigError> {
+    load_scenario_with(path, &Registry::builtin())
+}
+
+/// [`load_scenario`] against `registry` (for out-of-tree modules).
+pub fn load_scenario_with(
+    path: impl AsRef<std::path::Path>,
+    registry: &Registry,
+) -> Result<Scenario, ConfigError> {
+    let path = path.as_ref();
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| ConfigError::new(&file, "(file)", format!("cannot read: {e}")))?;
+    parse_scenario_with(&text, &file, registry)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(text: &str) -> ConfigError {
+        parse_scenario(text, "t.toml").unwrap_err()
+    }
+
+    #[test]
+    fn parses_units_and_defaults() {
+        let s = parse_scenario(
+            "[module]\nname = \"dcqcn\"\n[tonic]\nrtt = \"4us\"\n[link]\nrate = \"40Gbps\"\nbuffer = \"1MB\"\n[flows]\nbytes = \"1.5KB\"\n",
+            "dir/x.toml",
+        )
+        .unwrap();
+        assert_eq!(s.name, "x");
+        assert_eq!(
+            (s.rtt(), s.forward_delay(), s.reverse_delay()),
+            (4000, 2000, 2000)
+        );
+        assert_eq!(s.link.rate, 40_000_000_000);
+        assert_eq!(s.link.buffer, 1_000_000);
+        assert_eq!((s.flow_bytes(), s.flow_segments()), (1500, 2));
+        assert_eq!(s.module_params().line_rate_bps, 40_000_000_000);
+    }
+
+    #[test]
+    fn errors_name_the_key() {
+        assert_eq!(err("[module]\nname = \"cubic\"\n").key, "module.name");
+        assert_eq!(
+            err("[module]\nname = \"reno\"\nbogus = 1\n").key,
+            "module.bogus"
+        );
+        assert_eq!(
+            err("[module]\nname = \"reno\"\n[link]\nrate = \"fast\"\n").key,
+            "link.rate"
+        );
+        let e = err("[module]\nname = \"reno\"\n[tonic]\nloss_prob = 1.5\n");
+        assert_eq!(e.key, "tonic.loss_prob");
+        assert!(e.to_string().contains("t.toml"), "{e}");
+        let e = err("[module]\nname = \"reno\"\n[[drop]]\nflow = 3\nsegment = 1\n");
+        assert_eq!(e.key, "drop[0].flow");
+        assert_eq!(err("seed = 1\n").key, "(top level)");
+        assert_eq!(err("[module\n").key, "line 1");
+    }
+}
