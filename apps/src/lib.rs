@@ -3,8 +3,13 @@
 //! - [`echo`]: an epoll echo server and a persistent-connection echo load generator over the
 //!   mTCP-style API (the workload of AccelTCP §6 and of BENCHMARKS.md);
 //! - [`node`]: a whole nicemu node in one thread (NIC lcore + host context, the "shared" lcore
-//!   role), for deterministic tests and benchmarks on the in-memory wire.
+//!   role), for deterministic tests and benchmarks on the in-memory wire;
+//! - [`smol`]: smoltcp on the in-memory wire, as an interop peer and a baseline;
+//! - [`bench`]: `nicemu bench echo` (host cost per transaction: nicemu, smoltcp, kernel);
+//! - [`tonic_cmd`]: `nicemu modules`, `nicemu testbench`, `nicemu bench tonic`.
 
+pub mod bench;
 pub mod echo;
 pub mod smol;
 pub mod node;
+pub mod tonic_cmd;

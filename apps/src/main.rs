@@ -48,6 +48,90 @@ enum Cmd {
     /// Run the embedded default topology: a NIC between two peers on the in-memory wire,
     /// exercising ARP, ping, forwarding, malformed frames and host transmit; prints results.
     Demo(DemoArgs),
+    /// Benchmarks: `bench echo` compares the host cost of a 64-byte echo on nicemu, smoltcp
+    /// and the Linux kernel; `bench tonic` measures Tonic's segment scheduling decisions per
+    /// second.
+    #[command(subcommand)]
+    Bench(BenchCmd),
+    /// List the Tonic protocol modules: built in, and loaded from shared libraries (--plugin,
+    /// or `[tonic] plugins` of a configuration), with their credit scheme and per-flow state.
+    Modules {
+        /// A shared library with a module (the C ABI of offload_api::tonic_abi); repeatable.
+        #[arg(long)]
+        plugin: Vec<PathBuf>,
+        /// Also load the plugins named in this configuration's `[tonic] plugins`.
+        #[arg(short, long)]
+        config: Option<PathBuf>,
+    },
+    /// Run a Tonic scenario (configs/tonic/*.toml) in virtual time: a sender engine with the
+    /// scenario's module, a receiver and a bottleneck link; prints per-flow results and, with
+    /// --csv, writes per-flow traces (window or rate, sequence numbers, retransmissions).
+    Testbench {
+        /// The scenario file.
+        scenario: PathBuf,
+        /// Directory for the CSV traces.
+        #[arg(long)]
+        csv: Option<PathBuf>,
+        /// A shared library with a module the scenario may name; repeatable.
+        #[arg(long)]
+        plugin: Vec<PathBuf>,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum BenchCmd {
+    /// Persistent-connection echo: host CPU ns per transaction and transactions/s of the
+    /// nicemu host stack, a smoltcp server and a Linux kernel epoll server, side by side.
+    /// The kernel server needs root and a build with the dpdk feature.
+    Echo(EchoArgs),
+    /// Tonic scheduling decisions per second on one core for several numbers of active
+    /// flows (Tonic's hardware: one per 10 ns, at most 2,048 flows).
+    Tonic {
+        /// The module.
+        #[arg(long, default_value = "newreno")]
+        module: String,
+        /// Active flow counts, comma-separated.
+        #[arg(long, default_value = "1024,65536,1048576", value_delimiter = ',')]
+        flows: Vec<usize>,
+        /// Seconds per flow count.
+        #[arg(long, default_value_t = 2.0)]
+        seconds: f64,
+        /// The receiver acknowledges every n-th segment (1: every segment; 2: delayed ACKs).
+        #[arg(long, default_value_t = 1)]
+        ack_every: u32,
+    },
+    /// The kernel epoll echo server `bench echo` runs in its namespace (internal).
+    #[command(hide = true)]
+    KernelEchoServer {
+        /// TCP port to listen on.
+        #[arg(long)]
+        port: u16,
+        /// Core to pin to.
+        #[arg(long)]
+        core: Option<usize>,
+    },
+}
+
+#[derive(Args, Debug)]
+struct EchoArgs {
+    /// Persistent connections.
+    #[arg(long, default_value_t = 1024)]
+    conns: usize,
+    /// Request size in bytes.
+    #[arg(long, default_value_t = 64)]
+    size: usize,
+    /// Measured seconds per server per round.
+    #[arg(long, default_value_t = 5.0)]
+    seconds: f64,
+    /// Rounds (each runs every server once; the order rotates).
+    #[arg(long, default_value_t = 3)]
+    rounds: u32,
+    /// Servers to compare, comma-separated: nicemu, smoltcp, kernel.
+    #[arg(long, default_value = "nicemu,smoltcp,kernel")]
+    servers: String,
+    /// Warm-up seconds before each measured window.
+    #[arg(long, default_value_t = 0.5)]
+    warmup: f64,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -159,6 +243,22 @@ fn main() -> ExitCode {
         }
         Cmd::Check { config } => topo::check(&config),
         Cmd::Demo(a) => demo::run(a.frames, a.dpdk_seconds),
+        Cmd::Bench(BenchCmd::Echo(a)) => bench_echo(a),
+        Cmd::Bench(BenchCmd::Tonic {
+            module,
+            flows,
+            seconds,
+            ack_every,
+        }) => apps::tonic_cmd::bench(&module, &flows, seconds, ack_every),
+        Cmd::Modules { plugin, config } => modules(plugin, config),
+        Cmd::Testbench {
+            scenario,
+            csv,
+            plugin,
+        } => apps::tonic_cmd::testbench(&scenario, csv.as_deref(), &plugin),
+        Cmd::Bench(BenchCmd::KernelEchoServer { port, core }) => {
+            apps::bench::kernel_echo_server(port, core)
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -167,6 +267,36 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `nicemu modules`: the CLI's plugins plus those of the configuration, if given.
+fn modules(mut plugins: Vec<PathBuf>, config: Option<PathBuf>) -> Result<(), String> {
+    if let Some(path) = config {
+        let cfg = dataplane::config::Config::load(&path).map_err(|e| e.to_string())?;
+        plugins.extend(cfg.tonic.plugins.iter().map(PathBuf::from));
+    }
+    apps::tonic_cmd::modules(&plugins)
+}
+
+/// `nicemu bench echo`: runs the benchmark (Ctrl-C stops it and cleans up) and prints it.
+fn bench_echo(a: EchoArgs) -> Result<(), String> {
+    let opts = apps::bench::EchoBenchOpts {
+        conns: a.conns,
+        size: a.size,
+        seconds: a.seconds,
+        rounds: a.rounds,
+        servers: apps::bench::parse_servers(&a.servers)?,
+        warmup_seconds: a.warmup,
+        ..Default::default()
+    };
+    let stop = opts.stop.clone();
+    if let Err(e) =
+        ctrlc::set_handler(move || stop.store(true, std::sync::atomic::Ordering::Relaxed))
+    {
+        eprintln!("nicemu: cannot install the Ctrl-C handler: {e}");
+    }
+    print!("{}", apps::bench::echo(&opts)?);
+    Ok(())
 }
 
 #[cfg(feature = "dpdk")]

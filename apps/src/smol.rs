@@ -8,13 +8,31 @@ use dataplane::port::Port;
 use smoltcp::phy::{Device, DeviceCapabilities, Medium, RxToken, TxToken};
 use smoltcp::time::Instant;
 
+/// Which way a frame seen by a [`Tap`] goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TapDir {
+    /// Received by the smoltcp interface from the wire.
+    Rx,
+    /// Sent by the smoltcp interface onto the wire.
+    Tx,
+}
+
+/// An observer of every frame the device receives or sends (tests use it to check TCP flags
+/// and options on the wire).
+pub type Tap = Box<dyn FnMut(TapDir, &[u8]) + Send>;
+
 /// A smoltcp device on one wire queue. Frames are received in bursts and sent one by one.
 pub struct WireDevice {
     q: WireQueue,
     rx: Vec<HeapBuf>,
     tx: Vec<HeapBuf>,
+    tap: Option<Tap>,
     /// Frames the wire refused on send (full).
     pub tx_full: u64,
+    /// Frames handed to smoltcp.
+    pub rx_frames: u64,
+    /// Frames smoltcp sent.
+    pub tx_frames: u64,
 }
 
 impl WireDevice {
@@ -24,8 +42,21 @@ impl WireDevice {
             q,
             rx: Vec::with_capacity(64),
             tx: Vec::with_capacity(1),
+            tap: None,
             tx_full: 0,
+            rx_frames: 0,
+            tx_frames: 0,
         }
+    }
+
+    /// Calls `tap` with every frame received or sent from now on (replaces an earlier tap).
+    pub fn set_tap(&mut self, tap: Tap) {
+        self.tap = Some(tap);
+    }
+
+    /// Frames received plus frames sent so far (a measure of work done).
+    pub fn frames(&self) -> u64 {
+        self.rx_frames + self.tx_frames
     }
 }
 
@@ -36,7 +67,9 @@ pub struct Rx(HeapBuf);
 pub struct Tx<'a> {
     q: &'a mut WireQueue,
     out: &'a mut Vec<HeapBuf>,
+    tap: &'a mut Option<Tap>,
     full: &'a mut u64,
+    sent: &'a mut u64,
 }
 
 impl RxToken for Rx {
@@ -48,13 +81,15 @@ impl RxToken for Rx {
 impl TxToken for Tx<'_> {
     fn consume<R, F: FnOnce(&mut [u8]) -> R>(self, len: usize, f: F) -> R {
         let mut b = HeapBuf::with_room(len.max(60), 0);
-        let r = match b.append(len) {
-            Some(bytes) => f(bytes),
-            None => {
-                let mut scratch = vec![0u8; len];
-                f(&mut scratch)
-            }
+        let Some(bytes) = b.append(len) else {
+            // Cannot happen (the room is at least `len`); smoltcp still needs a buffer.
+            return f(&mut vec![0u8; len]);
         };
+        let r = f(bytes);
+        if let Some(tap) = self.tap.as_mut() {
+            tap(TapDir::Tx, b.data());
+        }
+        *self.sent += 1;
         self.out.push(b);
         self.q.tx_burst(self.out);
         if !self.out.is_empty() {
@@ -75,12 +110,18 @@ impl Device for WireDevice {
             self.rx.reverse();
         }
         let b = self.rx.pop()?;
+        self.rx_frames += 1;
+        if let Some(tap) = self.tap.as_mut() {
+            tap(TapDir::Rx, b.data());
+        }
         Some((
             Rx(b),
             Tx {
                 q: &mut self.q,
                 out: &mut self.tx,
+                tap: &mut self.tap,
                 full: &mut self.tx_full,
+                sent: &mut self.tx_frames,
             },
         ))
     }
@@ -89,7 +130,9 @@ impl Device for WireDevice {
         Some(Tx {
             q: &mut self.q,
             out: &mut self.tx,
+            tap: &mut self.tap,
             full: &mut self.tx_full,
+            sent: &mut self.tx_frames,
         })
     }
 

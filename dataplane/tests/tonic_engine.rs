@@ -480,3 +480,151 @@ fn acks_are_clipped_and_monotone() {
         Err(TonicError::NoSuchFlow(0))
     );
 }
+
+/// A rate engine whose one flow gets 1000 B of credit per 8 µs (1 Gbit/s), with no initial
+/// credit, a 4000 B burst and a 1 µs retransmission timer: every segment waits about 8 µs
+/// in the credit engine's ring, far longer than the timer.
+fn slow_rate_engine() -> TonicEngine {
+    let mut s = Scripted::new(CreditScheme::Rate, false, CtxPriority::Incoming);
+    s.cfg.init_rate_bps = 1_000_000_000;
+    let p = EngineParams {
+        max_flows: 1,
+        ..EngineParams::default()
+    };
+    let m: Box<dyn TonicModule> = Box::new(s);
+    let mut e = TonicEngine::new(m, p).unwrap();
+    e.add_flow(0, 1000, 0).unwrap();
+    e.update_tail(0, 20_000).unwrap();
+    e
+}
+
+/// The retransmission timer starts when a segment is transmitted (Segment Transmitted), not
+/// when its address is generated, and stops when everything transmitted is acknowledged
+/// even if more addresses wait for credit: a rate flow slower than its timer gets no
+/// timeouts when nothing is lost, and still gets one when a transmitted segment is lost.
+#[test]
+fn rtx_timer_runs_only_while_segments_are_on_the_wire() {
+    let mut e = slow_rate_engine();
+    assert!(e.next_segment(0).is_none(), "no credit yet");
+    let v = e.flow_view(0).unwrap();
+    assert!(v.outstanding_cnt > 0, "addresses wait in the ring");
+    assert_eq!(v.rtx_deadline, 0, "not armed at generation");
+    let mut now = 0;
+    let mut sent = vec![];
+    while sent.len() < 10 {
+        now += 250;
+        assert_eq!(e.periodic(now, 1).timeouts, 0, "at {now}: {:?}", e.stats());
+        if let Some(tx) = e.next_segment(now) {
+            assert_eq!(
+                e.flow_view(0).unwrap().rtx_deadline,
+                now + 1000,
+                "armed at tx"
+            );
+            sent.push(tx.seg);
+            // The ack comes back 500 ns later and resets the timer; then nothing is in
+            // flight and the timer stops although the ring is not empty.
+            now += 500;
+            e.incoming(0, &pkt(tx.seg + 1, (0, 0), 0, true), now)
+                .unwrap();
+            let v = e.flow_view(0).unwrap();
+            assert!(v.outstanding_cnt > 0 && v.transmitted_end() == v.wnd_start);
+            assert_eq!(v.rtx_deadline, 0, "nothing in flight after {}", tx.seg);
+        }
+        e.check_invariants(now).unwrap();
+    }
+    assert_eq!(sent, (0..10).collect::<Vec<_>>());
+    assert_eq!((e.stats().timeouts, e.stats().retransmitted), (0, 0));
+    // Segment 10 is lost: no ack, the timer started at its transmission expires.
+    let tx = loop {
+        now += 250;
+        if let Some(tx) = e.next_segment(now) {
+            break tx;
+        }
+    };
+    assert_eq!(tx.seg, 10);
+    let rep = e.periodic(tx_deadline(&e), 1);
+    assert_eq!(rep.timeouts, 1);
+    assert_eq!(e.stats().timeouts, 1);
+    assert_eq!(
+        e.flow_view(0).unwrap().marked_for_rtx.find_first_set(0),
+        Some(0)
+    );
+}
+
+fn tx_deadline(e: &TonicEngine) -> u64 {
+    let d = e.flow_view(0).unwrap().rtx_deadline;
+    assert_ne!(d, 0);
+    d
+}
+
+/// With a lagging step 9, the timer starts when the Segment Transmitted signal arrives.
+#[test]
+fn segment_transmitted_starts_the_timer() {
+    let mut e = engine(CreditScheme::Window, 1, 128, 4);
+    e.add_flow(0, 1000, 0).unwrap();
+    e.update_tail(0, 3000).unwrap();
+    e.generate_step(0).unwrap();
+    e.generate_step(0).unwrap();
+    assert_eq!(e.flow_view(0).unwrap().rtx_deadline, 0);
+    let tx = e.transmit_step(10).unwrap();
+    e.segment_transmitted(tx.flow);
+    assert_eq!(
+        e.flow_view(0).unwrap().rtx_deadline,
+        1010,
+        "from the transmission"
+    );
+    let tx = e.transmit_step(20).unwrap();
+    e.segment_transmitted_at(tx.flow, 30);
+    assert_eq!(
+        e.flow_view(0).unwrap().rtx_deadline,
+        1010,
+        "a running timer is not restarted"
+    );
+    e.incoming(0, &pkt(1, (0, 0), 0, true), 40).unwrap();
+    assert_eq!(
+        e.flow_view(0).unwrap().rtx_deadline,
+        1040,
+        "reset: 1 in flight"
+    );
+    e.incoming(0, &pkt(2, (0, 0), 0, false), 50).unwrap();
+    assert_eq!(e.flow_view(0).unwrap().rtx_deadline, 0, "all acknowledged");
+}
+
+/// Every rate timer that fires is counted in `EngineStats::rate_timers`, including those
+/// fired by a transmit step (not only those of `periodic`).
+#[test]
+fn rate_timers_fired_by_transmit_are_counted() {
+    let mut e = slow_rate_engine();
+    assert!(e.next_segment(0).is_none());
+    assert!(e.ce().timer_armed(0));
+    let mut fired = 0;
+    for t in 1..=40 {
+        let was_armed = e.ce().timer_armed(0);
+        if e.next_segment(t * 1000).is_some() {
+            assert!(was_armed, "sent only after its timer fired");
+            fired += 1;
+        }
+    }
+    assert!(fired >= 4, "{fired}");
+    assert_eq!(e.stats().rate_timers, fired, "{:?}", e.stats());
+}
+
+/// `check_invariants` is read-only: a due rate timer stays armed and the flow stays out of
+/// ready-to-tx until the engine itself fires it (and counts it).
+#[test]
+fn check_invariants_has_no_side_effects() {
+    let mut e = slow_rate_engine();
+    assert!(e.next_segment(0).is_none());
+    let due = e.ce().ready_set().len();
+    assert_eq!(due, 0);
+    let stats = *e.stats();
+    let view = e.flow_view(0).unwrap();
+    // Well past the timer's deadline.
+    e.check_invariants(50_000).unwrap();
+    assert!(e.ce().timer_armed(0), "the check did not fire the timer");
+    assert!(!e.ce().ready_set().contains(0));
+    assert_eq!(*e.stats(), stats);
+    assert_eq!(e.flow_view(0).unwrap(), view);
+    assert!(e.next_segment(50_000).is_some());
+    assert_eq!(e.stats().rate_timers, 1);
+}

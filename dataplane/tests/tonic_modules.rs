@@ -287,3 +287,74 @@ fn ndp_incast_trims_are_recovered_by_nacks_without_timeouts() {
     let s = p.e.stats();
     assert!(s.retransmitted > 0 && s.timeouts == 0, "{s:?}");
 }
+
+/// The testbench scenario of the credit-wait timeout bug: one DCQCN flow at 100 Mbit/s
+/// (80 µs per 1000-byte segment) with a 2000-byte burst and a 50 µs RTO, no loss. Each
+/// segment after the burst waits longer than the RTO in the credit engine's ring.
+fn slow_dcqcn(segments: u64) -> dataplane::tonic::testbench::Scenario {
+    let mut s = dataplane::tonic::testbench::Scenario::new("dcqcn");
+    s.module.line_rate = Some(100_000_000);
+    s.module.max_burst = Some(2000);
+    s.tonic.init_rtx_timer = 50_000;
+    s.flows.segments = Some(segments);
+    s.check_invariants = true;
+    s
+}
+
+/// The retransmission timer runs while a segment is on the wire, not while its address waits
+/// for credit: a rate flow whose next segment waits longer than the RTO for credit gets no
+/// timeout and retransmits nothing when nothing is lost (before the fix: 98 timeouts for 100
+/// segments).
+#[test]
+fn rate_flow_waiting_for_credit_does_not_time_out() {
+    let r = dataplane::tonic::testbench::run_scenario(&slow_dcqcn(100)).unwrap();
+    let text = r.summary_text();
+    assert!(r.all_complete(), "{text}");
+    assert_eq!(r.flows[0].delivered, 100, "{text}");
+    assert_eq!(r.timeouts(), 0, "{text}");
+    assert_eq!(r.retransmissions(), 0, "{text}");
+    assert_eq!(r.engines[0].timeouts, 0, "{text}");
+}
+
+/// ... and a segment that is lost on the wire still times out: the last segment (no later
+/// packet makes the receiver NAK) is dropped once and recovered by the RTO alone.
+#[test]
+fn rate_flow_still_times_out_on_a_lost_last_segment() {
+    let mut s = slow_dcqcn(20);
+    s.drops
+        .push(dataplane::tonic::testbench::scenario::DropRule {
+            flow: 0,
+            segment: 19,
+            count: 1,
+        });
+    let r = dataplane::tonic::testbench::run_scenario(&s).unwrap();
+    let text = r.summary_text();
+    assert!(r.all_complete(), "{text}");
+    assert_eq!(r.timeouts(), 1, "{text}");
+    assert_eq!(r.retransmissions(), 1, "{text}");
+}
+
+/// Invariant checks observe a run without changing it: the same rate-limited scenario with
+/// and without `check_invariants` produces the same trace, transmissions and counters.
+#[test]
+fn invariant_checks_do_not_change_a_run() {
+    let mut with = slow_dcqcn(60);
+    with.trace_segments = true;
+    // Samples (and checks) fall between the Periodic Updates sweeps, when a rate timer can
+    // be due but not yet fired.
+    with.trace_interval = Some(7_300);
+    with.tonic.cycle = 10_000;
+    with.module.line_rate = Some(93_000_000);
+    with.module.max_burst = Some(3000);
+    let mut without = with.clone();
+    without.check_invariants = false;
+    let a = dataplane::tonic::testbench::run_scenario(&with).unwrap();
+    let b = dataplane::tonic::testbench::run_scenario(&without).unwrap();
+    assert!(a.all_complete(), "{}", a.summary_text());
+    assert_eq!(a.end_ns, b.end_ns);
+    assert_eq!(a.tx_log, b.tx_log);
+    assert_eq!(a.trace, b.trace);
+    assert_eq!(a.flows, b.flows);
+    assert_eq!(a.engines, b.engines);
+    assert!(a.engines[0].rate_timers > 0, "{:?}", a.engines);
+}

@@ -393,10 +393,11 @@ impl CreditEngine {
         })
     }
 
-    /// Checks the ready-to-tx invariant for every live flow at `now` (after
-    /// [`advance_timers`](Self::advance_timers)): a flow is ready iff its ring is non-empty and
-    /// it has credit, except a rate flow whose timer is pending; a waiting rate flow has a
-    /// timer unless its rate is 0. For tests and the testbench; O(flows).
+    /// Checks the ready-to-tx invariant for every live flow at `now`: a flow is ready iff its
+    /// ring is non-empty and it has credit, except a rate flow whose timer is armed (pending,
+    /// or due and not yet fired by [`advance_timers`](Self::advance_timers)); a waiting rate
+    /// flow has a timer unless its rate is 0. Read-only; for tests and the testbench;
+    /// O(flows).
     pub fn check_invariants(&self, now: Nanos) -> Result<(), String> {
         for (i, r) in self.flows.iter().enumerate() {
             let f = i as FlowId;

@@ -133,6 +133,9 @@ pub struct TonicEngine<M: TonicModule + ?Sized = dyn TonicModule> {
     dd: DataDelivery,
     ce: CreditEngine,
     stats: EngineStats,
+    /// When [`transmit_step`](Self::transmit_step) last transmitted (for
+    /// [`segment_transmitted`](Self::segment_transmitted)).
+    last_tx: Nanos,
 }
 
 impl<M: TonicModule + ?Sized> TonicEngine<M> {
@@ -167,6 +170,7 @@ impl<M: TonicModule + ?Sized> TonicEngine<M> {
             dd,
             ce,
             stats: EngineStats::default(),
+            last_tx: 0,
         })
     }
 
@@ -307,24 +311,26 @@ impl<M: TonicModule + ?Sized> TonicEngine<M> {
     /// which enters its ring in the credit engine. Returns what was generated.
     #[inline]
     pub fn generate_step(&mut self, now: Nanos) -> Option<(FlowId, SegId)> {
-        let g = self.dd.generate(now)?;
+        let g = self.dd.generate()?;
         self.ce.enqueue(&g, now);
         self.stats.generated += 1;
         Some((g.flow, g.seg))
     }
 
-    /// Transmit (§3.1 steps 6–8): one ready flow sends the address at the head of its ring.
-    /// The data delivery engine is *not* told yet: call
+    /// Transmit (§3.1 steps 6–8): one ready flow sends the address at the head of its ring,
+    /// after the rate timers due at `now` have fired (counted in
+    /// [`EngineStats::rate_timers`]). The data delivery engine is *not* told yet: call
     /// [`segment_transmitted`](Self::segment_transmitted) (step 9).
     #[inline]
     pub fn transmit_step(&mut self, now: Nanos) -> Option<TxSegment> {
-        self.ce.advance_timers(now);
+        self.stats.rate_timers += self.ce.advance_timers(now) as u64;
         if self.dd.prefetching() {
             if let Some(n) = self.ce.ready_ahead(PREFETCH_AHEAD) {
                 self.dd.prefetch(n);
             }
         }
         let s: Sent = self.ce.transmit(now)?;
+        self.last_tx = now;
         let seg = s.seg(self.dd.wnd_start(s.flow));
         let (offset, stale) = self.dd.locate(s.flow, seg);
         self.stats.transmitted += 1;
@@ -339,11 +345,20 @@ impl<M: TonicModule + ?Sized> TonicEngine<M> {
         })
     }
 
-    /// Segment Transmitted (§3.1 step 9): `f`'s outstanding count drops and it may re-enter
-    /// the active set.
+    /// Segment Transmitted (§3.1 step 9) at the time of the last
+    /// [`transmit_step`](Self::transmit_step): `f`'s outstanding count drops, its
+    /// retransmission timer starts if it is not running, and it may re-enter the active set.
     #[inline]
     pub fn segment_transmitted(&mut self, f: FlowId) {
-        self.dd.transmitted(f);
+        self.dd.transmitted(f, self.last_tx);
+    }
+
+    /// [`segment_transmitted`](Self::segment_transmitted) with the signal arriving at `now`
+    /// (when it lags the transmission): the retransmission timer of `f` starts from `now`
+    /// (see [`DataDelivery::transmitted`]).
+    #[inline]
+    pub fn segment_transmitted_at(&mut self, f: FlowId, now: Nanos) {
+        self.dd.transmitted(f, now);
     }
 
     /// One scheduling decision: generates a segment if some flow can (step 1–5), then
@@ -358,7 +373,7 @@ impl<M: TonicModule + ?Sized> TonicEngine<M> {
             tries -= 1;
         }
         let tx = self.transmit_step(now)?;
-        self.dd.transmitted(tx.flow);
+        self.dd.transmitted(tx.flow, now);
         Some(tx)
     }
 
@@ -401,7 +416,7 @@ impl<M: TonicModule + ?Sized> TonicEngine<M> {
         rep.generated = self.generate_step(now);
         rep.tx = self.transmit_step(now);
         if let Some(tx) = rep.tx {
-            self.dd.transmitted(tx.flow);
+            self.dd.transmitted(tx.flow, now);
         }
         Ok(rep)
     }
@@ -416,8 +431,12 @@ impl<M: TonicModule + ?Sized> TonicEngine<M> {
     /// testbench): a flow is in the active set iff it can generate (a segment to send, fewer
     /// than N outstanding); outstanding = ring occupancy ≤ N; ready-to-tx iff a non-empty ring
     /// and credit (see [`CreditEngine::check_invariants`]).
-    pub fn check_invariants(&mut self, now: Nanos) -> Result<(), String> {
-        self.ce.advance_timers(now);
+    ///
+    /// Read-only: checking never changes a run. In particular it does not fire due rate
+    /// timers (a rate flow whose timer is due but not yet fired is waiting legitimately; the
+    /// next [`transmit_step`](Self::transmit_step) or [`periodic`](Self::periodic) fires
+    /// and counts it).
+    pub fn check_invariants(&self, now: Nanos) -> Result<(), String> {
         for f in 0..self.params.max_flows {
             if !self.dd.is_live(f) {
                 if self.dd.active_set().contains(f) {

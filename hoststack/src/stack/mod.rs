@@ -203,7 +203,9 @@ struct FxHasher(u64);
 
 impl Hasher for FxHasher {
     fn finish(&self) -> u64 {
-        self.0
+        // The multiply leaves the low bits depending only on the key's low bits (the local
+        // port, the same for every connection of a server); the table indexes by low bits.
+        self.0.rotate_left(26)
     }
     fn write(&mut self, bytes: &[u8]) {
         for b in bytes {

@@ -182,8 +182,10 @@ impl DataDelivery {
         } else if out.has(HookOutput::OUT_RESET_RTX_TIMER) {
             rec.rtx_deadline = now + rec.rtx_amount;
         }
-        if rec.wnd_start >= rec.next_new {
-            // Nothing in flight: no retransmission timer (RFC 6298 5.2).
+        if rec.wnd_start + rec.outstanding as u64 >= rec.next_new {
+            // Nothing in flight (`wnd-start` has reached `FlowView::transmitted_end`: what is
+            // not acknowledged still waits in the credit engine's ring): no retransmission
+            // timer (RFC 6298 5.2). It starts again when the next segment is transmitted.
             rec.rtx_deadline = 0;
         }
         let mut credit = CreditUpdate::default();

@@ -13,7 +13,9 @@
 //!   checking retransmission timers and running the module's periodic hook;
 //! - **Segment Generation** ([`DataDelivery::generate`]): the first segment marked for
 //!   retransmission after the head (App. C) before `highest-sent + 1`;
-//! - **Segment Transmitted** ([`DataDelivery::transmitted`]): `outstanding-cnt − 1`.
+//! - **Segment Transmitted** ([`DataDelivery::transmitted`]): `outstanding-cnt − 1`, and the
+//!   retransmission timer starts if it is not running (it runs only while segments are on
+//!   the wire).
 //!
 //! Sets are kept exact: after any event, a live flow is in the active set iff it can generate
 //! ([`DataDelivery::can_generate`]). The credit-engine side of every event is returned to the
@@ -587,10 +589,12 @@ impl DataDelivery {
 
     /// Segment Generation (§3.1 steps 1–3, §3.2.3): takes the front of the active set and
     /// generates its next segment: the first one marked for retransmission after the head
-    /// (if inside the window), else `highest-sent + 1`; counts it outstanding, arms the retransmission timer if it is
-    /// not running, and re-inserts the flow if it can still generate.
+    /// (if inside the window), else `highest-sent + 1`; counts it outstanding and re-inserts
+    /// the flow if it can still generate. The retransmission timer is left alone: an address
+    /// in the credit engine's ring is not on the wire yet (see
+    /// [`transmitted`](Self::transmitted)).
     #[inline]
-    pub fn generate(&mut self, now: Nanos) -> Option<Generated> {
+    pub fn generate(&mut self) -> Option<Generated> {
         let f = self.active.front()?;
         if self.prefetching {
             if let Some(n) = self.active.ahead(PREFETCH_AHEAD) {
@@ -618,9 +622,6 @@ impl DataDelivery {
             rec.next_new += 1;
         }
         rec.outstanding += 1;
-        if rec.rtx_deadline == 0 {
-            rec.rtx_deadline = now + rec.rtx_amount;
-        }
         let len = if rec.flags & SMALL_PENDING != 0 && seg + 1 == rec.tail {
             rec.small_len as u32
         } else {
@@ -640,17 +641,32 @@ impl DataDelivery {
         })
     }
 
-    /// Segment Transmitted (§3.1 step 9): the credit engine sent one of `f`'s addresses;
-    /// `outstanding-cnt − 1` and `total-sent + 1`, and `f` re-enters the active set if that
+    /// Segment Transmitted (§3.1 step 9, §3.2.3): the credit engine sent one of `f`'s
+    /// addresses at `now`; `outstanding-cnt − 1` and `total-sent + 1`, the retransmission
+    /// timer starts if it is not running, and `f` re-enters the active set if that
     /// re-enabled generation.
+    ///
+    /// The timer starts here and not at Segment Generation: Tonic decouples generation from
+    /// transmission (§3.1), and an address may wait in the credit engine's ring for as long
+    /// as its flow lacks credit (rate and grant schemes, §3.3). A timeout is "the absence of
+    /// acknowledgments" (§3.2.3) for segments on the wire, and Table 2 defines what is
+    /// tracked as sent by transmission (`highest-sent`: "the highest segment transmitted so
+    /// far"; `total-sent`: "segments transmitted"), so a timer started at generation would
+    /// expire while nothing is in flight. The paper does not say which module arms the
+    /// timer [interp]; this follows RFC 6298 (5.1): "every time a packet containing data is
+    /// sent (including a retransmission), if the timer is not running, start it".
     #[inline]
-    pub fn transmitted(&mut self, f: FlowId) {
+    pub fn transmitted(&mut self, f: FlowId, now: Nanos) {
         let rec = &mut self.flows[f as usize];
         if rec.flags & LIVE == 0 {
             return;
         }
         debug_assert!(rec.outstanding > 0);
         rec.outstanding = rec.outstanding.saturating_sub(1);
+        // Not for a stale address (acknowledged while it waited): nothing went in flight.
+        if rec.rtx_deadline == 0 && rec.wnd_start + (rec.outstanding as u64) < rec.next_new {
+            rec.rtx_deadline = now + rec.rtx_amount;
+        }
         self.cold[f as usize].total_sent += 1;
         if !self.active.contains(f) && self.can_generate(f) {
             self.active.push_back(f);

@@ -16,8 +16,9 @@
 //!   additive increase (`Rt += R_AI`) once one reaches F, hyper increase (`Rt += i·R_HAI`)
 //!   once both have.
 //!
-//! The timers run in Periodic Updates, which this module asks to see on every sweep visit;
-//! new rates are forwarded to the credit engine (§3.3.3).
+//! The timers run in Periodic Updates, which this module asks to see on every sweep visit
+//! (each visit first checks, against `now`, whether one of its timers or the byte counter is
+//! due, and returns at once if not); new rates are forwarded to the credit engine (§3.3.3).
 
 use super::super::module::{
     CreditScheme, FlowView, HookOutput, IncomingInput, ModuleConfig, PeriodicInput, PktType,
@@ -121,6 +122,20 @@ impl RateCtl {
         }
         self.rt = self.rt.min(p.line_rate_bps);
         self.rc = ((self.rt + self.rc) / 2).min(p.line_rate_bps);
+    }
+
+    /// Whether [`on_periodic`](Self::on_periodic) has anything to do at `now` for the state
+    /// stored in `ctx`: the α period or the rate-increase period K has ended, or the byte
+    /// counter has reached B. Reads three context words and nothing else, so that the
+    /// Periodic Updates hook, which this module asks to see on every sweep visit, costs
+    /// almost nothing between its timers (when it is false, `on_periodic` would change
+    /// nothing).
+    #[inline(always)]
+    pub fn due(p: &ModuleParams, ctx: &[u64], f: &FlowView, now: Nanos) -> bool {
+        let k = p.dcqcn_timer_ns.max(1);
+        let (t_alpha, t_inc, bc_mark) = (ctx[3], ctx[4], ctx[6]);
+        now >= t_alpha.min(t_inc) + k
+            || f.total_sent.wrapping_sub(bc_mark) * f.mss as u64 >= p.dcqcn_byte_counter
     }
 
     /// The α timer, the rate-increase timer and the byte counter up to `now`. Returns whether
@@ -228,11 +243,14 @@ impl TonicModule for Dcqcn {
     }
 
     fn periodic(&self, i: &PeriodicInput, ctx: &mut [u64], out: &mut HookOutput) {
-        let mut r = RateCtl::load(ctx);
-        if r.on_periodic(&self.p, &i.flow, i.now) {
-            out.set_rate(r.rc);
+        // Most sweep visits fall between DCQCN's timers: nothing to load, compute or store.
+        if RateCtl::due(&self.p, ctx, &i.flow, i.now) {
+            let mut r = RateCtl::load(ctx);
+            if r.on_periodic(&self.p, &i.flow, i.now) {
+                out.set_rate(r.rc);
+            }
+            r.store(ctx);
         }
-        r.store(ctx);
         if i.timeout_expired {
             out.mark_for_rtx(i.flow.wnd_start, i.flow.transmitted_end());
             ctx[LAST_NAK] = i.flow.wnd_start;
@@ -278,6 +296,35 @@ mod tests {
         // Then additive increase moves Rt.
         r.on_periodic(&p, &v, 10 + 6 * 55_000);
         assert_eq!(r.rt, 40_000_000_000, "capped at line rate");
+    }
+
+    /// `due` is false exactly when `on_periodic` would change nothing, so the hook may skip
+    /// it: the α and rate-increase periods (K = 55 µs) and the byte counter B.
+    #[test]
+    fn periodic_work_only_when_a_timer_or_the_byte_counter_is_due() {
+        let p = p();
+        let k = p.dcqcn_timer_ns;
+        let mut r = RateCtl::initial(&p, 1000);
+        r.on_cnp(&p, 2000, 0);
+        let mut ctx = [0u64; RateCtl::WORDS];
+        r.store(&mut ctx);
+        let mut v = FlowView {
+            mss: 1000,
+            ..Default::default()
+        };
+        for now in [2000, 2000 + k / 2, 2000 + k - 1] {
+            assert!(!RateCtl::due(&p, &ctx, &v, now));
+            let mut r2 = RateCtl::load(&ctx);
+            assert!(!r2.on_periodic(&p, &v, now));
+            assert_eq!(r2, r, "nothing to do at {now}");
+        }
+        assert!(RateCtl::due(&p, &ctx, &v, 2000 + k));
+        v.total_sent = p.dcqcn_byte_counter / 1000 - 1;
+        assert!(!RateCtl::due(&p, &ctx, &v, 2000));
+        v.total_sent += 1;
+        assert!(RateCtl::due(&p, &ctx, &v, 2000), "byte counter reached");
+        let mut r2 = RateCtl::load(&ctx);
+        assert!(r2.on_periodic(&p, &v, 2000));
     }
 
     #[test]

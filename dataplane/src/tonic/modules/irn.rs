@@ -94,11 +94,13 @@ impl TonicModule for Irn {
     }
 
     fn periodic(&self, i: &PeriodicInput, ctx: &mut [u64], out: &mut HookOutput) {
-        let mut r = RateCtl::load(ctx);
-        if r.on_periodic(&self.p, &i.flow, i.now) {
-            out.set_rate(r.rc);
+        if RateCtl::due(&self.p, ctx, &i.flow, i.now) {
+            let mut r = RateCtl::load(ctx);
+            if r.on_periodic(&self.p, &i.flow, i.now) {
+                out.set_rate(r.rc);
+            }
+            r.store(ctx);
         }
-        r.store(ctx);
         if i.timeout_expired {
             let f = &i.flow;
             out.mark_for_rtx(f.wnd_start, f.transmitted_end());

@@ -1,0 +1,293 @@
+//! The two servers on the in-memory wire: the nicemu host stack (behind its emulated NIC)
+//! and smoltcp. One thread steps the four parts round-robin (client host, client NIC,
+//! server NIC, server host); only the server host's part is timed.
+
+use std::net::SocketAddrV4;
+use std::time::Instant;
+
+use dataplane::clock::Clock;
+use dataplane::cycles::rdtsc;
+use dataplane::port::wire::{self, WireConfig, WireQueue};
+use offload_api::link::LinkCounters;
+
+use super::procstat::thread_cpu_ns;
+use super::smol_echo::SmolEchoServer;
+use super::{
+    Deadline, EchoBenchOpts, LinkPerTxn, Measurement, Server, CLIENT_IP, CLIENT_MAC, PORT,
+    SERVER_IP, SERVER_MAC,
+};
+use crate::echo::{EchoClient, EchoServer};
+use crate::node::{Node, NodeSpec};
+
+/// A nicemu node on the wire, set up for many connections.
+fn node(name: &str, ip: [u8; 4], mac: [u8; 6], q: WireQueue, clock: &Clock) -> Node<WireQueue> {
+    let mut spec = NodeSpec::new(name, ip, 24, mac);
+    // Room for a SYN per connection in one go on the emulated PCIe link.
+    spec.link.depth = 4096;
+    spec.host.tcp.nodelay = true;
+    Node::new(spec, q, clock)
+}
+
+/// The client side: a nicemu node running the echo load generator.
+pub(super) struct Client {
+    node: Node<WireQueue>,
+    app: EchoClient,
+}
+
+impl Client {
+    fn new(q: WireQueue, clock: &Clock, opts: &EchoBenchOpts) -> Result<Client, String> {
+        let mut node = node("client", CLIENT_IP, CLIENT_MAC, q, clock);
+        let app = EchoClient::new(
+            &mut node.host,
+            SocketAddrV4::new(SERVER_IP.into(), PORT),
+            opts.conns,
+            opts.size,
+        )
+        .map_err(|e| format!("echo client: {e:?}"))?;
+        Ok(Client { node, app })
+    }
+
+    fn step(&mut self) {
+        self.app.step(&mut self.node.host);
+        self.node.nic.poll_once();
+    }
+}
+
+fn wire(clock: &Clock) -> (WireQueue, WireQueue) {
+    let (mut a, mut b) = wire::wire_pair(&WireConfig {
+        queues: 1,
+        ring_size: 16384,
+        macs: [CLIENT_MAC, SERVER_MAC],
+        clock: clock.clone(),
+        ..WireConfig::default()
+    });
+    (
+        a.take_queue(0).expect("queue 0"),
+        b.take_queue(0).expect("queue 0"),
+    )
+}
+
+/// The server side of a round, as the driver sees it.
+trait ServerPart {
+    /// One round of the server; returns the TSC cycles spent on the host and on the NIC,
+    /// and whether the host had anything to do.
+    fn step(&mut self) -> (u64, u64, bool);
+    /// The measured window starts now.
+    fn mark(&mut self) {}
+}
+
+/// Runs the client and `server` through the warm-up and the measured window.
+fn drive(
+    opts: &EchoBenchOpts,
+    client: &mut Client,
+    server: &mut dyn ServerPart,
+) -> Result<Window, String> {
+    let warm = Deadline::after(opts.warmup_seconds);
+    let limit = Deadline::after(opts.warmup_seconds + 30.0);
+    let mut i = 0u64;
+    loop {
+        client.step();
+        server.step();
+        i += 1;
+        if i.is_multiple_of(256) {
+            opts.check_stop()?;
+            if client.app.connected() == opts.conns && warm.passed() {
+                break;
+            }
+            if limit.passed() {
+                return Err(format!(
+                    "only {} of {} connections established after {:.0} s",
+                    client.app.connected(),
+                    opts.conns,
+                    opts.warmup_seconds + 30.0
+                ));
+            }
+        }
+    }
+    server.mark();
+    let tx0 = client.app.transactions;
+    let cpu0 = thread_cpu_ns();
+    let t0 = Instant::now();
+    let end = Deadline::after(opts.seconds);
+    let (mut host, mut nic, mut idle) = (0u64, 0u64, 0u64);
+    loop {
+        client.step();
+        let (h, n, busy) = server.step();
+        host += h;
+        nic += n;
+        if !busy {
+            idle += h;
+        }
+        i += 1;
+        if i.is_multiple_of(64) && end.passed() {
+            break;
+        }
+        if i.is_multiple_of(65_536) {
+            opts.check_stop()?;
+        }
+    }
+    let wall = t0.elapsed().as_secs_f64();
+    let on_cpu = ((thread_cpu_ns() - cpu0) as f64 / 1e9 / wall).min(1.0);
+    let transactions = client.app.transactions - tx0;
+    if client.app.failed + client.app.corrupt > 0 {
+        return Err(format!(
+            "client saw {} failed connections and {} corrupted echoes",
+            client.app.failed, client.app.corrupt
+        ));
+    }
+    Ok(Window {
+        transactions,
+        wall,
+        host_cycles: host,
+        nic_cycles: nic,
+        idle_cycles: idle,
+        on_cpu,
+    })
+}
+
+/// What a measured window produced.
+struct Window {
+    transactions: u64,
+    wall: f64,
+    host_cycles: u64,
+    nic_cycles: u64,
+    /// Host cycles of server rounds that found nothing to do (included in `host_cycles`).
+    idle_cycles: u64,
+    /// Fraction of the window the thread was on a CPU (others share the machine).
+    on_cpu: f64,
+}
+
+impl Window {
+    /// The on-CPU fraction and the idle share, for the report.
+    fn note(&self) -> String {
+        format!(
+            "on CPU {:.0}% of the window, {:.0}% of host time in idle polls",
+            self.on_cpu * 100.0,
+            self.idle_cycles as f64 * 100.0 / self.host_cycles.max(1) as f64
+        )
+    }
+
+    /// Nanoseconds of `cycles` measured in the window, less the share of the time the thread
+    /// was preempted (assumed spread evenly over the loop, so each part's TSC time is scaled
+    /// by the on-CPU fraction).
+    fn ns(&self, cycles: u64, tsc_hz: u64) -> f64 {
+        cycles as f64 * 1e9 / tsc_hz.max(1) as f64 * self.on_cpu.max(0.0)
+    }
+}
+
+/// The nicemu server: NIC lcore + host context + `EchoServer`.
+struct NicemuServer {
+    node: Node<WireQueue>,
+    app: EchoServer,
+    /// Link counters (NIC → host, host → NIC) when the window started.
+    link0: (LinkCounters, LinkCounters),
+}
+
+impl ServerPart for NicemuServer {
+    fn step(&mut self) -> (u64, u64, bool) {
+        let t0 = rdtsc();
+        self.node.nic.poll_once();
+        let t1 = rdtsc();
+        let events = self.app.step(&mut self.node.host);
+        let t2 = rdtsc();
+        (t2.wrapping_sub(t1), t1.wrapping_sub(t0), events > 0)
+    }
+
+    fn mark(&mut self) {
+        let l = self.node.host.link();
+        self.link0 = (l.rx_counters(), l.tx_counters());
+    }
+}
+
+/// One round with the nicemu server.
+pub(super) fn nicemu(opts: &EchoBenchOpts, round: u32, tsc_hz: u64) -> Result<Measurement, String> {
+    let clock = Clock::real();
+    let (qc, qs) = wire(&clock);
+    let mut client = Client::new(qc, &clock, opts)?;
+    let mut node = node("server", SERVER_IP, SERVER_MAC, qs, &clock);
+    let app = EchoServer::new(&mut node.host, PORT).map_err(|e| format!("echo server: {e:?}"))?;
+    let mut srv = NicemuServer {
+        node,
+        app,
+        link0: Default::default(),
+    };
+    let w = drive(opts, &mut client, &mut srv)?;
+    let l = srv.node.host.link();
+    let rx = l.rx_counters().delta(&srv.link0.0);
+    let tx = l.tx_counters().delta(&srv.link0.1);
+    let t = w.transactions.max(1) as f64;
+    Ok(Measurement {
+        server: Server::Nicemu,
+        round,
+        transactions: w.transactions,
+        wall_s: w.wall,
+        host_ns: w.ns(w.host_cycles, tsc_hz),
+        host_ns_process: None,
+        nic_ns: Some(w.ns(w.nic_cycles, tsc_hz)),
+        link: Some(LinkPerTxn {
+            to_host_packets: rx.packets as f64 / t,
+            to_host_bytes: rx.bytes as f64 / t,
+            to_nic_packets: tx.packets as f64 / t,
+            to_nic_bytes: tx.bytes as f64 / t,
+            dma_copies: (rx.dma_copies + tx.dma_copies) as f64 / t,
+        }),
+        note: Some(w.note()),
+    })
+}
+
+/// The smoltcp server and its clock.
+struct SmolServer {
+    srv: SmolEchoServer,
+    clock: Clock,
+}
+
+fn smol_now(c: &Clock) -> smoltcp::time::Instant {
+    smoltcp::time::Instant::from_micros((c.now_ns() / 1000) as i64)
+}
+
+impl ServerPart for SmolServer {
+    fn step(&mut self) -> (u64, u64, bool) {
+        let f0 = self.srv.frames();
+        let t0 = rdtsc();
+        self.srv.step(smol_now(&self.clock));
+        let t = rdtsc().wrapping_sub(t0);
+        (t, 0, self.srv.frames() != f0)
+    }
+}
+
+/// One round with the smoltcp server on the same wire and the same client.
+pub(super) fn smoltcp(
+    opts: &EchoBenchOpts,
+    round: u32,
+    tsc_hz: u64,
+) -> Result<Measurement, String> {
+    let clock = Clock::real();
+    let (qc, qs) = wire(&clock);
+    let mut client = Client::new(qc, &clock, opts)?;
+    let srv = SmolEchoServer::new(
+        qs,
+        SERVER_MAC,
+        (SERVER_IP, 24),
+        PORT,
+        opts.conns + 16,
+        SMOL_BUFFER,
+        smol_now(&clock),
+    )?;
+    let mut srv = SmolServer { srv, clock };
+    let w = drive(opts, &mut client, &mut srv)?;
+    Ok(Measurement {
+        server: Server::Smoltcp,
+        round,
+        transactions: w.transactions,
+        wall_s: w.wall,
+        host_ns: w.ns(w.host_cycles, tsc_hz),
+        host_ns_process: None,
+        nic_ns: None,
+        link: None,
+        note: Some(w.note()),
+    })
+}
+
+/// Receive and send buffer of each smoltcp socket (the requests are small; 4 KiB each way
+/// keeps 1,024 sockets' buffers within 8 MiB).
+const SMOL_BUFFER: usize = 4096;
