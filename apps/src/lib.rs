@@ -10,6 +10,6 @@
 
 pub mod bench;
 pub mod echo;
-pub mod smol;
 pub mod node;
+pub mod smol;
 pub mod tonic_cmd;
