@@ -12,9 +12,9 @@ use nicemu_dpdk::{register_thread, Eal, EthDev, Mempool, PortConf, RssConf, SOCK
 use crate::clock::Clock;
 use crate::config::{Config, ConfigError, Driver};
 use crate::lcore::NicLcore;
-use offload_api::link::HostEnd;
 use crate::port::dpdk::DpdkQueue;
 use crate::runtime::{build_lcores, RunError, RunOptions};
+use offload_api::link::HostEnd;
 
 /// Data room of each mbuf: 2048 bytes of frame plus DPDK's headroom, so that every frame up
 /// to 2048 bytes arrives in one segment.
