@@ -323,7 +323,7 @@ fn fragment_mf_and_offset() {
 
 #[test]
 fn control_ethertypes_from_wire() {
-    let frames: Vec<Vec<u8>> = (0x090Au16..=0x090D)
+    let frames: Vec<Vec<u8>> = (0x090Au16..=0x090E)
         .map(|t| {
             let mut f = eth(t, 46);
             f[14..].fill(0x5a);
@@ -333,7 +333,7 @@ fn control_ethertypes_from_wire() {
     assert_drops(DropReason::ControlFromWire, &frames);
     // Their neighbours are ordinary EtherTypes.
     let mut s = stack();
-    for t in [0x0909u16, 0x090E] {
+    for t in [0x0909u16, 0x090F] {
         let mut b = HeapBuf::from_frame(&eth(t, 46));
         assert!(matches!(s.rx(0, &mut b, 0), Disposition::Pass));
     }
