@@ -18,6 +18,7 @@ use crate::net::parse::DropReason;
 use crate::net::stack::{Disposition, NicStack, StackCounters};
 use crate::pcap::PcapWriter;
 use crate::port::{Port, QueueStats};
+use crate::tonic_nic::{RxVerdict, TonicNic};
 
 /// Loop iterations between publications of the report and checks of the stop flag.
 pub const PUBLISH_EVERY: u64 = 1024;
@@ -83,6 +84,10 @@ pub struct LcoreReport {
     pub to_host_dropped: u64,
     /// Frames taken from the host.
     pub from_host: u64,
+    /// Frames of Tonic flows from the wire that ended on the NIC (pure ACKs, Tonic §5).
+    pub tonic_consumed: u64,
+    /// Tonic messages taken from the host (flow add / remove, tail updates).
+    pub tonic_msgs: u64,
     /// Frames from the host for a port this lcore does not serve (the stack's counters hold
     /// the other drops: no buffer, unresolved, too large, ...).
     pub from_host_dropped: u64,
@@ -136,6 +141,8 @@ pub struct NicLcore<P: Port> {
     /// What the stack decided for each frame of the current rx burst.
     verdicts: Vec<Disposition>,
     tx: Vec<Vec<P::Buf>>,
+    /// The Tonic engines and the TCP flows they send for (idle until a flow is added).
+    tonic: TonicNic,
 }
 
 impl<P: Port> NicLcore<P> {
@@ -177,7 +184,18 @@ impl<P: Port> NicLcore<P> {
             burst: burst.max(1),
             clock,
             host,
+            tonic: TonicNic::default(),
         }
+    }
+
+    /// The Tonic side (flows, counters, cwnd traces).
+    pub fn tonic(&self) -> &TonicNic {
+        &self.tonic
+    }
+
+    /// The Tonic side, writable (configuration, module registry).
+    pub fn tonic_mut(&mut self) -> &mut TonicNic {
+        &mut self.tonic
     }
 
     /// The shared report the loop publishes into.
@@ -309,6 +327,12 @@ impl<P: Port> NicLcore<P> {
                                 self.report.forwarded += 1;
                                 self.tx[p].push(buf);
                             }
+                            // ACKs of Tonic flows go to the engines first (data path step 3).
+                            None if self.tonic.has_flows()
+                                && self.tonic.rx(buf.data(), now) == RxVerdict::Consumed =>
+                            {
+                                self.report.tonic_consumed += 1;
+                            }
                             None => {
                                 let sent = self
                                     .host
@@ -354,11 +378,32 @@ impl<P: Port> NicLcore<P> {
         if self.host.is_some() {
             let mut took = 0;
             while took < self.burst {
-                let Some((port, frame)) = self.host.as_mut().and_then(|h| h.recv()) else {
+                let Some((port, mut frame)) = self.host.as_mut().and_then(|h| h.recv()) else {
                     break;
                 };
                 took += 1;
                 self.report.from_host += 1;
+                if frame.get(12..14) == Some(&offload_api::ETHERTYPE_CONTROL.to_be_bytes()[..])
+                    && is_tonic_msg(&frame)
+                {
+                    let now = *now_ns.get_or_insert_with(|| self.clock.now_ns());
+                    self.report.tonic_msgs += 1;
+                    let reply = self.tonic.host_message(&frame, &mut self.stack, now);
+                    if let Some(h) = self.host.as_mut() {
+                        h.recycle(frame);
+                        if let Some(m) = reply {
+                            if let Some(mut b) = h.alloc() {
+                                if m.write_frame([0; 6], [0; 6], &[], b.as_vec_mut()).is_ok() {
+                                    let _ = h.send_buf(port, b);
+                                }
+                            }
+                        }
+                    }
+                    continue;
+                }
+                if self.tonic.has_flows() {
+                    self.tonic.host_tcp_frame(frame.as_vec_mut());
+                }
                 let port = port as usize;
                 let Some(slot) = self.slots.iter().position(|s| s.index == port) else {
                     self.report.from_host_dropped += 1;
@@ -395,6 +440,39 @@ impl<P: Port> NicLcore<P> {
             }
         }
 
+        // Tonic: Periodic Updates, transmission, delivery notifications (steps 5 and 6).
+        if self.tonic.has_flows() {
+            let now = now_ns.unwrap_or_else(|| self.clock.now_ns());
+            let NicLcore {
+                slots,
+                tx,
+                tonic,
+                stack,
+                host,
+                ..
+            } = self;
+            let before: usize = tx.iter().map(Vec::len).sum();
+            let mut emit = |port: u16, frame: &[u8]| {
+                let Some(i) = slots.iter().position(|s| s.index == port as usize) else {
+                    return false;
+                };
+                let Some(mut b) = slots[i].port.alloc() else {
+                    return false;
+                };
+                let ok = b.set_frame(frame);
+                if ok {
+                    tx[i].push(b);
+                }
+                ok
+            };
+            let mut to_host =
+                |frame: &[u8]| host.as_mut().is_some_and(|h| h.send(0, frame).is_ok());
+            tonic.poll(now, stack, &mut emit, &mut to_host);
+            if self.tx.iter().map(Vec::len).sum::<usize>() != before {
+                clock.mark(&mut self.report.cycles, Stage::Timers);
+            }
+        }
+
         let mut sent_any = false;
         for (i, slot) in self.slots.iter_mut().enumerate() {
             let q = &mut self.tx[i];
@@ -420,6 +498,15 @@ impl<P: Port> NicLcore<P> {
         }
         received
     }
+}
+
+/// True for the Tonic messages a host sends the NIC (flow add / remove, tail update).
+fn is_tonic_msg(frame: &[u8]) -> bool {
+    use offload_api::msg::{classify, FrameKind, MsgType};
+    matches!(
+        classify(frame),
+        FrameKind::Control(MsgType::TonicFlowAdd | MsgType::TonicFlowRemove | MsgType::TonicTail)
+    )
 }
 
 /// Cycles per packet: busy cycles over frames received (0 when none).

@@ -20,6 +20,7 @@ pub mod runtime;
 pub mod runtime_dpdk;
 pub mod sys;
 pub mod tonic;
+pub mod tonic_nic;
 pub mod tonic_plugin;
 
 pub use buf::{HeapBuf, PacketBuf};

@@ -45,6 +45,11 @@ pub enum SockOpt {
     SetupOffload(bool),
     /// AccelTCP TCP_TEARDOWN_OFFLOAD: stored; the teardown offload issue acts on it.
     TeardownOffload(bool),
+    /// TCP_TONIC (Tonic §5): once established, the connection's sender side runs in the NIC's
+    /// Tonic engines with the named protocol module (`newreno`, `sack`, ...); `None` turns it
+    /// off. Set before connect (or on a listener, for the connections it accepts). Such
+    /// connections offer neither timestamps nor window scaling (see `stack/tonic.rs`).
+    Tonic(Option<offload_api::msg::ModuleName>),
 }
 
 /// The name of an option to read with [`Context::getsockopt`].
@@ -66,6 +71,8 @@ pub enum SockOptName {
     SetupOffload,
     /// TCP_TEARDOWN_OFFLOAD.
     TeardownOffload,
+    /// TCP_TONIC.
+    Tonic,
 }
 
 /// Buffer sizes accepted by SO_SNDBUF / SO_RCVBUF.
@@ -248,8 +255,20 @@ impl<L: HostLink> Context<L> {
         let iss = self
             .isn
             .isn((ep.local_ip, local_port), (remote_ip, addr.port()), now);
-        let cid = self.alloc_conn(Tcb::connect(&cfg, ep, iss, now));
-        self.conns[cid as usize].as_mut().expect("new").fd = Some(fd);
+        let tonic = self.sock(fd)?.opts.tonic;
+        let mut tcb = Tcb::connect(&cfg, ep, iss, now);
+        if tonic.is_some() {
+            tcb.prepare_nic_sender();
+        }
+        let cid = self.alloc_conn(tcb);
+        let c = self.conns[cid as usize].as_mut().expect("new");
+        c.fd = Some(fd);
+        c.tonic = tonic.map(|module| super::TonicConn {
+            module,
+            flow: None,
+            request: 0,
+            done: false,
+        });
         self.demux
             .insert(key(remote_ip, addr.port(), local_port), cid);
         self.stats.active_opens += 1;
@@ -546,6 +565,7 @@ impl<L: HostLink> Context<L> {
             SockOpt::Error(_) => return Err(Errno::NoProtoOpt),
             SockOpt::SetupOffload(v) => s.opts.setup_offload = v,
             SockOpt::TeardownOffload(v) => s.opts.teardown_offload = v,
+            SockOpt::Tonic(m) => s.opts.tonic = m,
         }
         Ok(())
     }
@@ -562,6 +582,7 @@ impl<L: HostLink> Context<L> {
             SockOptName::RcvBuf => SockOpt::RcvBuf(s.opts.rcvbuf.unwrap_or(tcp.recv_buffer)),
             SockOptName::SetupOffload => SockOpt::SetupOffload(s.opts.setup_offload),
             SockOptName::TeardownOffload => SockOpt::TeardownOffload(s.opts.teardown_offload),
+            SockOptName::Tonic => SockOpt::Tonic(s.opts.tonic),
             SockOptName::Error => {
                 let SockState::Conn(cid) = s.state else {
                     return Ok(SockOpt::Error(None));

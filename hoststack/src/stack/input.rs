@@ -25,6 +25,13 @@ impl<L: HostLink> Context<L> {
         self.stats.frames_in += 1;
         let tf = match frame::parse_tcp(f) {
             Ok(tf) => tf,
+            // Tonic messages from the NIC (delivery notifications, install acks).
+            Err(frame::FrameError::NotIpv4 | frame::FrameError::Malformed)
+                if f.get(12..14) == Some(&offload_api::ETHERTYPE_CONTROL.to_be_bytes()[..])
+                    && self.tonic_input(f) =>
+            {
+                return;
+            }
             Err(frame::FrameError::NotIpv4) | Err(frame::FrameError::NotTcp) => {
                 self.stats.not_tcp += 1;
                 return;
@@ -94,7 +101,7 @@ impl<L: HostLink> Context<L> {
             }
             return;
         }
-        let (backlog_full, opts) = {
+        let (backlog_full, opts, tonic) = {
             let Ok(s) = self.sock(lfd) else { return };
             let SockState::Listening(l) = &s.state else {
                 return;
@@ -102,6 +109,7 @@ impl<L: HostLink> Context<L> {
             (
                 l.half_open >= self.cfg.max_syn_backlog || l.accept_queue.len() >= l.backlog,
                 self.tcp_config_for(&s.opts),
+                s.opts.tonic,
             )
         };
         if backlog_full || self.live_conns >= self.cfg.max_conns {
@@ -117,12 +125,21 @@ impl<L: HostLink> Context<L> {
         let iss = self
             .isn
             .isn((ep.local_ip, ep.local_port), (remote_ip, seg.src_port), now);
-        let tcb = Tcb::accept(&opts, ep, seg, iss, now);
+        let mut tcb = Tcb::accept(&opts, ep, seg, iss, now);
+        if tonic.is_some() {
+            tcb.prepare_nic_sender();
+        }
         let cid = self.alloc_conn(tcb);
         {
             let c = self.conns[cid as usize].as_mut().expect("just allocated");
             c.listener = Some(lfd);
             c.half_open = true;
+            c.tonic = tonic.map(|module| super::TonicConn {
+                module,
+                flow: None,
+                request: 0,
+                done: false,
+            });
         }
         if let Ok(s) = self.sock_mut(lfd) {
             if let SockState::Listening(l) = &mut s.state {

@@ -8,6 +8,7 @@
 mod api;
 mod epoll;
 mod input;
+mod tonic;
 
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -23,6 +24,7 @@ pub use api::{Shutdown, SockOpt, SockOptName};
 pub use epoll::{
     EpollEvent, EpollOp, EPOLLERR, EPOLLET, EPOLLHUP, EPOLLIN, EPOLLONESHOT, EPOLLOUT, EPOLLRDHUP,
 };
+pub use tonic::{TonicHostStats, TAIL_CHUNK};
 
 /// A socket or epoll descriptor, as in mTCP (`int sockid`).
 pub type Fd = i32;
@@ -142,6 +144,21 @@ struct Conn {
     dirty: bool,
     /// Counted in the listener's half-open count.
     half_open: bool,
+    /// `TCP_TONIC`: the NIC runs the sender (see `tonic.rs`).
+    tonic: Option<TonicConn>,
+}
+
+/// The Tonic side of a `TCP_TONIC` connection (Tonic §5).
+#[derive(Clone, Copy, Debug)]
+struct TonicConn {
+    /// The protocol module the NIC runs for it.
+    module: offload_api::msg::ModuleName,
+    /// Its flow id on the NIC while the NIC owns the sender.
+    flow: Option<u32>,
+    /// Request id of the flow add (matched with the install ack).
+    request: u32,
+    /// The Tonic phase is over (or never started): the TCB sends itself.
+    done: bool,
 }
 
 /// An epoll registration of a socket.
@@ -162,6 +179,8 @@ struct SockOpts {
     rcvbuf: Option<usize>,
     setup_offload: bool,
     teardown_offload: bool,
+    /// `TCP_TONIC`: the module the NIC runs the connection's sender with.
+    tonic: Option<offload_api::msg::ModuleName>,
 }
 
 struct Listener {
@@ -255,6 +274,12 @@ pub struct Context<L: HostLink> {
     scratch: Vec<u8>,
     next_ephemeral: u16,
     stats: HostStats,
+    /// NIC flow id → connection, for `TCP_TONIC` connections the NIC runs.
+    tonic_flows: HashMap<u32, u32, Fx>,
+    free_flow_ids: Vec<u32>,
+    next_flow_id: u32,
+    next_request_id: u32,
+    tonic_stats: TonicHostStats,
 }
 
 impl<L: HostLink> Context<L> {
@@ -281,6 +306,11 @@ impl<L: HostLink> Context<L> {
             scratch: Vec::with_capacity(2048),
             next_ephemeral,
             stats: HostStats::default(),
+            tonic_flows: HashMap::default(),
+            free_flow_ids: Vec::new(),
+            next_flow_id: 0,
+            next_request_id: 0,
+            tonic_stats: TonicHostStats::default(),
         }
     }
 
@@ -378,6 +408,12 @@ impl<L: HostLink> Context<L> {
     }
 
     fn transmit(&mut self, cid: u32, now: u64) {
+        let tonic = self.conns[cid as usize]
+            .as_ref()
+            .is_some_and(|c| c.tonic.is_some_and(|t| !t.done));
+        if tonic {
+            self.tonic_before_transmit(cid);
+        }
         let Context {
             conns,
             link,
@@ -385,7 +421,6 @@ impl<L: HostLink> Context<L> {
             ip_id,
             stats,
             cfg,
-            timers,
             ..
         } = self;
         let Some(c) = conns[cid as usize].as_mut() else {
@@ -406,6 +441,14 @@ impl<L: HostLink> Context<L> {
                 stats.link_full += 1;
             }
         });
+        if tonic && self.tonic_after_transmit(cid, now) {
+            // The NIC gave the sender back: the FIN goes out on the next pass.
+            self.mark_dirty(cid);
+        }
+        let Context { conns, timers, .. } = self;
+        let Some(c) = conns[cid as usize].as_mut() else {
+            return;
+        };
         if let Some(t) = c.tcb.poll_at() {
             if t < c.timer_at {
                 c.timer_at = t;
@@ -446,6 +489,7 @@ impl<L: HostLink> Context<L> {
             timer_at: u64::MAX,
             dirty: false,
             half_open: false,
+            tonic: None,
         };
         self.live_conns += 1;
         match self.free_conns.pop() {
@@ -461,6 +505,7 @@ impl<L: HostLink> Context<L> {
     }
 
     fn free_conn(&mut self, cid: u32) {
+        self.tonic_forget(cid);
         if let Some(c) = self.conns[cid as usize].take() {
             let ep = c.tcb.endpoints();
             let k = key(ep.remote_ip, ep.remote_port, ep.local_port);

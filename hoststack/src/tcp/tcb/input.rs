@@ -274,6 +274,10 @@ impl Tcb {
     /// The ACK field (RFC 9293 §3.10.7.4 fifth check, RFC 5961 §5). Returns false when the
     /// segment must be dropped.
     fn process_ack(&mut self, seg: &Segment<'_>, now: u64) -> bool {
+        if self.nic.is_some() {
+            // The NIC owns snd.una, snd.nxt and snd.wnd (Tonic §5): it processed this ACK.
+            return true;
+        }
         let ack = seg.ack;
         let oldest = Seq(self.snd_una.0.wrapping_sub(self.max_snd_wnd));
         if ack.gt(self.snd_max) || ack.lt(oldest) {

@@ -17,6 +17,7 @@
 //! per-segment path allocates.
 
 mod input;
+mod nic;
 mod output;
 #[cfg(test)]
 mod tests;
@@ -31,6 +32,7 @@ use super::sendbuf::SendBuf;
 use super::seq::Seq;
 use super::TcpConfig;
 
+pub use nic::{NicHandover, SMALL_HOLD_NS};
 pub use types::{Endpoints, Events, Outgoing, State, TcbStats, TcpError};
 
 /// Which timer runs (one slot: they never run together).
@@ -72,6 +74,9 @@ pub struct Tcb {
     cfg_mss: u16,
     max_seg_payload: u32,
     want_ws: u8,
+    /// Offer window scaling on our SYN (off for connections that hand their sender to the
+    /// NIC: [`Tcb::prepare_nic_sender`]).
+    offer_ws: bool,
     want_sack: bool,
     want_ts: bool,
     nodelay: bool,
@@ -175,6 +180,10 @@ pub struct Tcb {
 
     stats: TcbStats,
     pending: Events,
+
+    /// The NIC owns the sender side (Tonic §5; see `nic.rs`): none while the TCB sends
+    /// itself.
+    nic: Option<nic::NicSend>,
 }
 
 impl Tcb {
@@ -189,6 +198,7 @@ impl Tcb {
             cfg_mss,
             max_seg_payload: cfg.max_segment_payload.min(65_535 - 80) as u32,
             want_ws: cfg.window_scale.min(14),
+            offer_ws: true,
             want_sack: cfg.sack,
             want_ts: cfg.timestamps,
             nodelay: cfg.nodelay,
@@ -261,6 +271,7 @@ impl Tcb {
             chal_n: 0,
             stats: TcbStats::default(),
             pending: Events::default(),
+            nic: None,
         }
     }
 
@@ -341,6 +352,9 @@ impl Tcb {
         }
         if self.ack_at != 0 {
             t = t.min(self.ack_at);
+        }
+        if let Some(h) = self.nic_hold_at() {
+            t = t.min(h);
         }
         (t != u64::MAX).then_some(t)
     }
@@ -562,12 +576,12 @@ impl Tcb {
     /// §2).
     fn negotiate(&mut self, o: &Options, now: u64) {
         match o.window_scale {
-            Some(ws) => {
+            Some(ws) if self.offer_ws => {
                 self.ws_ok = true;
                 self.snd_wscale = ws.min(14);
                 self.rcv_wscale = self.want_ws;
             }
-            None => {
+            _ => {
                 self.ws_ok = false;
                 self.snd_wscale = 0;
                 self.rcv_wscale = 0;

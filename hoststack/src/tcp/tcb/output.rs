@@ -165,6 +165,8 @@ impl Tcb {
             State::TimeWait => Timer::TimeWait,
             State::FinWait2 if self.read_closed => Timer::FinWait2,
             State::FinWait2 => Timer::Off,
+            // The NIC runs the retransmission timer (Tonic §3.2.3).
+            _ if self.nic.is_some() => Timer::Off,
             State::SynSent | State::SynReceived => {
                 if self.syn_sent {
                     Timer::Rto
@@ -238,7 +240,8 @@ impl Tcb {
     }
 
     fn send_data(&mut self, now: u64, emit: &mut dyn FnMut(&Outgoing<'_>)) -> usize {
-        if self.cc.is_none() {
+        // The NIC owns the sender (Tonic §5): data, retransmissions and the FIN wait.
+        if self.cc.is_none() || self.nic.is_some() {
             return 0;
         }
         let mut n = 0;
@@ -557,7 +560,9 @@ impl Tcb {
                 o.timestamp = Some((self.ts_now(now), self.ts_recent));
             }
         } else {
-            o.window_scale = Some(self.want_ws);
+            if self.offer_ws {
+                o.window_scale = Some(self.want_ws);
+            }
             o.sack_permitted = self.want_sack;
             if self.want_ts {
                 o.timestamp = Some((self.ts_now(now), 0));

@@ -1,0 +1,581 @@
+//! Issue 4, acceptance 2: a NewReno Tonic sender on a nicemu NIC, and then a SACK one, each
+//! send 100 MB to an unmodified Linux kernel receiver (python3 in a network namespace this
+//! test creates) through 1% random loss on the kernel's side, intact; the cwnd trace the NIC
+//! records, exported as CSV, shows slow start, fast recovery and congestion avoidance.
+//!
+//! The NIC runs on DPDK's net_af_packet over a veth pair whose other end sits in the
+//! namespace (IPv6 off, transmit checksum offload off on the veth). The connection is opened
+//! by the nicemu host stack with `TCP_TONIC`; after the handshake its sender side runs in the
+//! NIC lcore's Tonic engine (Tonic §5), which builds every data segment from the send-buffer
+//! bytes the host DMA'd to it.
+//!
+//! Loss: `tc netem` drops on egress only, and this machine's kernel has no netem at all, so
+//! the 1% loss of what nicemu sends is a clsact *ingress* filter on the kernel's veth: a
+//! classic-BPF program that matches when `ld rand` falls under 1% of 2^32, and a `mirred`
+//! redirect of the matching frames to a veth pair that leads nowhere (this kernel has no
+//! `gact` either): the kernel's TCP never sees those segments, as if the wire lost them.
+//!
+//! The receiver checks every byte against the sender's pattern and prints the byte count and
+//! the SHA-256 of the stream. The NIC lcore and the host context run in one loop on this
+//! thread (one busy-polling thread). Every wait is bounded; the namespace, the veth and
+//! DPDK's runtime directory are removed also when the test fails. Needs root, iproute2,
+//! ethtool and python3.
+#![cfg(feature = "dpdk")]
+
+use std::io::{BufRead, BufReader};
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc::{self, Receiver};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use dataplane::config::Config;
+use dataplane::lcore::{Mode, NicLcore};
+use dataplane::port::dpdk::DpdkQueue;
+use dataplane::runtime::RunOptions;
+use dataplane::runtime_dpdk::{build_dpdk, remove_runtime_dir};
+use dataplane::tonic_nic::TracePoint;
+use hoststack::stack::{Shutdown, SockOpt};
+use hoststack::{Context, Errno, Fd, HostConfig};
+use offload_api::link::HostEnd;
+use offload_api::msg::ModuleName;
+
+const NIC_IP: [u8; 4] = [198, 51, 100, 1];
+const KERNEL_IP: &str = "198.51.100.2";
+/// Bytes per transfer.
+const TOTAL: u64 = 100 * 1000 * 1000;
+/// Longest one transfer may take (connection set-up and close included).
+const LIMIT: Duration = Duration::from_secs(60);
+/// The stream: a table of prime length, repeated (the receiver builds the same one).
+const PERIOD: usize = 65_521;
+
+/// 1% of 2^32 (the loss threshold of the filter).
+const LOSS_THRESHOLD: u64 = (1u64 << 32) / 100;
+
+fn table() -> Vec<u8> {
+    let mut x: u64 = 0x2545_F491_4F6C_DD1D;
+    let mut t: Vec<u8> = (0..PERIOD)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 24) as u8
+        })
+        .collect();
+    t.extend_from_within(..);
+    t
+}
+
+/// The receiver: `python3 -c RECEIVER addr port total`. Prints `listening`, then
+/// `received N sha256 H` (and exits 0) only when all N bytes matched the pattern.
+const RECEIVER: &str = r#"
+import hashlib, socket, sys
+addr, port, total = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+P, M = 65521, (1 << 64) - 1
+x, t = 0x2545F4914F6CDD1D, bytearray(P)
+for i in range(P):
+    x ^= (x << 13) & M
+    x ^= x >> 7
+    x ^= (x << 17) & M
+    t[i] = (x >> 24) & 0xFF
+CH = 1 << 20
+big = bytes(t) * (CH // P + 2)
+ls = socket.socket()
+ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+ls.bind((addr, port))
+ls.listen(1)
+ls.settimeout(70)
+print("listening", flush=True)
+s, _ = ls.accept()
+s.settimeout(70)
+h, n, buf = hashlib.sha256(), 0, bytearray(CH)
+view = memoryview(buf)
+while n < total:
+    k = s.recv_into(view, min(CH, total - n))
+    if k == 0:
+        break
+    o = n % P
+    if view[:k] != big[o:o + k]:
+        print("mismatch near byte", n, flush=True)
+        sys.exit(2)
+    h.update(view[:k])
+    n += k
+rest = s.recv(1)
+s.close()
+print("received", n, "sha256", h.hexdigest(), "eof", rest == b"", flush=True)
+sys.exit(0 if n == total and rest == b"" else 3)
+"#;
+
+fn sh(args: &[&str]) -> Output {
+    Command::new(args[0])
+        .args(&args[1..])
+        .output()
+        .unwrap_or_else(|e| panic!("{args:?}: {e}"))
+}
+
+fn must(args: &[&str]) -> String {
+    let o = sh(args);
+    assert!(
+        o.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// The test's namespace and veth pair; dropping it deletes both.
+struct Ns {
+    name: String,
+    outer: String,
+    inner: String,
+    /// A veth pair inside the namespace that leads nowhere: where lost frames go.
+    sink: String,
+    sink_peer: String,
+}
+
+impl Ns {
+    fn new() -> Ns {
+        let id = std::process::id() % 100_000;
+        let ns = Ns {
+            name: format!("nmtq{id}"),
+            outer: format!("nmtqo{id}"),
+            inner: format!("nmtqi{id}"),
+            sink: format!("nmtqx{id}"),
+            sink_peer: format!("nmtqy{id}"),
+        };
+        let _ = sh(&["ip", "netns", "del", &ns.name]);
+        let _ = sh(&["ip", "link", "del", &ns.outer]);
+        must(&["ip", "netns", "add", &ns.name]);
+        must(&[
+            "ip", "link", "add", &ns.outer, "type", "veth", "peer", "name", &ns.inner,
+        ]);
+        must(&["ip", "link", "set", &ns.inner, "netns", &ns.name]);
+        ns
+    }
+
+    fn exec(&self, args: &[&str]) -> Vec<String> {
+        ["ip", "netns", "exec", &self.name]
+            .iter()
+            .chain(args)
+            .map(|s| s.to_string())
+            .collect()
+    }
+
+    fn run(&self, args: &[&str]) -> String {
+        let v = self.exec(args);
+        must(&v.iter().map(String::as_str).collect::<Vec<_>>())
+    }
+
+    /// Addresses, no IPv6, no checksum offload on the veth (the kernel writes and checks
+    /// every checksum), and the 1% loss filter on what the kernel receives.
+    fn configure(&self) {
+        let v6 = |dev: &str| format!("net.ipv6.conf.{dev}.disable_ipv6=1");
+        must(&["sysctl", "-qw", &v6(&self.outer)]);
+        must(&["ethtool", "-K", &self.outer, "tx", "off"]);
+        must(&["ip", "link", "set", &self.outer, "up"]);
+        self.run(&["sysctl", "-qw", &v6(&self.inner)]);
+        self.run(&["ethtool", "-K", &self.inner, "tx", "off", "rx", "off"]);
+        self.run(&[
+            "ip",
+            "addr",
+            "add",
+            &format!("{KERNEL_IP}/24"),
+            "dev",
+            &self.inner,
+        ]);
+        self.run(&[
+            "ip",
+            "link",
+            "add",
+            &self.sink,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            &self.sink_peer,
+        ]);
+        for dev in [&self.sink, &self.sink_peer] {
+            self.run(&["sysctl", "-qw", &v6(dev)]);
+        }
+        for dev in ["lo", &self.inner, &self.sink, &self.sink_peer] {
+            self.run(&["ip", "link", "set", dev, "up"]);
+        }
+        self.run(&["tc", "qdisc", "add", "dev", &self.inner, "clsact"]);
+        // ld rand; if A >= T: no match (ret 0), else match (ret -1): the frame is stolen
+        // (redirected to the dead-end veth) before the kernel's IP layer sees it.
+        let prog = format!("4,32 0 0 4294963256,53 0 1 {LOSS_THRESHOLD},6 0 0 0,6 0 0 4294967295");
+        self.run(&[
+            "tc",
+            "filter",
+            "add",
+            "dev",
+            &self.inner,
+            "ingress",
+            "bpf",
+            "bytecode",
+            &prog,
+            "action",
+            "mirred",
+            "egress",
+            "redirect",
+            "dev",
+            &self.sink,
+        ]);
+    }
+
+    /// Frames the loss filter dropped so far.
+    fn dropped(&self) -> u64 {
+        let out = self.run(&["tc", "-s", "filter", "show", "dev", &self.inner, "ingress"]);
+        out.lines()
+            .filter_map(|l| l.trim().strip_prefix("Sent "))
+            .filter_map(|l| l.split_whitespace().nth(2)?.parse::<u64>().ok())
+            .max()
+            .unwrap_or(0)
+    }
+}
+
+impl Drop for Ns {
+    fn drop(&mut self) {
+        let _ = sh(&["ip", "netns", "del", &self.name]);
+        let _ = sh(&["ip", "link", "del", &self.outer]);
+    }
+}
+
+/// The python receiver; killed when dropped.
+struct Sink {
+    child: Child,
+    lines: Receiver<String>,
+    out: Vec<String>,
+}
+
+impl Sink {
+    fn spawn(ns: &Ns, port: u16) -> Sink {
+        let v = ns.exec(&[
+            "python3",
+            "-c",
+            RECEIVER,
+            KERNEL_IP,
+            &port.to_string(),
+            &TOTAL.to_string(),
+        ]);
+        let mut child = Command::new(&v[0])
+            .args(&v[1..])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("python3");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for l in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(l).is_err() {
+                    break;
+                }
+            }
+        });
+        Sink {
+            child,
+            lines: rx,
+            out: Vec::new(),
+        }
+    }
+
+    fn poll(&mut self) {
+        while let Ok(l) = self.lines.try_recv() {
+            self.out.push(l);
+        }
+    }
+
+    fn has(&mut self, prefix: &str) -> bool {
+        self.poll();
+        self.out.iter().any(|l| l.starts_with(prefix))
+    }
+}
+
+impl Drop for Sink {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+struct Node {
+    nic: NicLcore<DpdkQueue>,
+    ctx: Context<HostEnd>,
+    idle: u32,
+}
+
+impl Node {
+    fn step(&mut self, app: usize) {
+        let w = self.nic.poll_once() + self.ctx.poll() + app;
+        if w > 0 {
+            self.idle = 0;
+        } else {
+            self.idle += 1;
+            if self.idle > 512 {
+                std::thread::sleep(Duration::from_micros(20));
+            }
+        }
+    }
+}
+
+struct Outcome {
+    module: String,
+    secs: f64,
+    mb_s: f64,
+    trace: Vec<TracePoint>,
+    csv: std::path::PathBuf,
+    summary: String,
+    mss: u64,
+}
+
+fn transfer(node: &mut Node, ns: &Ns, module: &str, port: u16, pattern: &[u8]) -> Outcome {
+    let mut py = Sink::spawn(ns, port);
+    let t0 = Instant::now();
+    while !py.has("listening") {
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "receiver did not start"
+        );
+        node.step(0);
+    }
+    let dropped0 = ns.dropped();
+    let fd: Fd = node.ctx.socket().unwrap();
+    node.ctx.set_nonblocking(fd, true).unwrap();
+    node.ctx.setsockopt(fd, SockOpt::SndBuf(4 << 20)).unwrap();
+    node.ctx
+        .setsockopt(fd, SockOpt::Tonic(Some(ModuleName::new(module).unwrap())))
+        .unwrap();
+    let dst = SocketAddrV4::new(KERNEL_IP.parse::<Ipv4Addr>().unwrap(), port);
+    assert_eq!(node.ctx.connect(fd, dst), Err(Errno::InProgress));
+    let start = Instant::now();
+    let (mut sent, mut shut, mut flow) = (0u64, false, None);
+    loop {
+        assert!(
+            start.elapsed() < LIMIT,
+            "{module}: {sent} of {TOTAL} bytes written after {:?}; NIC {:?}; receiver {:?}",
+            start.elapsed(),
+            node.nic.tonic().stats(),
+            py.out
+        );
+        let mut app = 0;
+        while sent < TOTAL {
+            let off = (sent % PERIOD as u64) as usize;
+            let n = ((TOTAL - sent) as usize).min(PERIOD);
+            match node.ctx.write(fd, &pattern[off..off + n]) {
+                Ok(k) => {
+                    sent += k as u64;
+                    app += 1;
+                }
+                Err(Errno::Again) | Err(Errno::NotConn) => break,
+                Err(e) => panic!("{module}: write: {e:?}"),
+            }
+        }
+        flow = flow.or_else(|| node.ctx.tonic_flow(fd));
+        if sent == TOTAL && !shut {
+            node.ctx.shutdown(fd, Shutdown::Write).unwrap();
+            shut = true;
+        }
+        node.step(app);
+        if shut && py.has("received") {
+            break;
+        }
+    }
+    let secs = start.elapsed().as_secs_f64();
+    // The kernel closes after the whole stream; wait for our side to finish too.
+    let t1 = Instant::now();
+    while py.child.try_wait().ok().flatten().is_none() && t1.elapsed() < Duration::from_secs(10) {
+        node.step(0);
+    }
+    let status = py.child.try_wait().ok().flatten();
+    py.poll();
+    let line = py
+        .out
+        .iter()
+        .find(|l| l.starts_with("received"))
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "{module}: receiver failed ({status:?}): {:?}",
+        py.out
+    );
+    assert!(
+        line.starts_with(&format!("received {TOTAL} ")),
+        "{module}: {line}"
+    );
+    let tcb = node.ctx.tcb(fd).unwrap();
+    assert_eq!(
+        tcb.stats().bytes_out,
+        0,
+        "{module}: the host TCB sent data itself"
+    );
+    assert!(!tcb.nic_owns_sender());
+    let mss = tcb.send_mss() as u64;
+    node.ctx.close(fd).unwrap();
+    let t2 = Instant::now();
+    while node.ctx.connections() > 0 && t2.elapsed() < Duration::from_secs(10) {
+        node.step(0);
+    }
+    let dropped = ns.dropped() - dropped0;
+    let flow = flow.expect("the connection was handed to the NIC");
+    let tonic = node.nic.tonic();
+    let trace = tonic.trace(flow).expect("trace").to_vec();
+    let csv = std::env::temp_dir().join(format!("nicemu-netns-tonic-{module}.csv"));
+    let mut f = std::fs::File::create(&csv).unwrap();
+    tonic.write_trace_csv(flow, &mut f).unwrap();
+    let e = tonic.engine(module).unwrap().stats();
+    let summary = format!(
+        "{module}: {line}\n  {:.1} s, {:.1} MB/s; loss filter dropped {dropped} frames; engine: {} segments, {} retransmitted, {} timeouts; NIC {:?}",
+        secs,
+        TOTAL as f64 / secs / 1e6,
+        e.transmitted,
+        e.retransmitted,
+        e.timeouts,
+        tonic.stats()
+    );
+    Outcome {
+        module: module.into(),
+        secs,
+        mb_s: TOTAL as f64 / secs / 1e6,
+        trace,
+        csv,
+        summary,
+        mss,
+    }
+}
+
+/// Slow start, fast recovery and congestion avoidance in a cwnd trace (cwnd in segments,
+/// snd.una in bytes, `mss` bytes per segment).
+fn check_phases(o: &Outcome) {
+    let mss = o.mss;
+    let t = &o.trace;
+    let m = &o.module;
+    assert!(t.len() > 1000, "{m}: {} trace points", t.len());
+    let segs = |p: &TracePoint| p.snd_una / mss;
+    // Slow start: a stretch without a cut (the first one starts from the initial window of
+    // 10 segments, after a timeout from 1) over which cwnd at least doubles, growing by about
+    // one segment per segment acknowledged, i.e. doubling every round trip.
+    let stretches = |t: &[TracePoint]| {
+        let mut v = Vec::new();
+        let mut i = 0;
+        while i < t.len() {
+            let mut j = i + 1;
+            while j < t.len() && t[j].cwnd >= t[j - 1].cwnd && t[j].timeouts == t[i].timeouts {
+                j += 1;
+            }
+            v.push((i, j - 1));
+            i = j;
+        }
+        v
+    };
+    let runs = stretches(t);
+    let slow_starts: Vec<(u64, u64, u64)> = runs
+        .iter()
+        .filter_map(|&(i, j)| {
+            let (c0, a0) = if i == 0 {
+                (10, 0)
+            } else {
+                (t[i - 1].cwnd as u64, segs(&t[i - 1]))
+            };
+            let (c1, a1) = (t[j].cwnd as u64, segs(&t[j]));
+            let acked = a1.saturating_sub(a0);
+            (c1 >= 2 * c0 && c1 >= 4 && (c1 - c0) * 10 >= acked * 8).then_some((c0, c1, acked))
+        })
+        .collect();
+    assert!(!slow_starts.is_empty(), "{m}: no slow start in the trace");
+    let (c0, c1, acked) = slow_starts[0];
+    // Fast recovery: a cut to about half without a timeout.
+    let halvings = (1..t.len())
+        .filter(|&i| {
+            let (a, b) = (t[i - 1], t[i]);
+            b.timeouts == a.timeouts
+                && a.cwnd >= 8
+                && b.cwnd * 10 >= a.cwnd * 3
+                && b.cwnd * 10 <= a.cwnd * 7
+        })
+        .count();
+    assert!(halvings >= 5, "{m}: {halvings} fast-recovery halvings");
+    // Congestion avoidance: from where cwnd reaches ssthresh until the next cut, cwnd grows
+    // one segment at a time, and by far less than one segment per segment acknowledged:
+    // about one per window of ACKs (linear per round trip), not doubling.
+    let mut ca = 0;
+    for &(i, j) in &runs {
+        let Some(k) = (i..=j).find(|&k| t[k].ssthresh < 1 << 20 && t[k].cwnd >= t[k].ssthresh)
+        else {
+            continue;
+        };
+        let (a, b) = (t[k], t[j]);
+        let grew = (b.cwnd - a.cwnd) as u64;
+        let acked = segs(&b) - segs(&a);
+        let unit_steps = (k + 1..=j).all(|x| t[x].cwnd - t[x - 1].cwnd <= 1);
+        if grew >= 3 && unit_steps && acked * 2 >= grew * a.cwnd as u64 {
+            ca += 1;
+        }
+    }
+    assert!(ca >= 3, "{m}: {ca} congestion-avoidance stretches");
+    println!(
+        "{m}: trace {} points in {}: {} slow starts (first {c0} → {c1} over {acked} acknowledged segments); {halvings} halvings; {ca} linear stretches",
+        t.len(),
+        o.csv.display(),
+        slow_starts.len()
+    );
+}
+
+#[test]
+fn tonic_newreno_and_sack_send_100_mb_to_the_linux_kernel() {
+    let ns = Ns::new();
+    ns.configure();
+    let prefix = format!("nicemu-test-tonic-{}", std::process::id());
+    let text = format!(
+        r#"
+[eal]
+args = ["--no-huge", "--no-pci", "-m", "256", "-l", "0", "--file-prefix={prefix}",
+        "--vdev=net_af_packet0,iface={iface}"]
+[[port]]
+name = "p0"
+driver = "dpdk"
+device = "net_af_packet0"
+ipv4 = ["198.51.100.1/24"]
+rss = "off"
+[[lcore]]
+core = 0
+role = "nic"
+"#,
+        iface = ns.outer
+    );
+    let cfg = Config::parse(&text, "netns tonic test").unwrap();
+    let opts = RunOptions {
+        mode: Mode::Nic,
+        host_channels: true,
+        pin: false,
+        ..RunOptions::default()
+    };
+    let pattern = table();
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let mut topo = build_dpdk(&cfg, &opts, &[], None).expect("DPDK topology");
+        let nic = topo.lcores.remove(0);
+        let clock = nic.clock().clone();
+        let mut hc = HostConfig::new(NIC_IP, 0);
+        hc.tcp.send_buffer = 4 << 20;
+        let ctx = Context::new(hc, topo.host.remove(0), Arc::new(move || clock.now_ns()));
+        let mut node = Node { nic, ctx, idle: 0 };
+        let mut outcomes = Vec::new();
+        for (module, port) in [("newreno", 5101u16), ("sack", 5102)] {
+            let o = transfer(&mut node, &ns, module, port, &pattern);
+            println!("{}", o.summary);
+            outcomes.push(o);
+        }
+        for o in &outcomes {
+            check_phases(o);
+            println!("{}: {:.1} s, {:.1} MB/s", o.module, o.secs, o.mb_s);
+        }
+        drop(node);
+        drop(topo);
+    }));
+    remove_runtime_dir(&prefix);
+    drop(ns);
+    if let Err(e) = result {
+        std::panic::resume_unwind(e);
+    }
+}

@@ -1,0 +1,312 @@
+//! TCP over Tonic on the in-memory wire (issue 4, "What to build" point 6; Tonic §5): node A
+//! opens a connection with `TCP_TONIC` and sends 20 MB to node B's ordinary host stack through
+//! 1% loss. A's host keeps the handshake, the close and the send buffer; its NIC's Tonic
+//! engine (NewReno, then SACK) sends and retransmits every data segment. B receives every
+//! byte intact; the counters show the NIC engine sent and retransmitted the segments and A's
+//! host TCB sent none.
+
+use std::net::SocketAddrV4;
+
+use apps::node::{pair_specs, wire_pair, Pair, B_IP};
+use dataplane::port::wire::Impairments;
+use dataplane::tonic_nic::TracePoint;
+use hoststack::stack::{Shutdown, SockOpt, SockOptName};
+use hoststack::tcp::tcb::State;
+use hoststack::{Errno, Fd};
+use offload_api::msg::ModuleName;
+
+const PORT: u16 = 5001;
+const TOTAL: u64 = 20 * 1000 * 1000;
+const PERIOD: usize = 65_521;
+
+/// A pseudo-random table of prime length, twice over (any run up to PERIOD bytes is one
+/// slice).
+fn table() -> &'static [u8] {
+    static T: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+    T.get_or_init(|| {
+        let mut x: u64 = 0xD1B5_4A32_D192_ED03;
+        let mut t: Vec<u8> = (0..PERIOD)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                (x >> 24) as u8
+            })
+            .collect();
+        t.extend_from_within(..);
+        t
+    })
+}
+
+fn slice(start: u64, len: usize) -> &'static [u8] {
+    let off = (start % PERIOD as u64) as usize;
+    &table()[off..off + len]
+}
+
+/// Steps both nodes; virtual time moves `quantum` per step and, after a stretch with nothing
+/// to do, jumps to the next host timer or Tonic retransmission deadline.
+fn step(p: &mut Pair, idle: &mut u32, quantum: u64) {
+    let w = p.a.step() + p.b.step();
+    *idle = if w == 0 { *idle + 1 } else { 0 };
+    let now = p.clock.now_ns();
+    let next = [
+        p.a.host.next_timer(),
+        p.b.host.next_timer(),
+        p.a.nic.tonic().next_deadline(),
+    ]
+    .into_iter()
+    .flatten()
+    .filter(|&t| t > now)
+    .min();
+    match next {
+        Some(t) if *idle > 64 => {
+            p.clock.advance(t - now);
+            *idle = 0;
+        }
+        _ => p.clock.advance(quantum),
+    }
+}
+
+struct Run {
+    trace: Vec<TracePoint>,
+    csv: std::path::PathBuf,
+    nic_tx: u64,
+    nic_rtx: u64,
+}
+
+fn transfer(module: &str, seed: u64) -> Run {
+    let (mut a, mut b) = pair_specs();
+    for s in [&mut a, &mut b] {
+        s.host.tcp.time_wait_ns = 1_000_000_000;
+        s.host.tcp.send_buffer = 1 << 20;
+        s.host.tcp.recv_buffer = 1 << 20;
+    }
+    let lossy = Impairments {
+        loss: 0.01,
+        delay_ns: 50_000,
+        seed,
+        ..Impairments::default()
+    };
+    let clean = Impairments {
+        delay_ns: 50_000,
+        ..Impairments::default()
+    };
+    let mut p = wire_pair(a, b, lossy, clean);
+
+    let l = p.b.host.socket().unwrap();
+    p.b.host.set_nonblocking(l, true).unwrap();
+    p.b.host
+        .bind(l, SocketAddrV4::new([0, 0, 0, 0].into(), PORT))
+        .unwrap();
+    p.b.host.listen(l, 4).unwrap();
+
+    let c = p.a.host.socket().unwrap();
+    p.a.host.set_nonblocking(c, true).unwrap();
+    let m = ModuleName::new(module).unwrap();
+    p.a.host.setsockopt(c, SockOpt::Tonic(Some(m))).unwrap();
+    assert_eq!(
+        p.a.host.getsockopt(c, SockOptName::Tonic),
+        Ok(SockOpt::Tonic(Some(m)))
+    );
+    assert_eq!(
+        p.a.host.connect(c, SocketAddrV4::new(B_IP.into(), PORT)),
+        Err(Errno::InProgress)
+    );
+
+    let mut s: Option<Fd> = None;
+    let (mut sent, mut got, mut shut) = (0u64, 0u64, false);
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut idle = 0;
+    let mut flow = None;
+    let mut eof = false;
+    for _ in 0..20_000_000u64 {
+        if s.is_none() {
+            if let Ok((fd, _)) = p.b.host.accept(l) {
+                p.b.host.set_nonblocking(fd, true).unwrap();
+                s = Some(fd);
+            }
+        }
+        flow = flow.or_else(|| p.a.host.tonic_flow(c));
+        while sent < TOTAL {
+            let n = ((TOTAL - sent) as usize).min(PERIOD);
+            match p.a.host.write(c, slice(sent, n)) {
+                Ok(k) => sent += k as u64,
+                Err(Errno::Again) => break,
+                Err(e) => panic!("write: {e:?}"),
+            }
+        }
+        if sent == TOTAL && !shut {
+            p.a.host.shutdown(c, Shutdown::Write).unwrap();
+            shut = true;
+        }
+        if let Some(fd) = s {
+            loop {
+                match p.b.host.read(fd, &mut buf) {
+                    Ok(0) => {
+                        eof = true;
+                        break;
+                    }
+                    Ok(k) => {
+                        assert_eq!(&buf[..k], slice(got, k), "byte {got} differs");
+                        got += k as u64;
+                    }
+                    Err(Errno::Again) => break,
+                    Err(e) => panic!("read: {e:?}"),
+                }
+            }
+        }
+        if eof {
+            break;
+        }
+        step(&mut p, &mut idle, 2_000);
+    }
+    assert_eq!(
+        got, TOTAL,
+        "B received {got} of {TOTAL} bytes (A wrote {sent})"
+    );
+    assert!(eof, "B saw no end of stream");
+    let flow = flow.expect("the connection was handed to the NIC");
+
+    // A's host TCB sent no data: the NIC did (Tonic §5).
+    let tcb = p.a.host.tcb(c).unwrap();
+    assert_eq!(tcb.stats().bytes_out, 0, "A's TCB sent data itself");
+    assert_eq!(tcb.stats().retransmits, 0, "A's TCB retransmitted");
+    assert!(!tcb.nic_owns_sender(), "the sender came back for the FIN");
+    let ts = *p.a.host.tonic_stats();
+    assert_eq!(
+        (ts.flows_added, ts.flows_removed, ts.flows_refused),
+        (1, 1, 0)
+    );
+    assert_eq!(ts.tail_bytes, TOTAL);
+    let ns = *p.a.nic.tonic().stats();
+    let e =
+        p.a.nic
+            .tonic()
+            .engine(module)
+            .expect("engine built")
+            .stats();
+    println!("{module}: host {ts:?}\n  nic {ns:?}\n  engine {e:?}");
+    let segs = TOTAL.div_ceil(tcb.send_mss() as u64);
+    assert!(
+        ns.segments_tx >= segs,
+        "NIC sent {} segments, need {segs}",
+        ns.segments_tx
+    );
+    assert!(ns.retransmits > 0, "1% loss and no retransmission");
+    assert_eq!(e.retransmitted, ns.retransmits);
+    let bstats = p.b.host.tcb(s.unwrap()).unwrap().stats();
+    assert_eq!(bstats.bytes_in, TOTAL);
+
+    // Both close; both connections end.
+    p.a.host.close(c).unwrap();
+    p.b.host.close(s.unwrap()).unwrap();
+    p.b.host.close(l).unwrap();
+    for _ in 0..2_000_000 {
+        if p.a.host.connections() == 0 && p.b.host.connections() == 0 {
+            break;
+        }
+        step(&mut p, &mut idle, 2_000);
+    }
+    assert_eq!(p.a.host.connections() + p.b.host.connections(), 0);
+    let trace = p.a.nic.tonic().trace(flow).expect("trace").to_vec();
+    let csv = std::env::temp_dir().join(format!("nicemu-tonic-tcp-{module}.csv"));
+    let mut f = std::fs::File::create(&csv).unwrap();
+    p.a.nic.tonic().write_trace_csv(flow, &mut f).unwrap();
+    Run {
+        trace,
+        csv,
+        nic_tx: ns.segments_tx,
+        nic_rtx: ns.retransmits,
+    }
+}
+
+fn check_trace(module: &str, r: &Run) {
+    let t = &r.trace;
+    assert!(t.len() > 100, "{module}: trace of {} points", t.len());
+    // Slow start: the window grows from its initial value before the first retransmission.
+    let first_rtx = t.iter().position(|p| p.retransmits > 0).unwrap_or(t.len());
+    let init = t[0].cwnd;
+    let peak = t[..first_rtx].iter().map(|p| p.cwnd).max().unwrap_or(0);
+    assert!(
+        peak >= 2 * init,
+        "{module}: no slow start ({init} → {peak})"
+    );
+    // Recovery: the window was cut after a loss.
+    let cut = t.windows(2).any(|w| w[1].cwnd * 10 <= w[0].cwnd * 7);
+    assert!(cut, "{module}: no window reduction");
+    println!(
+        "{module}: {} trace points in {}; {} segments sent, {} retransmitted",
+        t.len(),
+        r.csv.display(),
+        r.nic_tx,
+        r.nic_rtx
+    );
+}
+
+#[test]
+fn tonic_newreno_sends_20_mb_through_1_percent_loss() {
+    let r = transfer("newreno", 7);
+    check_trace("newreno", &r);
+}
+
+#[test]
+fn tonic_sack_sends_20_mb_through_1_percent_loss() {
+    let r = transfer("sack", 11);
+    check_trace("sack", &r);
+}
+
+#[test]
+fn unknown_module_falls_back_to_the_host_sender() {
+    let mut p = {
+        let (a, b) = pair_specs();
+        wire_pair(a, b, Impairments::default(), Impairments::default())
+    };
+    let l = p.b.host.socket().unwrap();
+    p.b.host.set_nonblocking(l, true).unwrap();
+    p.b.host
+        .bind(l, SocketAddrV4::new([0, 0, 0, 0].into(), PORT))
+        .unwrap();
+    p.b.host.listen(l, 4).unwrap();
+    let c = p.a.host.socket().unwrap();
+    p.a.host.set_nonblocking(c, true).unwrap();
+    let m = ModuleName::new("nosuchmodule").unwrap();
+    p.a.host.setsockopt(c, SockOpt::Tonic(Some(m))).unwrap();
+    let _ = p.a.host.connect(c, SocketAddrV4::new(B_IP.into(), PORT));
+    let data = slice(0, 50_000);
+    let mut sent = 0;
+    let mut got = Vec::new();
+    let mut s = None;
+    let mut idle = 0;
+    for _ in 0..200_000 {
+        if s.is_none() {
+            if let Ok((fd, _)) = p.b.host.accept(l) {
+                p.b.host.set_nonblocking(fd, true).unwrap();
+                s = Some(fd);
+            }
+        }
+        if sent < data.len() {
+            if let Ok(k) = p.a.host.write(c, &data[sent..]) {
+                sent += k;
+            }
+        }
+        if let Some(fd) = s {
+            let mut b = [0u8; 8192];
+            while let Ok(k) = p.b.host.read(fd, &mut b) {
+                if k == 0 {
+                    break;
+                }
+                got.extend_from_slice(&b[..k]);
+            }
+        }
+        if got.len() == data.len() {
+            break;
+        }
+        step(&mut p, &mut idle, 2_000);
+    }
+    assert_eq!(got, data);
+    assert_eq!(p.a.host.tonic_stats().flows_refused, 1);
+    let tcb = p.a.host.tcb(c).unwrap();
+    assert_eq!(tcb.state(), State::Established);
+    assert!(!tcb.nic_owns_sender());
+    assert_eq!(tcb.stats().bytes_out, data.len() as u64);
+}

@@ -1,0 +1,245 @@
+//! The NIC-sender mode of a connection (Tonic NSDI '20 §5, "Linux socket integration";
+//! `notes/tonic-extraction.md` §6.2): once a `TCP_TONIC` connection is established, its
+//! *sender* fields (snd.una, snd.nxt, snd.wnd), retransmissions and congestion control live in
+//! the NIC's Tonic engines. The TCB keeps connection management (the handshake, the close),
+//! the receive side and the send buffer.
+//!
+//! While the NIC owns the sender:
+//! - [`Tcb::poll_transmit`] sends no data, no retransmission, no FIN and arms no
+//!   retransmission or persist timer; it still sends ACKs of received data (the NIC gives
+//!   their sequence number its own snd.nxt);
+//! - the ACK field of incoming segments is not processed (the NIC consumed the pure ACKs
+//!   already and runs loss detection on them);
+//! - the application's bytes are offered to the NIC in MSS multiples (`tonic-tail`, §5);
+//!   a remainder shorter than the MSS is held for [`SMALL_HOLD_NS`] in case more data comes,
+//!   then offered as one final *small* segment, after which nothing more is offered until the
+//!   NIC reports it delivered (§5: "all segments, except for the last one in a burst, [are] of
+//!   equal size");
+//! - delivery notifications ([`Tcb::nic_delivered`]) advance snd.una and free the send
+//!   buffer, which makes the socket writable again.
+//!
+//! When the application has shut the write side and the NIC reports every byte delivered,
+//! the socket layer removes the flow from the NIC and calls [`Tcb::resume_sender`]: the TCB
+//! sends its FIN and finishes the close itself.
+//!
+//! Limits: timestamps and window scaling are not offered on such connections
+//! ([`Tcb::prepare_nic_sender`]), because the flow-add message has no field for the
+//! timestamp clock or the peer's window scale; the NIC's segments carry no options.
+
+use super::super::seq::Seq;
+use super::{Events, State, Tcb, Timer};
+
+/// How long a remainder shorter than one MSS waits for more data before it is offered to the
+/// NIC as a final small segment (Tonic §5's configurable time T).
+pub const SMALL_HOLD_NS: u64 = 200_000;
+
+/// The NIC-sender state of a connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct NicSend {
+    /// `tonic-tail`: one past the last byte the NIC was told about.
+    pub tail: Seq,
+    /// A final small segment was offered and is not yet delivered.
+    pub small_pending: bool,
+    /// When the current sub-MSS remainder may be offered as a small segment (0: none
+    /// waiting).
+    pub hold_until: u64,
+}
+
+/// What the NIC needs to take a connection's sender over (the `TonicFlowAdd` fields that
+/// come from the TCB).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NicHandover {
+    /// First sequence number the NIC sends (SND.UNA at handover): byte 0 of its stream.
+    pub init_seq: Seq,
+    /// Segment payload size (SMSS; the NIC's segments carry no options).
+    pub mss: u16,
+    /// The peer's current window in bytes (informational; the NIC reads it from the ACKs).
+    pub snd_wnd: u32,
+}
+
+impl Tcb {
+    /// Marks a connection that will hand its sender to the NIC: it offers neither timestamps
+    /// nor window scaling (the NIC's segments carry no options, and it reads the peer's window
+    /// unscaled). Call before the first [`Tcb::poll_transmit`] (for an active open) or right
+    /// after [`Tcb::accept`].
+    pub fn prepare_nic_sender(&mut self) {
+        self.want_ts = false;
+        self.want_ws = 0;
+        self.offer_ws = false;
+        if self.state == State::SynReceived && !self.syn_sent {
+            self.ws_ok = false;
+            self.snd_wscale = 0;
+            self.rcv_wscale = 0;
+            self.ts_ok = false;
+            if self.base_opt_len != 0 {
+                self.base_opt_len = 0;
+                self.smss = self.eff_mss;
+                self.rcv_mss = self.smss;
+            }
+        }
+    }
+
+    /// Hands the sender side to the NIC (Tonic §5). Possible once the connection is
+    /// established (or in CLOSE_WAIT), with nothing in flight, when neither timestamps nor
+    /// window scaling were negotiated; returns what the flow add needs, or `None` (the TCB
+    /// keeps sending itself).
+    ///
+    /// Also queues an ACK, so that the NIC learns the ACK number and window its segments
+    /// carry from a frame of this connection right after the flow add.
+    pub fn hand_sender_to_nic(&mut self) -> Option<NicHandover> {
+        if self.nic.is_some()
+            || !matches!(self.state, State::Established | State::CloseWait)
+            || self.fin_queued
+            || self.snd_una != self.snd_max
+            || self.ts_ok
+            || self.ws_ok
+            || self.error.is_some()
+        {
+            return None;
+        }
+        self.nic = Some(NicSend {
+            tail: self.snd_una,
+            small_pending: false,
+            hold_until: 0,
+        });
+        self.snd_nxt = self.snd_una;
+        self.in_recovery = false;
+        self.rexmit_pending = false;
+        self.dupacks = 0;
+        self.sb.clear();
+        if matches!(self.timer, Timer::Rto | Timer::Persist) {
+            self.timer = Timer::Off;
+        }
+        self.rtt_timed = None;
+        self.ack_now = true;
+        Some(NicHandover {
+            init_seq: self.snd_una,
+            mss: self.smss.min(u16::MAX as u32) as u16,
+            snd_wnd: self.snd_wnd,
+        })
+    }
+
+    /// True while the NIC owns the sender side.
+    pub fn nic_owns_sender(&self) -> bool {
+        self.nic.is_some()
+    }
+
+    /// `tonic-tail`: one past the last byte the NIC was told about (`None` unless the NIC
+    /// owns the sender).
+    pub fn nic_tail(&self) -> Option<Seq> {
+        self.nic.map(|n| n.tail)
+    }
+
+    /// How many bytes past `tonic-tail` to offer the NIC now, at most `max` (rounded down to
+    /// an MSS multiple): the whole segments queued, or, once the remainder has waited
+    /// [`SMALL_HOLD_NS`] or the write side is shut, the final small segment. `None` when
+    /// nothing is to be offered (also while a small segment is undelivered).
+    pub fn nic_tail_due(&mut self, now: u64, max: usize) -> Option<u32> {
+        let mss = self.smss.max(1);
+        let end = self.snd_end;
+        let fin = self.fin_queued;
+        let n = self.nic.as_mut()?;
+        if n.small_pending {
+            return None;
+        }
+        let queued = (end - n.tail).max(0) as u32;
+        if queued == 0 {
+            n.hold_until = 0;
+            return None;
+        }
+        let cap = ((max as u32 / mss) * mss).max(mss);
+        let whole = (queued / mss) * mss;
+        if whole > 0 {
+            return Some(whole.min(cap));
+        }
+        if n.hold_until == 0 {
+            n.hold_until = now.saturating_add(SMALL_HOLD_NS).max(1);
+        }
+        if fin || now >= n.hold_until {
+            return Some(queued);
+        }
+        None
+    }
+
+    /// The send-buffer bytes `[tonic-tail, tonic-tail + len)` (two slices, the buffer being a
+    /// ring) and the sequence number one past them: the data and `tail` of a `TonicTail`
+    /// message.
+    pub fn nic_tail_data(&self, len: u32) -> (Seq, [&[u8]; 2]) {
+        let Some(n) = self.nic else {
+            return (self.snd_una, [&[], &[]]);
+        };
+        let off = (n.tail - self.snd_una).max(0) as usize;
+        let (a, b) = self.sbuf.slices(off, len as usize);
+        (n.tail + len, [a, b])
+    }
+
+    /// The NIC was told about `len` more bytes (after [`Tcb::nic_tail_due`] and a successful
+    /// send): `tonic-tail` moves; a piece shorter than one MSS is the final small segment.
+    pub fn nic_tail_sent(&mut self, len: u32) {
+        let mss = self.smss.max(1);
+        if let Some(n) = self.nic.as_mut() {
+            n.tail += len;
+            n.hold_until = 0;
+            if !len.is_multiple_of(mss) {
+                n.small_pending = true;
+            }
+            if self.snd_max.lt(n.tail) {
+                self.snd_max = n.tail;
+            }
+        }
+    }
+
+    /// A delivery notification from the NIC: every byte before `delivered` is cumulatively
+    /// acknowledged (snd.una). Frees that send-buffer space (`writable`). Values outside
+    /// (snd.una, tonic-tail] are ignored.
+    pub fn nic_delivered(&mut self, delivered: Seq) -> Events {
+        let mut ev = Events::default();
+        let Some(n) = self.nic.as_mut() else {
+            return ev;
+        };
+        if !(self.snd_una.lt(delivered) && delivered.le(n.tail)) {
+            return ev;
+        }
+        if n.small_pending && delivered == n.tail {
+            n.small_pending = false;
+        }
+        self.sbuf.consume((delivered - self.snd_una) as usize);
+        self.snd_una = delivered;
+        self.snd_nxt = delivered;
+        self.retries = 0;
+        ev.writable = true;
+        ev
+    }
+
+    /// True when the NIC owns the sender, the write side is shut and every byte was
+    /// delivered: time to remove the flow from the NIC and [`Tcb::resume_sender`] for the FIN.
+    pub fn nic_sender_done(&self) -> bool {
+        self.nic.is_some() && self.fin_queued && self.snd_una == self.snd_end
+    }
+
+    /// Takes the sender side back from the NIC (after the flow was removed there, or when the
+    /// NIC refused it): sending resumes from snd.una, with the FIN if the write side is shut.
+    pub fn resume_sender(&mut self) {
+        if self.nic.take().is_none() {
+            return;
+        }
+        self.snd_nxt = self.snd_una;
+        self.snd_max = self.snd_una;
+        self.recover = self.snd_una;
+        self.rxt_next = self.snd_una;
+        self.in_recovery = false;
+        self.dupacks = 0;
+        self.sb.clear();
+        self.snd_wl2 = self.snd_una;
+        if self.snd_wnd == 0 {
+            self.snd_wnd = self.max_snd_wnd.max(self.smss);
+        }
+    }
+
+    /// When the held sub-MSS remainder becomes due (for [`Tcb::poll_at`]).
+    pub(super) fn nic_hold_at(&self) -> Option<u64> {
+        self.nic
+            .filter(|n| n.hold_until != 0 && !n.small_pending)
+            .map(|n| n.hold_until)
+    }
+}
