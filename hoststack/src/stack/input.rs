@@ -58,7 +58,15 @@ impl<L: HostLink> Context<L> {
                 .as_mut()
                 .expect("demux points at a live conn");
             let ev = c.tcb.input(&seg, now);
+            // An ACK that must go now (out-of-order data: a duplicate ACK with SACK blocks;
+            // every second full segment; a window update) goes per segment, as RFC 9293
+            // §3.10.7.4 and RFC 5681 §4.2 ask, not once per burst: a sender counts duplicate
+            // ACKs to detect loss.
+            let due_now = c.tcb.poll_at() == Some(0);
             self.after_input(cid, ev);
+            if due_now {
+                self.transmit(cid, now);
+            }
             return;
         }
         if let Some(&lfd) = self.listeners.get(&seg.dst_port) {
