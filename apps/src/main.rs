@@ -5,6 +5,7 @@
 //! Everything after `--` goes to DPDK's EAL.
 
 mod demo;
+mod demo_tcp;
 mod report;
 mod topo;
 

@@ -451,6 +451,7 @@ impl fmt::Display for EchoBenchReport {
 /// removed before it returns, also on error or when `opts.stop` is set.
 pub fn echo(opts: &EchoBenchOpts) -> Result<EchoBenchReport, String> {
     opts.validate()?;
+    #[cfg_attr(not(feature = "dpdk"), allow(unused_variables))]
     let (bench_core, server_core) = match opts.cores {
         Some(c) => c,
         None => {

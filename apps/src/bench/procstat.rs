@@ -1,4 +1,6 @@
 //! CPU time from /proc: a process's time on CPU, and per-CPU softirq time.
+// Only the kernel round (feature `dpdk`) reads other processes' times.
+#![cfg_attr(not(feature = "dpdk"), allow(dead_code))]
 
 /// Nanoseconds the main thread of process `pid` has run on a CPU (its `sum_exec_runtime`,
 /// the first field of `/proc/<pid>/schedstat`; precise, unlike the tick counts of
