@@ -119,7 +119,9 @@ fn demo_checks_pass() {
         "{text}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert_eq!(text.matches("[ok]").count(), 7, "{text}");
+    // 7 NIC checks and 3 host-stack checks.
+    assert_eq!(text.matches("[ok]").count(), 10, "{text}");
+    assert!(text.contains("10 MB each way arrived intact"), "{text}");
     assert!(!text.contains("FAILED"));
     assert!(text.contains("drops: 5 total"), "{text}");
 }
@@ -127,7 +129,7 @@ fn demo_checks_pass() {
 #[test]
 fn help_describes_every_subcommand_and_option() {
     let top = String::from_utf8_lossy(&bin().arg("--help").output().unwrap().stdout).into_owned();
-    for sub in ["run", "fwd", "check", "demo"] {
+    for sub in ["run", "fwd", "check", "demo", "bench", "modules", "testbench"] {
         assert!(top.contains(sub), "{top}");
     }
     let fwd = String::from_utf8_lossy(&bin().args(["fwd", "--help"]).output().unwrap().stdout)
