@@ -129,7 +129,15 @@ fn demo_checks_pass() {
 #[test]
 fn help_describes_every_subcommand_and_option() {
     let top = String::from_utf8_lossy(&bin().arg("--help").output().unwrap().stdout).into_owned();
-    for sub in ["run", "fwd", "check", "demo", "bench", "modules", "testbench"] {
+    for sub in [
+        "run",
+        "fwd",
+        "check",
+        "demo",
+        "bench",
+        "modules",
+        "testbench",
+    ] {
         assert!(top.contains(sub), "{top}");
     }
     let fwd = String::from_utf8_lossy(&bin().args(["fwd", "--help"]).output().unwrap().stdout)

@@ -145,7 +145,13 @@ fn transfer(pair: &mut Pair, total: u64) -> Outcome {
             }
         }
         let Some(sfd) = s else { return false };
-        pump(&mut p.b.host, c, 1, 2, total, &mut cs, &mut buf_b).expect("client I/O");
+        if let Err(e) = pump(&mut p.b.host, c, 1, 2, total, &mut cs, &mut buf_b) {
+            panic!(
+                "client I/O: {e:?}\nclient {:#?}\nserver {:#?}",
+                p.b.host.tcb(c),
+                p.a.host.tcb(s.unwrap())
+            );
+        }
         pump(&mut p.a.host, sfd, 2, 1, total, &mut ss, &mut buf_a).expect("server I/O");
         cs.received == total && ss.received == total
     });

@@ -299,15 +299,13 @@ impl Tcb {
             self.on_new_ack(seg, now);
         } else if ack == self.snd_una
             && self.snd_max != self.snd_una
-            && seg.payload.is_empty()
-            && !seg.flags.has(Flags::FIN)
-            && win != 0
             && (if self.sack_ok {
-                // RFC 6675 §2: with SACK, a duplicate ACK is one that SACKs new data (so
-                // duplicated or window-update ACKs are not counted).
                 new_sack
             } else {
-                win == self.snd_wnd
+                seg.payload.is_empty()
+                    && !seg.flags.has(Flags::FIN)
+                    && win != 0
+                    && win == self.snd_wnd
             })
         {
             self.on_dup_ack(now);

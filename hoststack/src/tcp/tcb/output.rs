@@ -56,7 +56,12 @@ impl Tcb {
         }
         n += self.send_data(now, emit);
         if self.ack_now {
-            let h = self.make_header(self.snd_nxt, Flags::ACK, now);
+            // A segment without data carries the highest sequence number sent (Linux's
+            // tcp_acceptable_seq), not the go-back-N pointer: after a timeout SND.NXT drops to
+            // SND.UNA, below the peer's RCV.NXT when it already holds that data, and the peer
+            // would then find the ACK unacceptable (RFC 9293 §3.10.7.4) and ignore its ACK
+            // field; two sides in that state at once never recover.
+            let h = self.make_header(self.snd_max, Flags::ACK, now);
             emit(&Outgoing {
                 header: h,
                 payload: [&[], &[]],
