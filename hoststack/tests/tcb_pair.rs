@@ -1308,6 +1308,8 @@ fn syn_retries_then_timed_out() {
 fn peer_disappearing_times_out_after_backoff() {
     let mut c = cfg();
     c.max_retransmits = 5;
+    // The RTO's backoff alone (the tail-loss probe is tested in the unit tests).
+    c.tail_loss_probe = false;
     let mut net = Net::new(c.clone(), c, [Impair::delay(MS); 2], 82);
     net.handshake();
     net.imp = [Impair {

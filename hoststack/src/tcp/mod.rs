@@ -60,6 +60,9 @@ pub struct TcpConfig {
     pub time_wait_ns: u64,
     /// Congestion control algorithm.
     pub cc: cc::CcAlgorithm,
+    /// Tail-loss probes (RFC 8985 §7): resend the last segment when ACKs stop for two
+    /// round trips, before the retransmission timeout.
+    pub tail_loss_probe: bool,
 }
 
 impl Default for TcpConfig {
@@ -81,6 +84,7 @@ impl Default for TcpConfig {
             syn_retries: 6,
             time_wait_ns: 60_000_000_000,
             cc: cc::CcAlgorithm::NewReno,
+            tail_loss_probe: true,
         }
     }
 }

@@ -346,6 +346,8 @@ impl Tcb {
             self.snd_nxt = ack;
         }
         self.retries = 0;
+        self.tlp_done = false;
+        self.tlp_at = 0;
         self.persist_shift = 0;
         self.sb.advance(ack);
 

@@ -82,6 +82,7 @@ pub struct Tcb {
     nodelay: bool,
     delayed_ack_ns: u64,
     max_retransmits: u32,
+    tail_loss_probe: bool,
     syn_retries: u32,
     time_wait_ns: u64,
     rto_max_ns: u64,
@@ -166,6 +167,12 @@ pub struct Tcb {
     /// RFC 6675 HighRxt + 1.
     rxt_next: Seq,
     rescue_done: bool,
+    /// Tail-loss probe deadline (0: none), after RFC 8985 §7.
+    tlp_at: u64,
+    /// A probe went out since the last new ACK.
+    tlp_done: bool,
+    /// The probe is due: send it on this poll.
+    tlp_fire: bool,
     sb: Scoreboard,
 
     // Buffers.
@@ -204,6 +211,7 @@ impl Tcb {
             nodelay: cfg.nodelay,
             delayed_ack_ns: cfg.delayed_ack_ns,
             max_retransmits: cfg.max_retransmits,
+            tail_loss_probe: cfg.tail_loss_probe,
             syn_retries: cfg.syn_retries,
             time_wait_ns: cfg.time_wait_ns,
             rto_max_ns: cfg.rto_max_ns,
@@ -263,6 +271,9 @@ impl Tcb {
             partial_seen: false,
             rxt_next: iss,
             rescue_done: false,
+            tlp_at: 0,
+            tlp_done: false,
+            tlp_fire: false,
             sb: Scoreboard::new(),
             sbuf: SendBuf::new(cfg.send_buffer),
             rbuf: RecvBuf::new(cfg.recv_buffer),
@@ -352,6 +363,9 @@ impl Tcb {
         }
         if self.ack_at != 0 {
             t = t.min(self.ack_at);
+        }
+        if self.tlp_at != 0 {
+            t = t.min(self.tlp_at);
         }
         if let Some(h) = self.nic_hold_at() {
             t = t.min(h);

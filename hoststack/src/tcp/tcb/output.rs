@@ -25,6 +25,10 @@ enum Kind {
 /// bound it long before).
 const MAX_BURST: usize = 4096;
 
+/// RFC 8985 §7.2's WCDelAckT: the delayed-ACK time a probe allows for when one segment is in
+/// flight (our own delayed ACK is 40 ms; a Linux peer's at most 200 ms).
+const DELAYED_ACK_ALLOWANCE_NS: u64 = 200_000_000;
+
 impl Tcb {
     pub(super) fn transmit(&mut self, now: u64, emit: &mut dyn FnMut(&Outgoing<'_>)) -> usize {
         self.run_timers(now);
@@ -70,7 +74,40 @@ impl Tcb {
             n += 1;
         }
         self.update_timer(now);
+        self.arm_tlp(now);
         n
+    }
+
+    /// Arms the tail-loss probe (RFC 8985 §7.2) while data is outstanding outside recovery,
+    /// once per ACK: PTO = 2·SRTT (at least 10 ms, as Linux), plus the peer's delayed-ACK
+    /// allowance when one segment is in flight; only if it falls before the RTO.
+    fn arm_tlp(&mut self, now: u64) {
+        if !self.tail_loss_probe
+            || self.timer != Timer::Rto
+            || self.in_recovery
+            || self.tlp_done
+            || !matches!(
+                self.state,
+                State::Established | State::CloseWait | State::FinWait1 | State::LastAck
+            )
+        {
+            self.tlp_at = 0;
+            return;
+        }
+        if self.tlp_at != 0 {
+            return;
+        }
+        let Some(srtt) = self.rtt.srtt() else {
+            return;
+        };
+        let mut pto = (2 * srtt).max(10_000_000);
+        if ((self.snd_max - self.snd_una) as u32) <= self.smss {
+            pto = pto.saturating_add(DELAYED_ACK_ALLOWANCE_NS);
+        }
+        let at = now.saturating_add(pto);
+        if at < self.timer_at {
+            self.tlp_at = at;
+        }
     }
 
     /// Expired timers: delayed ACK, RTO, persist, TIME_WAIT / orphaned FIN_WAIT_2.
@@ -78,6 +115,11 @@ impl Tcb {
         if self.ack_at != 0 && now >= self.ack_at {
             self.ack_at = 0;
             self.ack_now = true;
+        }
+        if self.tlp_at != 0 && now >= self.tlp_at {
+            self.tlp_at = 0;
+            self.tlp_done = true;
+            self.tlp_fire = true;
         }
         if self.timer == Timer::Off || now < self.timer_at {
             return;
@@ -250,6 +292,18 @@ impl Tcb {
             return 0;
         }
         let mut n = 0;
+        if self.tlp_fire {
+            self.tlp_fire = false;
+            if self.snd_una.lt(self.snd_max) && !self.in_recovery {
+                // Tail-loss probe (RFC 8985 §7.3): resend the last segment sent, so that the
+                // peer's ACK (with SACK) shows what is missing without waiting for the RTO.
+                let e = self.snd_max;
+                let s = self.snd_una.max(Seq(e.0.wrapping_sub(self.smss)));
+                self.emit_range(s, e, now, emit, Kind::Data);
+                self.stats.tail_loss_probes += 1;
+                n += 1;
+            }
+        }
         if self.probe_now {
             self.probe_now = false;
             if self.snd_wnd == 0 && self.snd_end.gt(self.snd_una) {

@@ -482,7 +482,11 @@ fn sack_loss_detection_enters_recovery_without_three_dupacks() {
 
 #[test]
 fn rto_go_back_n_and_karn() {
-    let mut t = established(&plain_cfg(), full_opts());
+    let cfg = TcpConfig {
+        tail_loss_probe: false,
+        ..plain_cfg()
+    };
+    let mut t = established(&cfg, full_opts());
     let rto = t.rto();
     t.send(&[1u8; 5000]).unwrap();
     let out = tx(&mut t, T0 + 2 * MS);
@@ -566,4 +570,29 @@ fn fin_out_of_order_is_held_until_the_hole_fills() {
     assert_eq!(t.recv_available(), 14);
     let out = tx(&mut t, T0 + 3 * MS);
     assert_eq!(out[0].0.ack, PISS + 16);
+}
+
+#[test]
+fn tail_loss_probe_resends_the_last_segment_before_the_rto() {
+    let mut t = established(&plain_cfg(), full_opts());
+    let rto = t.rto();
+    t.send(&[1u8; 3 * 1460]).unwrap();
+    let out = tx(&mut t, T0 + 2 * MS);
+    assert_eq!(out.len(), 3);
+    // No ACK comes back: the probe is due well before the RTO.
+    let pto = t.poll_at().unwrap();
+    assert!(pto > T0 + 2 * MS && pto < T0 + 2 * MS + rto, "{pto}");
+    let cw = t.cwnd().0;
+    let out = tx(&mut t, pto);
+    assert_eq!(out.len(), 1, "one probe");
+    assert_eq!(out[0].0.seq, Seq(1001 + 2 * 1460), "the last segment");
+    assert_eq!(out[0].1.len(), 1460);
+    assert_eq!(t.stats().tail_loss_probes, 1);
+    assert_eq!(t.stats().rto_expiries, 0);
+    assert_eq!(t.cwnd().0, cw, "a probe is not a congestion event");
+    // Only one probe per flight: the next thing is the RTO.
+    assert_eq!(t.poll_at(), Some(T0 + 2 * MS + rto));
+    let out = tx(&mut t, T0 + 2 * MS + rto);
+    assert_eq!(out[0].0.seq, Seq(1001));
+    assert_eq!(t.stats().rto_expiries, 1);
 }

@@ -103,6 +103,9 @@ pub struct TcbStats {
     pub ooo_segments: u64,
     /// Zero-window probes sent.
     pub window_probes: u64,
+    /// Tail-loss probes sent (RFC 8985 §7: the last segment resent when the ACK clock
+    /// stops before the retransmission timeout).
+    pub tail_loss_probes: u64,
     /// Segments dropped by PAWS (RFC 7323 §5.3; an ACK was sent).
     pub paws_rejected: u64,
     /// Segments dropped for an unacceptable ACK field: acknowledging data never sent, or
