@@ -108,15 +108,15 @@ impl Drop for Scratch {
     }
 }
 
-/// Whether a C compiler is available (it is wherever DPDK's shim builds).
+/// Checks that a C compiler is available. Rust links with `cc` on Linux and DPDK's shim is
+/// built with it, so it always is where these tests build; a missing one fails the test
+/// (a skipped test must not pass).
 fn have_cc() -> bool {
     let ok = Command::new("cc")
         .arg("--version")
         .output()
         .is_ok_and(|o| o.status.success());
-    if !ok {
-        eprintln!("skipping: no `cc` to build test libraries");
-    }
+    assert!(ok, "no `cc` to build the test libraries with");
     ok
 }
 
