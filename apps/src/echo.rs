@@ -131,6 +131,7 @@ pub struct EchoClient {
     events: Vec<EpollEvent>,
     size: usize,
     buf: Vec<u8>,
+    req: Vec<u8>,
     /// Transactions completed.
     pub transactions: u64,
     /// Connections that failed.
@@ -186,6 +187,7 @@ impl EchoClient {
             events: vec![EpollEvent::default(); 1024],
             size: size.max(1),
             buf: vec![0; 65536],
+            req: Vec::with_capacity(size.max(1)),
             transactions: 0,
             failed: 0,
             corrupt: 0,
@@ -197,8 +199,16 @@ impl EchoClient {
         self.conns.iter().filter(|c| c.connected).count()
     }
 
-    fn request(size: usize, seq: u8) -> Vec<u8> {
-        (0..size).map(|i| seq.wrapping_add(i as u8)).collect()
+    /// Writes connection `k`'s next request (`size` bytes counting up from its sequence
+    /// byte), reusing one buffer; counts a failure when it does not fit at once.
+    fn send_request<L: HostLink>(&mut self, ctx: &mut Context<L>, k: usize) {
+        let seq = self.conns[k].seq;
+        self.req.clear();
+        self.req
+            .extend((0..self.size).map(|i| seq.wrapping_add(i as u8)));
+        if ctx.write(self.conns[k].fd, &self.req) != Ok(self.req.len()) {
+            self.failed += 1;
+        }
     }
 
     /// One round: `epoll_wait`, then read echoes and send the next requests.
@@ -230,10 +240,7 @@ impl EchoClient {
                         data: k as u64,
                     },
                 );
-                let req = Self::request(self.size, self.conns[k].seq);
-                if ctx.write(fd, &req) != Ok(req.len()) {
-                    self.failed += 1;
-                }
+                self.send_request(ctx, k);
                 continue;
             }
             while let Ok(r) = ctx.read(fd, &mut self.buf) {
@@ -254,10 +261,7 @@ impl EchoClient {
                     c.got = 0;
                     c.seq = c.seq.wrapping_add(1);
                     self.transactions += 1;
-                    let req = Self::request(self.size, c.seq);
-                    if ctx.write(fd, &req) != Ok(req.len()) {
-                        self.failed += 1;
-                    }
+                    self.send_request(ctx, k);
                 }
             }
         }

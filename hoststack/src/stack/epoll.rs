@@ -138,11 +138,16 @@ impl<L: HostLink> Context<L> {
         }
     }
 
-    /// Reports ready registrations of `epfd` into `out`.
+    /// Reports ready registrations of `epfd` into `out`. Only the entries queued when the
+    /// call starts are examined; level-triggered ones still ready go back to the end of the
+    /// queue for the next call (no allocation per call).
     fn collect(&mut self, epfd: Fd, out: &mut [EpollEvent]) -> usize {
+        let pending = match self.entries.get(epfd as usize) {
+            Some(Entry::Epoll(ep)) => ep.ready.len(),
+            _ => return 0,
+        };
         let mut n = 0;
-        let mut again: Vec<Fd> = Vec::new();
-        loop {
+        for _ in 0..pending {
             if n == out.len() {
                 break;
             }
@@ -172,11 +177,10 @@ impl<L: HostLink> Context<L> {
                 r.events = 0;
             } else if r.events & EPOLLET == 0 {
                 r.queued = true;
-                again.push(fd);
+                if let Some(Entry::Epoll(ep)) = self.entries.get_mut(epfd as usize) {
+                    ep.ready.push_back(fd);
+                }
             }
-        }
-        if let Some(Entry::Epoll(ep)) = self.entries.get_mut(epfd as usize) {
-            ep.ready.extend(again);
         }
         n
     }
