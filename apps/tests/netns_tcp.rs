@@ -23,10 +23,12 @@
 //! (`ip`, `tc`, `ss`), ethtool and python3.
 #![cfg(feature = "dpdk")]
 
+mod common;
+
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read};
 use std::net::{Ipv4Addr, SocketAddrV4};
-use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{self, Receiver};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -41,6 +43,8 @@ use hoststack::stack::{HostStats, Shutdown, SockOpt, SockOptName};
 use hoststack::tcp::tcb::{State, TcbStats};
 use hoststack::{Context, Errno, Fd, HostConfig};
 use offload_api::link::HostEnd;
+
+use common::netns::{sh, Netns};
 
 const NIC_IP: [u8; 4] = [192, 0, 2, 1];
 const KERNEL_IP: [u8; 4] = [192, 0, 2, 2];
@@ -226,104 +230,6 @@ print("done", flush=True)
 
 // ---------------------------------------------------------------------------------------
 // Commands, the namespace, child processes.
-
-fn sh(args: &[&str]) -> Output {
-    Command::new(args[0])
-        .args(&args[1..])
-        .output()
-        .unwrap_or_else(|e| panic!("{args:?}: {e}"))
-}
-
-fn must(args: &[&str]) -> String {
-    let out = sh(args);
-    assert!(
-        out.status.success(),
-        "{args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// A namespace holding one end of a veth pair (the other end stays here, for af_packet), and
-/// a second veth pair inside it that leads nowhere (where [`Loss`] sends the frames it
-/// drops). Dropping it deletes the namespace, which deletes both pairs.
-struct Netns {
-    ns: String,
-    outer: String,
-    inner: String,
-    sink: String,
-    sink_peer: String,
-}
-
-impl Netns {
-    /// Names are `nmt` + `tag` (one letter, one per test of this file) + a kind letter +
-    /// the process id: unique per test, at most 15 bytes, and caught by ci/cleanup.sh.
-    fn new(tag: char) -> Netns {
-        let id = std::process::id() % 100_000;
-        let n = Netns {
-            ns: format!("nmt{tag}{id}"),
-            outer: format!("nmt{tag}o{id}"),
-            inner: format!("nmt{tag}i{id}"),
-            sink: format!("nmt{tag}x{id}"),
-            sink_peer: format!("nmt{tag}y{id}"),
-        };
-        // Leftovers of an earlier run with the same process id.
-        let _ = sh(&["ip", "netns", "del", &n.ns]);
-        let _ = sh(&["ip", "link", "del", &n.outer]);
-        must(&["ip", "netns", "add", &n.ns]);
-        must(&[
-            "ip", "link", "add", &n.outer, "type", "veth", "peer", "name", &n.inner,
-        ]);
-        must(&["ip", "link", "set", &n.inner, "netns", &n.ns]);
-        n
-    }
-
-    fn argv(&self, args: &[&str]) -> Vec<String> {
-        ["ip", "netns", "exec", &self.ns]
-            .iter()
-            .chain(args)
-            .map(|s| s.to_string())
-            .collect()
-    }
-
-    /// Runs a command inside the namespace (for set-up, when no traffic is expected).
-    fn run(&self, args: &[&str]) -> String {
-        let v = self.argv(args);
-        must(&v.iter().map(String::as_str).collect::<Vec<_>>())
-    }
-
-    /// No IPv6 (no stray traffic), no transmit offloads on the veth (so the kernel sends
-    /// complete checksums and segments of at most one MTU), no receive checksum offload on the
-    /// kernel's end (so the kernel verifies the checksums the NIC writes), addresses up, and a
-    /// clsact qdisc on the kernel's end for [`Loss`]'s filters.
-    fn configure(&self) {
-        let (outer, inner) = (self.outer.as_str(), self.inner.as_str());
-        let (sink, sink_peer) = (self.sink.as_str(), self.sink_peer.as_str());
-        let off = |dev: &str| format!("net.ipv6.conf.{dev}.disable_ipv6=1");
-        must(&["sysctl", "-qw", &off(outer)]);
-        must(&["ethtool", "-K", outer, "tx", "off"]);
-        must(&["ip", "link", "set", outer, "up"]);
-        self.run(&[
-            "ip", "link", "add", sink, "type", "veth", "peer", "name", sink_peer,
-        ]);
-        for dev in [inner, sink, sink_peer] {
-            self.run(&["sysctl", "-qw", &off(dev)]);
-        }
-        self.run(&["ethtool", "-K", inner, "tx", "off", "rx", "off"]);
-        self.run(&["ip", "addr", "add", "192.0.2.2/24", "dev", inner]);
-        for dev in ["lo", inner, sink, sink_peer] {
-            self.run(&["ip", "link", "set", dev, "up"]);
-        }
-        self.run(&["tc", "qdisc", "add", "dev", inner, "clsact"]);
-    }
-}
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        let _ = sh(&["ip", "netns", "del", &self.ns]);
-        let _ = sh(&["ip", "link", "del", &self.outer]);
-    }
-}
 
 /// A child process in the namespace whose stdout lines arrive on a channel (a reader thread
 /// blocks on the pipe, so the polling loop never does). Killed when dropped.
@@ -1179,7 +1085,7 @@ fn kernel_server(node: &mut Node, net: &Netns, label: &str, loss: &Loss, sizes: 
 #[test]
 fn netns_tcp_interop_with_the_linux_kernel() {
     let net = Netns::new('t');
-    net.configure();
+    net.configure("192.0.2.2/24");
     let prefix = format!("nicemu-test-tcp-{}", std::process::id());
     let text = format!(
         r#"
@@ -1296,7 +1202,7 @@ fn netns_tcp_cleans_up_when_the_test_fails() {
     let mut pid = 0;
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let net = Netns::new('c');
-        net.configure();
+        net.configure("192.0.2.2/24");
         names = (net.ns.clone(), net.outer.clone());
         let mut p = Proc::spawn(&net, &["sleep", "30"]);
         pid = p.child.id();

@@ -22,9 +22,11 @@
 //! ethtool and python3.
 #![cfg(feature = "dpdk")]
 
+mod common;
+
 use std::io::{BufRead, BufReader};
 use std::net::{Ipv4Addr, SocketAddrV4};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{self, Receiver};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -39,6 +41,8 @@ use hoststack::stack::{Shutdown, SockOpt};
 use hoststack::{Context, Errno, Fd, HostConfig};
 use offload_api::link::HostEnd;
 use offload_api::msg::ModuleName;
+
+use common::netns::Netns;
 
 const NIC_IP: [u8; 4] = [198, 51, 100, 1];
 const KERNEL_IP: &str = "198.51.100.2";
@@ -106,139 +110,34 @@ print("received", n, "sha256", h.hexdigest(), "eof", rest == b"", flush=True)
 sys.exit(0 if n == total and rest == b"" else 3)
 "#;
 
-fn sh(args: &[&str]) -> Output {
-    Command::new(args[0])
-        .args(&args[1..])
-        .output()
-        .unwrap_or_else(|e| panic!("{args:?}: {e}"))
+/// The namespace of [`common::netns`], configured for this test: the kernel's address and
+/// the 1% loss filter on what the kernel receives.
+fn namespace() -> Netns {
+    let ns = Netns::new('q');
+    ns.configure(&format!("{KERNEL_IP}/24"));
+    add_loss_filter(&ns);
+    ns
 }
 
-fn must(args: &[&str]) -> String {
-    let o = sh(args);
-    assert!(
-        o.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8_lossy(&o.stdout).into_owned()
+/// Drops 1% of what the kernel receives, at random.
+fn add_loss_filter(ns: &Netns) {
+    // ld rand; if A >= T: no match (ret 0), else match (ret -1): the frame is stolen
+    // (redirected to the dead-end veth) before the kernel's IP layer sees it.
+    let prog = format!("4,32 0 0 4294963256,53 0 1 {LOSS_THRESHOLD},6 0 0 0,6 0 0 4294967295");
+    ns.run(&[
+        "tc", "filter", "add", "dev", &ns.inner, "ingress", "bpf", "bytecode", &prog, "action",
+        "mirred", "egress", "redirect", "dev", &ns.sink,
+    ]);
 }
 
-/// The test's namespace and veth pair; dropping it deletes both.
-struct Ns {
-    name: String,
-    outer: String,
-    inner: String,
-    /// A veth pair inside the namespace that leads nowhere: where lost frames go.
-    sink: String,
-    sink_peer: String,
-}
-
-impl Ns {
-    fn new() -> Ns {
-        let id = std::process::id() % 100_000;
-        let ns = Ns {
-            name: format!("nmtq{id}"),
-            outer: format!("nmtqo{id}"),
-            inner: format!("nmtqi{id}"),
-            sink: format!("nmtqx{id}"),
-            sink_peer: format!("nmtqy{id}"),
-        };
-        let _ = sh(&["ip", "netns", "del", &ns.name]);
-        let _ = sh(&["ip", "link", "del", &ns.outer]);
-        must(&["ip", "netns", "add", &ns.name]);
-        must(&[
-            "ip", "link", "add", &ns.outer, "type", "veth", "peer", "name", &ns.inner,
-        ]);
-        must(&["ip", "link", "set", &ns.inner, "netns", &ns.name]);
-        ns
-    }
-
-    fn exec(&self, args: &[&str]) -> Vec<String> {
-        ["ip", "netns", "exec", &self.name]
-            .iter()
-            .chain(args)
-            .map(|s| s.to_string())
-            .collect()
-    }
-
-    fn run(&self, args: &[&str]) -> String {
-        let v = self.exec(args);
-        must(&v.iter().map(String::as_str).collect::<Vec<_>>())
-    }
-
-    /// Addresses, no IPv6, no checksum offload on the veth (the kernel writes and checks
-    /// every checksum), and the 1% loss filter on what the kernel receives.
-    fn configure(&self) {
-        let v6 = |dev: &str| format!("net.ipv6.conf.{dev}.disable_ipv6=1");
-        must(&["sysctl", "-qw", &v6(&self.outer)]);
-        must(&["ethtool", "-K", &self.outer, "tx", "off"]);
-        must(&["ip", "link", "set", &self.outer, "up"]);
-        self.run(&["sysctl", "-qw", &v6(&self.inner)]);
-        self.run(&["ethtool", "-K", &self.inner, "tx", "off", "rx", "off"]);
-        self.run(&[
-            "ip",
-            "addr",
-            "add",
-            &format!("{KERNEL_IP}/24"),
-            "dev",
-            &self.inner,
-        ]);
-        self.run(&[
-            "ip",
-            "link",
-            "add",
-            &self.sink,
-            "type",
-            "veth",
-            "peer",
-            "name",
-            &self.sink_peer,
-        ]);
-        for dev in [&self.sink, &self.sink_peer] {
-            self.run(&["sysctl", "-qw", &v6(dev)]);
-        }
-        for dev in ["lo", &self.inner, &self.sink, &self.sink_peer] {
-            self.run(&["ip", "link", "set", dev, "up"]);
-        }
-        self.run(&["tc", "qdisc", "add", "dev", &self.inner, "clsact"]);
-        // ld rand; if A >= T: no match (ret 0), else match (ret -1): the frame is stolen
-        // (redirected to the dead-end veth) before the kernel's IP layer sees it.
-        let prog = format!("4,32 0 0 4294963256,53 0 1 {LOSS_THRESHOLD},6 0 0 0,6 0 0 4294967295");
-        self.run(&[
-            "tc",
-            "filter",
-            "add",
-            "dev",
-            &self.inner,
-            "ingress",
-            "bpf",
-            "bytecode",
-            &prog,
-            "action",
-            "mirred",
-            "egress",
-            "redirect",
-            "dev",
-            &self.sink,
-        ]);
-    }
-
-    /// Frames the loss filter dropped so far.
-    fn dropped(&self) -> u64 {
-        let out = self.run(&["tc", "-s", "filter", "show", "dev", &self.inner, "ingress"]);
-        out.lines()
-            .filter_map(|l| l.trim().strip_prefix("Sent "))
-            .filter_map(|l| l.split_whitespace().nth(2)?.parse::<u64>().ok())
-            .max()
-            .unwrap_or(0)
-    }
-}
-
-impl Drop for Ns {
-    fn drop(&mut self) {
-        let _ = sh(&["ip", "netns", "del", &self.name]);
-        let _ = sh(&["ip", "link", "del", &self.outer]);
-    }
+/// Frames the loss filter dropped so far.
+fn loss_filter_drops(ns: &Netns) -> u64 {
+    let out = ns.run(&["tc", "-s", "filter", "show", "dev", &ns.inner, "ingress"]);
+    out.lines()
+        .filter_map(|l| l.trim().strip_prefix("Sent "))
+        .filter_map(|l| l.split_whitespace().nth(2)?.parse::<u64>().ok())
+        .max()
+        .unwrap_or(0)
 }
 
 /// The python receiver; killed when dropped.
@@ -249,8 +148,8 @@ struct Sink {
 }
 
 impl Sink {
-    fn spawn(ns: &Ns, port: u16) -> Sink {
-        let v = ns.exec(&[
+    fn spawn(ns: &Netns, port: u16) -> Sink {
+        let v = ns.argv(&[
             "python3",
             "-c",
             RECEIVER,
@@ -329,7 +228,7 @@ struct Outcome {
     mss: u64,
 }
 
-fn transfer(node: &mut Node, ns: &Ns, module: &str, port: u16, pattern: &[u8]) -> Outcome {
+fn transfer(node: &mut Node, ns: &Netns, module: &str, port: u16, pattern: &[u8]) -> Outcome {
     let mut py = Sink::spawn(ns, port);
     let t0 = Instant::now();
     while !py.has("listening") {
@@ -339,7 +238,7 @@ fn transfer(node: &mut Node, ns: &Ns, module: &str, port: u16, pattern: &[u8]) -
         );
         node.step(0);
     }
-    let dropped0 = ns.dropped();
+    let dropped0 = loss_filter_drops(ns);
     let fd: Fd = node.ctx.socket().unwrap();
     node.ctx.set_nonblocking(fd, true).unwrap();
     node.ctx.setsockopt(fd, SockOpt::SndBuf(4 << 20)).unwrap();
@@ -417,7 +316,7 @@ fn transfer(node: &mut Node, ns: &Ns, module: &str, port: u16, pattern: &[u8]) -
     while node.ctx.connections() > 0 && t2.elapsed() < Duration::from_secs(10) {
         node.step(0);
     }
-    let dropped = ns.dropped() - dropped0;
+    let dropped = loss_filter_drops(ns) - dropped0;
     let flow = flow.expect("the connection was handed to the NIC");
     let tonic = node.nic.tonic();
     let trace = tonic.trace(flow).expect("trace").to_vec();
@@ -454,8 +353,8 @@ fn check_phases(o: &Outcome) {
     assert!(t.len() > 1000, "{m}: {} trace points", t.len());
     let segs = |p: &TracePoint| p.snd_una / mss;
     // Slow start: a stretch without a cut (the first one starts from the initial window of
-    // 10 segments, after a timeout from 1) over which cwnd at least doubles, growing by about
-    // one segment per segment acknowledged, i.e. doubling every round trip.
+    // 10 segments, after a timeout from 1) over which cwnd grows by about one segment per
+    // segment acknowledged, i.e. doubling every round trip.
     let stretches = |t: &[TracePoint]| {
         let mut v = Vec::new();
         let mut i = 0;
@@ -480,7 +379,12 @@ fn check_phases(o: &Outcome) {
             };
             let (c1, a1) = (t[j].cwnd as u64, segs(&t[j]));
             let acked = a1.saturating_sub(a0);
-            (c1 >= 2 * c0 && c1 >= 4 && (c1 - c0) * 10 >= acked * 8).then_some((c0, c1, acked))
+            // Slow start's signature is the growth per acknowledged segment (about 1, where
+            // congestion avoidance grows by 1 per window): at least doubling, or at least 4
+            // segments, at that rate. (The kernel side's random loss can end the first slow
+            // start before it doubles; later ones follow timeouts.)
+            ((c1 >= 2 * c0 || c1 >= c0 + 4) && c1 >= 4 && (c1 - c0) * 10 >= acked * 8)
+                .then_some((c0, c1, acked))
         })
         .collect();
     assert!(!slow_starts.is_empty(), "{m}: no slow start in the trace");
@@ -524,8 +428,7 @@ fn check_phases(o: &Outcome) {
 
 #[test]
 fn tonic_newreno_and_sack_send_100_mb_to_the_linux_kernel() {
-    let ns = Ns::new();
-    ns.configure();
+    let ns = namespace();
     let prefix = format!("nicemu-test-tonic-{}", std::process::id());
     let text = format!(
         r#"

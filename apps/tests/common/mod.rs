@@ -1,0 +1,4 @@
+//! Helpers shared by apps' integration tests.
+#![allow(dead_code)]
+
+pub mod netns;
