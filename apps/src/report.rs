@@ -132,14 +132,14 @@ pub fn summary(reports: &[LcoreReport], elapsed: Duration, tsc_hz: u64) -> Strin
                 )
             })
             .collect();
-        let total = r.cycles.total().max(1) as f64;
+        let total = (r.busy_cycles + r.idle_cycles).max(1) as f64;
         let _ = writeln!(
             s,
             "lcore {} (core {}): {:.1} cycles/pkt, busy {:.1}% [{}], tsc {:.2} GHz",
             r.name,
             r.core.map(|c| c.to_string()).unwrap_or_else(|| "-".into()),
             cycles_per_packet(r),
-            100.0 * r.cycles.busy() as f64 / total,
+            100.0 * r.busy_cycles as f64 / total,
             stages.join(", "),
             tsc_hz as f64 / 1e9
         );

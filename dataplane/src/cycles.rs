@@ -123,6 +123,11 @@ impl StageClock {
     pub fn start() -> Self {
         StageClock { last: rdtsc() }
     }
+    /// Starts at `tsc`, a counter value just read.
+    #[inline(always)]
+    pub fn start_at(tsc: u64) -> Self {
+        StageClock { last: tsc }
+    }
     /// Charges the cycles since the previous mark to `stage`; returns the current counter.
     #[inline(always)]
     pub fn mark(&mut self, acc: &mut StageCycles, stage: Stage) -> u64 {

@@ -128,7 +128,7 @@ proptest! {
     /// checksum policies.
     #[test]
     fn rx_burst_matches_rx_frame_by_frame(
-        picks in proptest::collection::vec((0usize..5, 0usize..80, any::<u8>()), 1..40),
+        picks in proptest::collection::vec((0usize..5, 0usize..80, any::<u8>()), 1..80),
         all in any::<bool>(),
     ) {
         let policy = if all { L4Checksum::All } else { L4Checksum::Terminating };

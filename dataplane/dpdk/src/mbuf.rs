@@ -64,7 +64,8 @@ impl Mbuf {
     #[inline]
     pub(crate) fn is_plain(&self) -> bool {
         let m = self.raw();
-        m.nb_segs == 1 && m.refcnt == 1 && m.ol_flags & SHARED_FLAGS == 0
+        // Non-short-circuit `&`: one branch-free test per mbuf in the burst loops.
+        (m.nb_segs == 1) & (m.refcnt == 1) & (m.ol_flags & SHARED_FLAGS == 0)
     }
 
     /// Full check of the type invariant (also accepts an unshared external buffer).

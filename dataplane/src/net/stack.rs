@@ -9,8 +9,8 @@ use super::arp::{self, ArpFields, ArpTable, ARP_FRAME_LEN, OP_REQUEST};
 use super::csum::{self, ipv4_bounds_for_tx};
 use super::icmp;
 use super::parse::{
-    fast_transit, parse_headers, verify_l4_checksum, DropCounters, DropReason, ETHERTYPE_IPV4,
-    ETH_HDR_LEN, IPPROTO_ICMP, IPPROTO_TCP, L3,
+    fast_transit, fast_transit_raw, parse_headers, verify_l4_checksum, DropCounters, DropReason,
+    ETHERTYPE_IPV4, ETH_HDR_LEN, IPPROTO_ICMP, IPPROTO_TCP, L3,
 };
 use super::tso;
 use crate::buf::PacketBuf;
@@ -349,46 +349,82 @@ impl<B: PacketBuf> NicStack<B> {
         now_ns: u64,
         verdicts: &mut [Disposition],
     ) -> bool {
-        let fast = self.cfg.l4_checksum == L4Checksum::Terminating && port < self.ifaces.len();
-        let (mac, single_ip) = match self.ifaces.get(port) {
-            Some(i) => (i.mac, (i.ipv4.len() == 1).then(|| i.ipv4[0].0)),
-            None => ([0; 6], None),
-        };
         let n = bufs.len();
-        let mut all_pass = true;
-        let mut passed = 0;
+        let fast = self.cfg.l4_checksum == L4Checksum::Terminating
+            && port < self.ifaces.len()
+            && n <= 64
+            && verdicts.len() >= n;
+        if !fast {
+            return self.rx_burst_each(port, bufs, now_ns, verdicts);
+        }
+        // Transit fast path, in two passes: first a tight loop that only marks which frames
+        // are transit (one bit each), then per-frame handling for the others, if any.
+        let iface = &self.ifaces[port];
+        let mac = u64::from_le_bytes([
+            iface.mac[0],
+            iface.mac[1],
+            iface.mac[2],
+            iface.mac[3],
+            iface.mac[4],
+            iface.mac[5],
+            0,
+            0,
+        ]);
+        let single_ip = (iface.ipv4.len() == 1).then(|| u32::from_le_bytes(iface.ipv4[0].0));
+        let mut transit = 0u64;
         for k in 0..n {
             // Start a later frame's first cache line on its way (on NICs that DMA into
             // memory rather than cache, this hides the miss).
             if let Some(ahead) = bufs.get(k + PREFETCH_AHEAD) {
                 crate::sys::prefetch(ahead.data().as_ptr());
             }
-            let buf = &mut bufs[k];
-            let transit = fast
-                && match fast_transit(buf.data(), &mac) {
-                    Some(dst) => match single_ip {
-                        Some(ip) => dst != ip,
-                        None => !self.ifaces[port].has_ip(dst),
-                    },
-                    None => false,
-                };
-            let d = if transit {
-                passed += 1;
+            let t = match fast_transit_raw(bufs[k].data(), mac) {
+                Some(dst) => match single_ip {
+                    Some(ip) => dst != ip,
+                    None => !iface.has_ip(dst.to_le_bytes()),
+                },
+                None => false,
+            };
+            transit |= (t as u64) << k;
+        }
+        let all = if n == 64 { u64::MAX } else { (1u64 << n) - 1 };
+        self.counters.passed += u64::from(transit.count_ones());
+        if transit == all {
+            verdicts[..n].fill(Disposition::Pass);
+            return true;
+        }
+        let mut all_pass = true;
+        for (k, buf) in bufs.iter_mut().enumerate() {
+            let d = if transit & (1 << k) != 0 {
                 Disposition::Pass
-            } else if port >= self.ifaces.len() {
-                self.rx_drop(DropReason::Unsupported)
             } else {
                 self.rx_full(port, buf, now_ns)
             };
             all_pass &= d == Disposition::Pass;
+            verdicts[k] = d;
+        }
+        all_pass
+    }
+
+    /// [`NicStack::rx_burst`] one frame at a time through [`NicStack::rx`], for the cases its
+    /// fast path does not cover (full L4 checking, an unknown port, bursts over 64 frames,
+    /// short `verdicts`).
+    fn rx_burst_each(
+        &mut self,
+        port: usize,
+        bufs: &mut [B],
+        now_ns: u64,
+        verdicts: &mut [Disposition],
+    ) -> bool {
+        let mut all_pass = true;
+        for (k, buf) in bufs.iter_mut().enumerate() {
+            let d = self.rx(port, buf, now_ns);
+            all_pass &= d == Disposition::Pass;
             match verdicts.get_mut(k) {
                 Some(v) => *v = d,
-                None => {
-                    all_pass = false;
-                }
+                None => all_pass = false,
             }
         }
-        self.counters.passed += passed;
         all_pass
     }
 
