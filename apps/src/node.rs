@@ -10,7 +10,7 @@ use std::sync::Arc;
 use dataplane::clock::Clock;
 use dataplane::lcore::{LcoreSetup, Mode, NicLcore, PortSlot};
 use dataplane::net::stack::{IfaceConfig, NicStack, StackConfig};
-use dataplane::port::wire::{self, Impairments, WireConfig, WireQueue};
+use dataplane::port::wire::{self, Impairments, LinkCounters, WireConfig, WireQueue};
 use dataplane::port::Port;
 use hoststack::{Context, HostConfig};
 use offload_api::link::{link, HostEnd, LinkConfig};
@@ -104,6 +104,8 @@ pub struct Pair {
     pub b: Node<WireQueue>,
     /// The shared virtual clock.
     pub clock: Clock,
+    /// Counters of the wire's two directions (A → B, B → A).
+    pub links: [Arc<LinkCounters>; 2],
 }
 
 /// Address of node A in [`wire_pair`].
@@ -138,13 +140,20 @@ pub fn wire_pair(a: NodeSpec, b: NodeSpec, ab: Impairments, ba: Impairments) -> 
         a: Node::new(a, qa, &clock),
         b: Node::new(b, qb, &clock),
         clock,
+        links: [ea.tx_link(), eb.tx_link()],
     }
 }
 
 impl Pair {
+    /// True when no frame is on the wire in either direction.
+    pub fn wire_idle(&self) -> bool {
+        self.links.iter().all(|l| l.snapshot().in_flight() == 0)
+    }
+
     /// Steps both nodes until `done` holds, at most `max_steps` steps; virtual time advances
-    /// `quantum_ns` per step, and jumps to the next host timer after 64 idle steps.
-    /// Returns whether `done` held.
+    /// `quantum_ns` per step, and jumps to the next host timer after 64 idle steps with
+    /// nothing on the wire (a jump must not overtake a frame in flight: a delayed wire would
+    /// deliver it after timers that it should have stopped). Returns whether `done` held.
     pub fn run_until(
         &mut self,
         max_steps: u64,
@@ -168,7 +177,7 @@ impl Pair {
                 .flatten()
                 .min();
             match next {
-                Some(t) if idle > 64 && t > now => {
+                Some(t) if idle > 64 && t > now && self.wire_idle() => {
                     self.clock.advance(t - now);
                     idle = 0;
                 }

@@ -44,7 +44,8 @@ fn slice(start: u64, len: usize) -> &'static [u8] {
 }
 
 /// Steps both nodes; virtual time moves `quantum` per step and, after a stretch with nothing
-/// to do, jumps to the next host timer or Tonic retransmission deadline.
+/// to do and nothing on the wire, jumps to the next host timer or Tonic retransmission
+/// deadline.
 fn step(p: &mut Pair, idle: &mut u32, quantum: u64) {
     let w = p.a.step() + p.b.step();
     *idle = if w == 0 { *idle + 1 } else { 0 };
@@ -59,7 +60,7 @@ fn step(p: &mut Pair, idle: &mut u32, quantum: u64) {
     .filter(|&t| t > now)
     .min();
     match next {
-        Some(t) if *idle > 64 => {
+        Some(t) if *idle > 64 && p.wire_idle() => {
             p.clock.advance(t - now);
             *idle = 0;
         }
@@ -72,15 +73,12 @@ struct Run {
     csv: std::path::PathBuf,
     nic_tx: u64,
     nic_rtx: u64,
+    /// A's negotiated window-scale shifts (ours, the peer's).
+    wscales: (u8, u8),
 }
 
+/// 20 MB from A (TCP_TONIC) to B through 1% loss on A → B, 50 µs each way.
 fn transfer(module: &str, seed: u64) -> Run {
-    let (mut a, mut b) = pair_specs();
-    for s in [&mut a, &mut b] {
-        s.host.tcp.time_wait_ns = 1_000_000_000;
-        s.host.tcp.send_buffer = 1 << 20;
-        s.host.tcp.recv_buffer = 1 << 20;
-    }
     let lossy = Impairments {
         loss: 0.01,
         delay_ns: 50_000,
@@ -91,7 +89,22 @@ fn transfer(module: &str, seed: u64) -> Run {
         delay_ns: 50_000,
         ..Impairments::default()
     };
-    let mut p = wire_pair(a, b, lossy, clean);
+    let r = transfer_with(module, lossy, clean, TOTAL);
+    assert!(r.nic_rtx > 0, "1% loss and no retransmission");
+    r
+}
+
+/// `total` bytes from A (TCP_TONIC with `module`) to B over a wire with `ab` and `ba`
+/// impairments; checks every byte, that the NIC sent every data segment and A's TCB none,
+/// and that both ends close.
+fn transfer_with(module: &str, ab: Impairments, ba: Impairments, total: u64) -> Run {
+    let (mut a, mut b) = pair_specs();
+    for s in [&mut a, &mut b] {
+        s.host.tcp.time_wait_ns = 1_000_000_000;
+        s.host.tcp.send_buffer = 1 << 20;
+        s.host.tcp.recv_buffer = 1 << 20;
+    }
+    let mut p = wire_pair(a, b, ab, ba);
 
     let l = p.b.host.socket().unwrap();
     p.b.host.set_nonblocking(l, true).unwrap();
@@ -127,15 +140,15 @@ fn transfer(module: &str, seed: u64) -> Run {
             }
         }
         flow = flow.or_else(|| p.a.host.tonic_flow(c));
-        while sent < TOTAL {
-            let n = ((TOTAL - sent) as usize).min(PERIOD);
+        while sent < total {
+            let n = ((total - sent) as usize).min(PERIOD);
             match p.a.host.write(c, slice(sent, n)) {
                 Ok(k) => sent += k as u64,
                 Err(Errno::Again) => break,
                 Err(e) => panic!("write: {e:?}"),
             }
         }
-        if sent == TOTAL && !shut {
+        if sent == total && !shut {
             p.a.host.shutdown(c, Shutdown::Write).unwrap();
             shut = true;
         }
@@ -161,14 +174,15 @@ fn transfer(module: &str, seed: u64) -> Run {
         step(&mut p, &mut idle, 2_000);
     }
     assert_eq!(
-        got, TOTAL,
-        "B received {got} of {TOTAL} bytes (A wrote {sent})"
+        got, total,
+        "B received {got} of {total} bytes (A wrote {sent})"
     );
     assert!(eof, "B saw no end of stream");
     let flow = flow.expect("the connection was handed to the NIC");
 
     // A's host TCB sent no data: the NIC did (Tonic §5).
     let tcb = p.a.host.tcb(c).unwrap();
+    let wscales = tcb.window_scales();
     assert_eq!(tcb.stats().bytes_out, 0, "A's TCB sent data itself");
     assert_eq!(tcb.stats().retransmits, 0, "A's TCB retransmitted");
     assert!(!tcb.nic_owns_sender(), "the sender came back for the FIN");
@@ -177,7 +191,7 @@ fn transfer(module: &str, seed: u64) -> Run {
         (ts.flows_added, ts.flows_removed, ts.flows_refused),
         (1, 1, 0)
     );
-    assert_eq!(ts.tail_bytes, TOTAL);
+    assert_eq!(ts.tail_bytes, total);
     let ns = *p.a.nic.tonic().stats();
     let e =
         p.a.nic
@@ -186,16 +200,15 @@ fn transfer(module: &str, seed: u64) -> Run {
             .expect("engine built")
             .stats();
     println!("{module}: host {ts:?}\n  nic {ns:?}\n  engine {e:?}");
-    let segs = TOTAL.div_ceil(tcb.send_mss() as u64);
+    let segs = total.div_ceil(tcb.send_mss() as u64);
     assert!(
         ns.segments_tx >= segs,
         "NIC sent {} segments, need {segs}",
         ns.segments_tx
     );
-    assert!(ns.retransmits > 0, "1% loss and no retransmission");
     assert_eq!(e.retransmitted, ns.retransmits);
     let bstats = p.b.host.tcb(s.unwrap()).unwrap().stats();
-    assert_eq!(bstats.bytes_in, TOTAL);
+    assert_eq!(bstats.bytes_in, total);
 
     // Both close; both connections end.
     p.a.host.close(c).unwrap();
@@ -217,6 +230,7 @@ fn transfer(module: &str, seed: u64) -> Run {
         csv,
         nic_tx: ns.segments_tx,
         nic_rtx: ns.retransmits,
+        wscales,
     }
 }
 
@@ -253,6 +267,38 @@ fn tonic_newreno_sends_20_mb_through_1_percent_loss() {
 fn tonic_sack_sends_20_mb_through_1_percent_loss() {
     let r = transfer("sack", 11);
     check_trace("sack", &r);
+}
+
+/// Window scaling is negotiated on TCP_TONIC connections and the NIC applies the peer's
+/// shift: over a 10 ms round trip with B's 1 MB receive buffer, A's NIC keeps more than the
+/// 65,535 bytes an unscaled window field allows in flight (RFC 7323 §2).
+#[test]
+fn tonic_flow_uses_the_peers_scaled_window() {
+    let slow = Impairments {
+        delay_ns: 5_000_000,
+        ..Impairments::default()
+    };
+    let r = transfer_with("newreno", slow.clone(), slow, 4_000_000);
+    let (ours, peers) = r.wscales;
+    assert!(
+        ours > 0 && peers > 0,
+        "window scaling not negotiated: {:?}",
+        r.wscales
+    );
+    let in_flight = r
+        .trace
+        .iter()
+        .map(|p| p.snd_nxt - p.snd_una)
+        .max()
+        .unwrap_or(0);
+    assert!(
+        in_flight > 65_535,
+        "at most {in_flight} bytes in flight: the peer's window was read unscaled"
+    );
+    println!(
+        "window scales {:?}, up to {in_flight} bytes in flight, {} segments",
+        r.wscales, r.nic_tx
+    );
 }
 
 #[test]

@@ -28,10 +28,14 @@
 //! sequence number (the host does not know it). The host sends one such ACK right after the
 //! flow add.
 //!
-//! Limits: segments carry no TCP options (the host negotiates neither timestamps nor window
-//! scaling for these connections, so the peer's window is read unscaled); a zero window is
-//! waited out by the retransmission timer (Tonic has no persist timer); a segment that is
-//! already acknowledged when the scheduler picks it is skipped (its bytes may be freed).
+//! Window scaling: the flow add carries the peer's shift and the NIC applies it to every
+//! window field it reads (RFC 7323 §2.3); its own segments copy the host's (already scaled)
+//! window field.
+//!
+//! Limits: segments carry no TCP options (the host does not negotiate timestamps for these
+//! connections); a zero window is waited out by the retransmission timer (Tonic has no
+//! persist timer); a segment that is already acknowledged when the scheduler picks it is
+//! skipped (its bytes may be freed).
 //!
 //! Per-flow traces (time, cwnd, snd.una, snd.nxt, retransmissions, timeouts) are recorded on
 //! every ACK and timeout and written as CSV by [`TonicNic::write_trace_csv`].
@@ -189,6 +193,8 @@ struct Flow {
     wnd: u16,
     /// The peer's last window, bytes.
     peer_wnd: u32,
+    /// The shift of the peer's window field (RFC 7323 §2.3; 0 without window scaling).
+    snd_wscale: u8,
     ip_id: u16,
     retransmits: u64,
     trace: Vec<TracePoint>,
@@ -457,6 +463,7 @@ impl TonicNic {
             ack_no: None,
             wnd: 0,
             peer_wnd: 0,
+            snd_wscale: a.snd_wscale,
             ip_id: 0,
             retransmits: 0,
             trace: Vec::new(),
@@ -604,7 +611,8 @@ impl TonicNic {
             return;
         }
         let off = off as u64;
-        let wnd = be16(t, 14) as u32;
+        // The window field of a non-SYN segment is scaled (RFC 7323 §2.3).
+        let wnd = (be16(t, 14) as u32) << f.snd_wscale;
         let old_wnd = f.peer_wnd;
         f.peer_wnd = wnd;
         let mut blocks = [SegRange::default(); MAX_SACK_BLOCKS];

@@ -181,9 +181,10 @@ fn flow_add() -> impl Strategy<Value = TonicFlowAddRepr> {
         any::<([u8; 6], [u8; 6])>(),
         any::<(u16, u16, u64)>(),
         "[!-~]{1,16}",
+        0u8..=offload_api::msg::MAX_WSCALE,
     )
         .prop_map(
-            |(v, tuple, (lm, rm), (port, mss, rate), name)| TonicFlowAddRepr {
+            |(v, tuple, (lm, rm), (port, mss, rate), name, ws)| TonicFlowAddRepr {
                 request_id: v[0],
                 flow_id: v[1],
                 tuple,
@@ -196,6 +197,7 @@ fn flow_add() -> impl Strategy<Value = TonicFlowAddRepr> {
                 init_rate_bps: rate,
                 init_credit: v[4],
                 module: ModuleName::new(&name).unwrap(),
+                snd_wscale: ws,
             },
         )
 }

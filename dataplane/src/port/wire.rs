@@ -132,6 +132,15 @@ pub struct LinkSnapshot {
     pub dropped_rate: u64,
 }
 
+impl LinkSnapshot {
+    /// Frames on the wire (in rings or held for reordering), from the counters' invariant.
+    /// Exact only when no end is sending or receiving at the moment of the snapshot.
+    pub fn in_flight(&self) -> u64 {
+        (self.offered + self.duplicated)
+            .saturating_sub(self.delivered + self.lost + self.dropped_full + self.dropped_rate)
+    }
+}
+
 /// How to build a wire.
 #[derive(Clone, Debug)]
 pub struct WireConfig {

@@ -48,7 +48,7 @@ pub enum SockOpt {
     /// TCP_TONIC (Tonic §5): once established, the connection's sender side runs in the NIC's
     /// Tonic engines with the named protocol module (`newreno`, `sack`, ...); `None` turns it
     /// off. Set before connect (or on a listener, for the connections it accepts). Such
-    /// connections offer neither timestamps nor window scaling (see `stack/tonic.rs`).
+    /// connections do not offer timestamps (see `stack/tonic.rs`).
     Tonic(Option<offload_api::msg::ModuleName>),
 }
 

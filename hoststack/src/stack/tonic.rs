@@ -19,8 +19,8 @@
 //! If the NIC refuses the flow (install ack other than OK: an unknown module, a full table, no
 //! Tonic on this NIC), the TCB takes its sender back and sends everything itself.
 //!
-//! Limits (documented in `tcp/tcb/nic.rs`): no timestamps and no window scaling on these
-//! connections; data the peer sends during the Tonic phase is received and acknowledged by
+//! Limits (documented in `tcp/tcb/nic.rs`): no timestamps on these connections (window
+//! scaling is negotiated; the NIC applies the peer's shift); data the peer sends during the Tonic phase is received and acknowledged by
 //! the host (the NIC writes its own snd.nxt into those ACKs), but the peer's window and ACK
 //! numbers on such data segments are taken by the NIC only.
 
@@ -133,6 +133,7 @@ impl<L: HostLink> Context<L> {
             init_cwnd: 0,
             init_rate_bps: 0,
             init_credit: 0,
+            snd_wscale: h.snd_wscale,
             module: t.module,
         });
         if !self.send_msg(&add, [&[], &[]]) {

@@ -240,7 +240,7 @@ impl MsgType {
             MsgType::ListenRemove => 16,
             MsgType::InstallAck => 12,
             MsgType::TeardownCount => 8,
-            MsgType::TonicFlowAdd => 76,
+            MsgType::TonicFlowAdd => 80,
             MsgType::TonicFlowRemove => 12,
             MsgType::TonicTail => 16,
             MsgType::TonicDelivered => 12,

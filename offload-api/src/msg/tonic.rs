@@ -3,7 +3,7 @@
 //! (`tonic-tail`) and delivery notifications.
 
 use super::wire::{FourTuple, MacAddr};
-use super::{MsgError, MsgType};
+use super::{MsgError, MsgType, MAX_WSCALE};
 
 /// Name of a Tonic protocol module in the NIC's registry (e.g. `newreno`, `dcqcn`): 1 to 16
 /// printable ASCII characters without spaces. On the wire: 16 bytes, NUL-padded.
@@ -76,7 +76,7 @@ msg_view! {
     ///
     /// | offset | size | field          | meaning |
     /// |-------:|-----:|----------------|---------|
-    /// | 0      | 4    | common header  | version 1, type 0x20, header length ≥ 76 |
+    /// | 0      | 4    | common header  | version 1, type 0x20, header length ≥ 80 |
     /// | 4      | 4    | `request_id`   | echoed in the install ack |
     /// | 8      | 4    | `flow_id`      | the host's id for the flow, used by the other Tonic messages |
     /// | 12     | 12   | `tuple`        | the flow's [`FourTuple`] |
@@ -89,6 +89,8 @@ msg_view! {
     /// | 48     | 8    | `init_rate_bps`| initial rate, bits per second (rate scheme; 0: module default) |
     /// | 56     | 4    | `init_credit`  | initial credit, bytes (token scheme; 0: module default) |
     /// | 60     | 16   | `module`       | [`ModuleName`], NUL-padded |
+    /// | 76     | 1    | `snd_wscale`   | the shift the peer's window field takes (RFC 7323 §2.3), 0..=14 |
+    /// | 77     | 3    | reserved       | zero |
     pub struct TonicFlowAddFrame: MsgType::TonicFlowAdd;
     fields {
         /// Request id.
@@ -115,6 +117,8 @@ msg_view! {
         init_credit / set_init_credit: u32 = 56;
         /// Module name bytes (see [`ModuleName::from_wire`]).
         module / set_module: [u8; 16] = 60;
+        /// Shift of the peer's window field.
+        snd_wscale / set_snd_wscale: u8 = 76;
     }
 }
 
@@ -145,11 +149,15 @@ pub struct TonicFlowAddRepr {
     pub init_credit: u32,
     /// The protocol module.
     pub module: ModuleName,
+    /// Window scale the peer's segments use (RFC 7323 §2.3): the NIC reads the peer's window
+    /// as the 16-bit field shifted left by this, at most [`MAX_WSCALE`]. 0 when window scaling
+    /// was not negotiated.
+    pub snd_wscale: u8,
 }
 
 impl TonicFlowAddRepr {
-    /// Reads a flow add. Fails on a bad common header or a malformed module name. Never
-    /// panics.
+    /// Reads a flow add. Fails on a bad common header, a malformed module name or a window
+    /// shift above [`MAX_WSCALE`]. Never panics.
     pub fn parse<T: AsRef<[u8]>>(
         frame: &TonicFlowAddFrame<T>,
     ) -> Result<TonicFlowAddRepr, MsgError> {
@@ -167,6 +175,10 @@ impl TonicFlowAddRepr {
             init_rate_bps: frame.init_rate_bps(),
             init_credit: frame.init_credit(),
             module: ModuleName::from_wire(frame.module())?,
+            snd_wscale: match frame.snd_wscale() {
+                w @ 0..=MAX_WSCALE => w,
+                _ => return Err(MsgError::BadField("snd_wscale")),
+            },
         })
     }
 
@@ -192,6 +204,7 @@ impl TonicFlowAddRepr {
         frame.set_init_rate_bps(self.init_rate_bps);
         frame.set_init_credit(self.init_credit);
         frame.set_module(self.module.to_wire());
+        frame.set_snd_wscale(self.snd_wscale);
     }
 }
 
@@ -435,16 +448,25 @@ mod tests {
             init_rate_bps: 100_000_000_000,
             init_credit: 0,
             module: ModuleName::new("dcqcn").unwrap(),
+            snd_wscale: 7,
         };
-        let mut buf = [0xEEu8; 76];
+        let mut buf = [0xEEu8; 80];
         r.emit(&mut TonicFlowAddFrame::new_unchecked(&mut buf[..]));
-        assert_eq!(&buf[..12], &[1, 0x20, 0, 76, 0, 0, 0, 1, 0, 0, 0, 2]);
+        assert_eq!(&buf[..12], &[1, 0x20, 0, 80, 0, 0, 0, 1, 0, 0, 0, 2]);
+        assert_eq!(&buf[76..80], &[7, 0, 0, 0]);
         assert_eq!(&buf[36..44], &[0, 3, 4, 0, 0xFF, 0xFF, 0xFF, 0xF0]);
         assert_eq!(&buf[48..56], &100_000_000_000u64.to_be_bytes());
         assert_eq!(&buf[60..66], b"dcqcn\0");
         let f = TonicFlowAddFrame::new_checked(&buf[..]).unwrap();
         assert_eq!(TonicFlowAddRepr::parse(&f).unwrap(), r);
         let mut f = TonicFlowAddFrame::new_unchecked(&mut buf[..]);
+        f.set_snd_wscale(MAX_WSCALE + 1);
+        assert_eq!(
+            TonicFlowAddRepr::parse(&f),
+            Err(MsgError::BadField("snd_wscale"))
+        );
+        f.set_snd_wscale(MAX_WSCALE);
+        assert!(TonicFlowAddRepr::parse(&f).is_ok());
         f.set_module([0; 16]);
         assert_eq!(
             TonicFlowAddRepr::parse(&f),

@@ -22,9 +22,9 @@
 //! the socket layer removes the flow from the NIC and calls [`Tcb::resume_sender`]: the TCB
 //! sends its FIN and finishes the close itself.
 //!
-//! Limits: timestamps and window scaling are not offered on such connections
-//! ([`Tcb::prepare_nic_sender`]), because the flow-add message has no field for the
-//! timestamp clock or the peer's window scale; the NIC's segments carry no options.
+//! Limits: timestamps are not offered on such connections ([`Tcb::prepare_nic_sender`]):
+//! the NIC's segments carry no options. Window scaling is negotiated as usual and the flow add
+//! tells the NIC the peer's shift.
 
 use super::super::seq::Seq;
 use super::{Events, State, Tcb, Timer};
@@ -55,21 +55,20 @@ pub struct NicHandover {
     pub mss: u16,
     /// The peer's current window in bytes (informational; the NIC reads it from the ACKs).
     pub snd_wnd: u32,
+    /// The shift the peer's window field takes (RFC 7323 §2.3; 0 without window scaling).
+    pub snd_wscale: u8,
 }
 
 impl Tcb {
-    /// Marks a connection that will hand its sender to the NIC: it offers neither timestamps
-    /// nor window scaling (the NIC's segments carry no options, and it reads the peer's window
-    /// unscaled). Call before the first [`Tcb::poll_transmit`] (for an active open) or right
-    /// after [`Tcb::accept`].
+    /// Marks a connection that will hand its sender to the NIC: it does not offer timestamps
+    /// (the NIC's segments carry no options, so it could not send the TSval and TSecr that
+    /// RFC 7323 §3.2 requires on every segment once they are negotiated). Window scaling
+    /// stays: it appears only in the SYNs, and the NIC applies the peer's shift
+    /// ([`NicHandover::snd_wscale`]). Call before the first [`Tcb::poll_transmit`] (for an
+    /// active open) or right after [`Tcb::accept`].
     pub fn prepare_nic_sender(&mut self) {
         self.want_ts = false;
-        self.want_ws = 0;
-        self.offer_ws = false;
         if self.state == State::SynReceived && !self.syn_sent {
-            self.ws_ok = false;
-            self.snd_wscale = 0;
-            self.rcv_wscale = 0;
             self.ts_ok = false;
             if self.base_opt_len != 0 {
                 self.base_opt_len = 0;
@@ -80,9 +79,9 @@ impl Tcb {
     }
 
     /// Hands the sender side to the NIC (Tonic §5). Possible once the connection is
-    /// established (or in CLOSE_WAIT), with nothing in flight, when neither timestamps nor
-    /// window scaling were negotiated; returns what the flow add needs, or `None` (the TCB
-    /// keeps sending itself).
+    /// established (or in CLOSE_WAIT), with nothing in flight, when timestamps were not
+    /// negotiated; returns what the flow add needs, or `None` (the TCB keeps sending
+    /// itself).
     ///
     /// Also queues an ACK, so that the NIC learns the ACK number and window its segments
     /// carry from a frame of this connection right after the flow add.
@@ -92,7 +91,6 @@ impl Tcb {
             || self.fin_queued
             || self.snd_una != self.snd_max
             || self.ts_ok
-            || self.ws_ok
             || self.error.is_some()
         {
             return None;
@@ -116,6 +114,7 @@ impl Tcb {
             init_seq: self.snd_una,
             mss: self.smss.min(u16::MAX as u32) as u16,
             snd_wnd: self.snd_wnd,
+            snd_wscale: if self.ws_ok { self.snd_wscale } else { 0 },
         })
     }
 
