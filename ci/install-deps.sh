@@ -9,7 +9,9 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 need=()
 pkg-config --exists 'libdpdk >= 21.11' 2>/dev/null || need+=(libdpdk-dev)
 command -v pkg-config >/dev/null || need+=(pkg-config)
-ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || need+=(libclang-dev)
+# bindgen loads libclang.so / libclang-N.so; libclang-cpp (pulled in by other packages) is not it.
+ls /usr/lib/llvm-*/lib/libclang.so* /usr/lib/llvm-*/lib/libclang-[0-9]*.so* >/dev/null 2>&1 \
+  || need+=(libclang-dev)
 command -v ip >/dev/null || need+=(iproute2)
 command -v ethtool >/dev/null || need+=(ethtool)
 command -v dpdk-testpmd >/dev/null || need+=(dpdk-dev)

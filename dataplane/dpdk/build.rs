@@ -74,6 +74,20 @@ fn main() {
                  building an empty stub ({one_line})"
             );
             println!("cargo:rustc-cfg=nicemu_dpdk_stub");
+            // Build again for real once libdpdk-dev is installed (its .pc file lands in one
+            // of the standard pkg-config folders), instead of keeping the cached stub.
+            for dir in [
+                "/usr/lib/x86_64-linux-gnu/pkgconfig",
+                "/usr/lib/aarch64-linux-gnu/pkgconfig",
+                "/usr/lib/pkgconfig",
+                "/usr/local/lib/pkgconfig",
+                "/usr/local/lib/x86_64-linux-gnu/pkgconfig",
+                "/usr/share/pkgconfig",
+            ] {
+                if std::path::Path::new(dir).is_dir() {
+                    println!("cargo:rerun-if-changed={dir}");
+                }
+            }
             return;
         }
     };
