@@ -100,6 +100,10 @@ enum BenchCmd {
         /// The receiver acknowledges every n-th segment (1: every segment; 2: delayed ACKs).
         #[arg(long, default_value_t = 1)]
         ack_every: u32,
+        /// Round robin visits flows in memory order (a best case the CPU's prefetchers
+        /// follow) instead of the default seeded random order.
+        #[arg(long)]
+        memory_order: bool,
     },
     /// The kernel epoll echo server `bench echo` runs in its namespace (internal).
     #[command(hide = true)]
@@ -250,7 +254,14 @@ fn main() -> ExitCode {
             flows,
             seconds,
             ack_every,
-        }) => apps::tonic_cmd::bench(&module, &flows, seconds, ack_every),
+            memory_order,
+        }) => {
+            let opts = dataplane::tonic::bench::BenchOptions {
+                ack_every,
+                memory_order,
+            };
+            apps::tonic_cmd::bench(&module, &flows, seconds, opts)
+        }
         Cmd::Modules { plugin, config } => modules(plugin, config),
         Cmd::Testbench {
             scenario,

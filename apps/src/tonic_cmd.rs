@@ -45,12 +45,16 @@ pub fn modules(plugins: &[PathBuf]) -> Result<(), String> {
 }
 
 /// `nicemu bench tonic`: decisions per second for each flow count, one module.
-pub fn bench(module: &str, flows: &[usize], seconds: f64, ack_every: u32) -> Result<(), String> {
+pub fn bench(
+    module: &str,
+    flows: &[usize],
+    seconds: f64,
+    options: BenchOptions,
+) -> Result<(), String> {
     println!("Tonic segment scheduling on one core: module {module}, {seconds} s per point");
     println!("(Tonic's hardware: one decision per 10 ns = 100 M/s, at most 2,048 flows)");
     for &n in flows {
-        let r = bench_decisions_with(n, seconds, module, BenchOptions { ack_every })
-            .map_err(|e| e.to_string())?;
+        let r = bench_decisions_with(n, seconds, module, options).map_err(|e| e.to_string())?;
         println!("{r}");
     }
     Ok(())

@@ -27,7 +27,10 @@ fn main() {
     for m in &modules {
         for flows in [1 << 10, 1 << 16, 1 << 20] {
             for ack_every in [1, 2] {
-                let opts = BenchOptions { ack_every };
+                let opts = BenchOptions {
+                    ack_every,
+                    ..BenchOptions::default()
+                };
                 match bench_decisions_with(flows, seconds, m, opts) {
                     Ok(r) => println!("{r}"),
                     Err(e) => {

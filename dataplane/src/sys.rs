@@ -1,4 +1,5 @@
-//! Thin, documented OS wrappers: CPU pinning and the cores this process may run on.
+//! Thin, documented OS wrappers: CPU pinning, the cores this process may run on, prefetch
+//! hints and huge-page-backed tables.
 //!
 //! This is one of the few places outside the DPDK FFI crate allowed `unsafe` (DESIGN.md,
 //! "Layout"): each block calls one libc function on memory we own.
@@ -87,6 +88,34 @@ pub fn prefetch(p: *const u8) {
     let _ = p;
 }
 
+/// Tables smaller than this stay on ordinary pages (they fit a few TLB entries anyway).
+pub const HUGE_TABLE_MIN_BYTES: usize = 4 << 20;
+
+/// A vector of `n` copies of `value`, whose memory is advised for transparent huge pages
+/// (`madvise(MADV_HUGEPAGE)`) before it is first written, when it is at least
+/// [`HUGE_TABLE_MIN_BYTES`] long. Per-flow tables of a million flows touched in no memory
+/// order would otherwise take a TLB miss (a page walk) on almost every access. The advice is
+/// best effort: where THP is off or `madvise` fails, the vector is the same, on 4 KiB pages.
+pub fn huge_vec<T: Clone>(n: usize, value: T) -> Vec<T> {
+    let mut v: Vec<T> = Vec::with_capacity(n);
+    let bytes = n.saturating_mul(std::mem::size_of::<T>());
+    #[cfg(target_os = "linux")]
+    if bytes >= HUGE_TABLE_MIN_BYTES {
+        const HUGE: usize = 2 << 20;
+        let start = v.as_mut_ptr() as usize;
+        let lo = start.next_multiple_of(HUGE);
+        let hi = (start + bytes) & !(HUGE - 1);
+        if hi > lo {
+            // SAFETY: [lo, hi) lies inside the allocation `v` owns (capacity n, not yet
+            // written); MADV_HUGEPAGE only changes how the kernel backs the range, never its
+            // contents or mapping, and an error leaves the range as it was.
+            let _ = unsafe { libc::madvise(lo as *mut libc::c_void, hi - lo, libc::MADV_HUGEPAGE) };
+        }
+    }
+    v.resize(n, value);
+    v
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -108,5 +137,14 @@ mod tests {
     fn core_list_format() {
         assert_eq!(format_core_list(&[0, 1, 2, 5, 7, 8]), "0-2,5,7-8");
         assert_eq!(format_core_list(&[]), "");
+    }
+
+    #[test]
+    fn huge_vecs_hold_their_values_at_every_size() {
+        for n in [0usize, 1, 1000, (HUGE_TABLE_MIN_BYTES / 8) * 3 + 5] {
+            let v = huge_vec(n, 0xabu64);
+            assert_eq!(v.len(), n);
+            assert!(v.iter().all(|&x| x == 0xab));
+        }
     }
 }

@@ -14,7 +14,7 @@
 //! (steps 6–8), credit additions (grants, retransmission credit, rate changes) and the rate
 //! timers.
 
-use super::dd::{Generated, PREFETCH_AHEAD, PREFETCH_MIN_FLOWS};
+use super::dd::Generated;
 use super::module::CreditScheme;
 use super::rate::{RateCredit, RateRep};
 use super::rrset::RrSet;
@@ -96,7 +96,6 @@ pub struct CreditEngine {
     flows: Vec<CeFlow>,
     ready: RrSet,
     wheel: TimerWheel,
-    prefetching: bool,
 }
 
 impl CreditEngine {
@@ -121,10 +120,9 @@ impl CreditEngine {
             burst: burst as i64,
             init_credit: init_credit as i64,
             init_rate: RateRep::from_bps(init_rate_bps),
-            flows: vec![CeFlow::default(); p.max_flows as usize],
+            flows: sys::huge_vec(p.max_flows as usize, CeFlow::default()),
             ready: RrSet::new(p.max_flows),
             wheel: TimerWheel::new(p.max_flows, p.timer_shift, p.timer_slots_log2),
-            prefetching: p.max_flows >= PREFETCH_MIN_FLOWS,
         })
     }
 
@@ -134,6 +132,7 @@ impl CreditEngine {
         if let Some(r) = self.flows.get(f as usize) {
             sys::prefetch((r as *const CeFlow).cast());
         }
+        self.ready.prefetch_member(f);
     }
 
     /// The ready-to-tx flow round robin serves `k` steps from now, if nothing changes.
@@ -297,11 +296,6 @@ impl CreditEngine {
     #[inline]
     pub fn transmit(&mut self, now: Nanos) -> Option<Sent> {
         let f = self.ready.front()?;
-        if self.prefetching {
-            if let Some(n) = self.ready.ahead(PREFETCH_AHEAD) {
-                self.prefetch(n);
-            }
-        }
         let depth = self.depth as u8;
         let burst = self.burst;
         let scheme = self.scheme;

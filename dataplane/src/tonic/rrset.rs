@@ -1,43 +1,56 @@
 //! Round-robin flow sets: the active set and the ready-to-transmit set (Tonic §3.1).
 //!
 //! The paper implements both as FIFOs of flow ids, which gives per-segment round robin
-//! ("see active list in [37]", DRR). Here a set is an intrusive doubly linked list threaded
-//! through an index array: `push_back`, `pop_front`, `remove` and `contains` are O(1) and
-//! allocate nothing, and a flow is in a set at most once. Removal lets the engines keep the
-//! sets *exact* (a flow is a member iff it is eligible) instead of discovering ineligible
-//! members when they reach the front.
+//! ("see active list in [37]", DRR), and so does this: a set is a ring of entries in memory
+//! order, so the flows round robin serves next are read sequentially, and prefetching them
+//! costs no pointer chase (with a million flows in random memory order, an index-linked list
+//! spent a cache miss per step just to find the next flow). `push_back`, `pop_front`,
+//! `rotate`, `remove` and `contains` are O(1) amortized and allocate nothing after
+//! construction, and a flow is a member at most once. Removal lets the engines keep the sets
+//! *exact* (a flow is a member iff it is eligible): a removed flow's entry stays in the ring
+//! as a stale entry (its generation no longer matches) and is skipped when it reaches the
+//! front; a full ring is compacted in place.
 
 use super::FlowId;
 
-const NIL: u32 = u32::MAX;
-const OUT: u32 = u32::MAX - 1;
+/// Per-id tag bit: the id is a member.
+const MEMBER: u32 = 1;
 
 /// A FIFO set of flow ids in `[0, capacity)` with O(1) membership operations.
 ///
-/// Invariant: the members form a circular doubly linked list through `next`/`prev`
-/// starting at `head` (the front; `prev[head]` is the back), each exactly once; a
-/// non-member has `next == OUT`. Being circular, "take the front and put it at the back"
-/// ([`rotate`](Self::rotate), the common round-robin step) only moves `head`.
+/// Invariants: `tag[id] = gen << 1 | member`; the ring slots `[head, tail)` hold entries
+/// `(id, gen)`, exactly one of them *valid* (its gen equals the id's current gen and the id
+/// is a member) per member, in FIFO order; the others are stale, and there are `stale` of
+/// them. When the set is not empty the entry at `head` is valid.
 #[derive(Clone, Debug)]
 pub struct RrSet {
-    next: Vec<u32>,
-    prev: Vec<u32>,
-    head: u32,
+    /// Entries `id | gen << 32`, in a ring of `mask + 1` slots (a power of two, at least
+    /// twice the capacity, so that compaction frees at least `capacity` slots).
+    ring: Vec<u64>,
+    mask: usize,
+    tag: Vec<u32>,
+    head: usize,
+    tail: usize,
     len: u32,
+    stale: u32,
 }
 
 impl RrSet {
-    /// Largest capacity (ids `u32::MAX - 1` and up are reserved as link markers).
-    pub const MAX_CAPACITY: u32 = u32::MAX - 2;
+    /// Largest capacity (generations must not wrap between two compactions).
+    pub const MAX_CAPACITY: u32 = 1 << 30;
 
     /// An empty set for ids `[0, capacity)`.
     pub fn new(capacity: u32) -> Self {
         assert!(capacity <= Self::MAX_CAPACITY);
+        let slots = (2 * capacity as usize).next_power_of_two().max(2);
         RrSet {
-            next: vec![OUT; capacity as usize],
-            prev: vec![NIL; capacity as usize],
-            head: NIL,
+            ring: crate::sys::huge_vec(slots, 0),
+            mask: slots - 1,
+            tag: crate::sys::huge_vec(capacity as usize, 0),
+            head: 0,
+            tail: 0,
             len: 0,
+            stale: 0,
         }
     }
 
@@ -56,110 +69,161 @@ impl RrSet {
     /// Whether `id` is a member.
     #[inline]
     pub fn contains(&self, id: FlowId) -> bool {
-        self.next[id as usize] != OUT
+        self.tag[id as usize] & MEMBER != 0
+    }
+
+    #[inline(always)]
+    fn entry(&self, pos: usize) -> (FlowId, u32) {
+        let e = self.ring[pos & self.mask];
+        (e as u32, (e >> 32) as u32)
+    }
+
+    #[inline(always)]
+    fn valid(&self, (id, gen): (FlowId, u32)) -> bool {
+        self.tag[id as usize] == (gen << 1 | MEMBER)
     }
 
     /// The member at the front, if any (the next one round robin picks).
     #[inline]
     pub fn front(&self) -> Option<FlowId> {
-        (self.head != NIL).then_some(self.head)
+        (self.len != 0).then(|| self.entry(self.head).0)
     }
 
-    /// The member `k` places behind the front (going around), if the set is not empty: the
-    /// flow round robin picks `k` steps from now if nothing changes (for prefetching).
+    /// The flow round robin picks `k` steps from now (going around) if nothing changes, for
+    /// prefetching: exact when no member was removed since the ring last turned, otherwise
+    /// possibly a removed flow. Reads one ring slot and no per-flow state.
     #[inline]
     pub fn ahead(&self, k: u32) -> Option<FlowId> {
-        if self.head == NIL {
+        if self.len == 0 {
             return None;
         }
-        let mut id = self.head;
-        for _ in 0..k {
-            id = self.next[id as usize];
+        let used = self.tail - self.head;
+        let k = k as usize;
+        let k = if k < used { k } else { k % used };
+        Some(self.entry(self.head + k).0)
+    }
+
+    /// Hints the CPU to fetch what [`contains`](Self::contains) and
+    /// [`push_back`](Self::push_back) read about `id`.
+    #[inline(always)]
+    pub fn prefetch_member(&self, id: FlowId) {
+        if let Some(t) = self.tag.get(id as usize) {
+            crate::sys::prefetch((t as *const u32).cast());
         }
-        Some(id)
     }
 
     /// Appends `id` at the back; returns false (and does nothing) if it is already a member.
     #[inline]
     pub fn push_back(&mut self, id: FlowId) -> bool {
-        if self.contains(id) {
+        let t = self.tag[id as usize];
+        if t & MEMBER != 0 {
             return false;
         }
-        let i = id as usize;
-        if self.head == NIL {
-            self.head = id;
-            self.next[i] = id;
-            self.prev[i] = id;
-        } else {
-            let h = self.head as usize;
-            let t = self.prev[h];
-            self.next[t as usize] = id;
-            self.prev[i] = t;
-            self.next[i] = self.head;
-            self.prev[h] = id;
+        if self.tail - self.head > self.mask {
+            self.compact();
         }
+        self.tag[id as usize] = t | MEMBER;
+        let gen = t >> 1;
+        let i = self.tail & self.mask;
+        self.ring[i] = id as u64 | (gen as u64) << 32;
+        self.tail += 1;
         self.len += 1;
         true
     }
 
-    /// Moves the front member to the back (pop it and push it again, in O(1) without
-    /// touching any link).
+    /// Moves the front member to the back (pop it and push it again).
     #[inline]
     pub fn rotate(&mut self) {
-        if self.head != NIL {
-            self.head = self.next[self.head as usize];
+        if self.len == 0 {
+            return;
         }
+        if self.len == 1 && self.stale == 0 {
+            return;
+        }
+        // The ring has a free slot: the front entry is in it, and the set stays the same size.
+        if self.tail - self.head > self.mask {
+            self.compact();
+        }
+        let e = self.ring[self.head & self.mask];
+        let i = self.tail & self.mask;
+        self.ring[i] = e;
+        self.tail += 1;
+        self.head += 1;
+        self.skip_stale();
     }
 
     /// Removes and returns the front member.
     #[inline]
     pub fn pop_front(&mut self) -> Option<FlowId> {
-        let id = self.front()?;
-        self.unlink(id);
+        if self.len == 0 {
+            return None;
+        }
+        let (id, _) = self.entry(self.head);
+        self.tag[id as usize] &= !MEMBER;
+        self.head += 1;
+        self.len -= 1;
+        self.skip_stale();
         Some(id)
     }
 
     /// Removes `id`; returns whether it was a member.
     #[inline]
     pub fn remove(&mut self, id: FlowId) -> bool {
-        if !self.contains(id) {
+        let t = self.tag[id as usize];
+        if t & MEMBER == 0 {
             return false;
         }
-        self.unlink(id);
+        if self.entry(self.head).0 == id {
+            self.pop_front();
+            return true;
+        }
+        // Its entry goes stale: a new generation, not a member.
+        self.tag[id as usize] = (t >> 1).wrapping_add(1) << 1;
+        self.len -= 1;
+        self.stale += 1;
         true
     }
 
-    #[inline]
-    fn unlink(&mut self, id: FlowId) {
-        let i = id as usize;
-        if self.len == 1 {
-            self.head = NIL;
-        } else {
-            let (p, n) = (self.prev[i], self.next[i]);
-            self.next[p as usize] = n;
-            self.prev[n as usize] = p;
-            if self.head == id {
-                self.head = n;
-            }
+    /// Re-establishes "the front entry is valid" by dropping stale entries at the front.
+    #[inline(always)]
+    fn skip_stale(&mut self) {
+        if self.stale == 0 {
+            return;
         }
-        self.next[i] = OUT;
-        self.prev[i] = NIL;
-        self.len -= 1;
+        if self.len == 0 {
+            self.head = self.tail;
+            self.stale = 0;
+            return;
+        }
+        while !self.valid(self.entry(self.head)) {
+            self.head += 1;
+            self.stale -= 1;
+        }
     }
 
-    /// The members front to back (for tests and diagnostics; O(len)).
-    pub fn iter(&self) -> impl Iterator<Item = FlowId> + '_ {
-        let mut cur = self.head;
-        let mut left = self.len;
-        std::iter::from_fn(move || {
-            if left == 0 {
-                return None;
+    /// Drops every stale entry, keeping the valid ones in order from `head` (in place: the
+    /// write position never passes the read position).
+    #[cold]
+    fn compact(&mut self) {
+        let mut w = self.head;
+        for r in self.head..self.tail {
+            let e = self.entry(r);
+            if self.valid(e) {
+                self.ring[w & self.mask] = self.ring[r & self.mask];
+                w += 1;
             }
-            left -= 1;
-            let id = cur;
-            cur = self.next[id as usize];
-            Some(id)
-        })
+        }
+        debug_assert_eq!(w - self.head, self.len as usize);
+        self.tail = w;
+        self.stale = 0;
+    }
+
+    /// The members front to back (for tests and diagnostics; O(len + stale)).
+    pub fn iter(&self) -> impl Iterator<Item = FlowId> + '_ {
+        (self.head..self.tail)
+            .map(|p| self.entry(p))
+            .filter(|&e| self.valid(e))
+            .map(|e| e.0)
     }
 }
 
@@ -168,6 +232,29 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use std::collections::VecDeque;
+
+    /// Removals leave stale entries; a ring full of them is compacted without losing order.
+    #[test]
+    fn stale_entries_are_skipped_and_compacted() {
+        let mut s = RrSet::new(4);
+        assert_eq!(s.mask + 1, 8);
+        for round in 0..100u32 {
+            assert!(s.push_back(0) && s.push_back(1) && s.push_back(2));
+            assert!(s.remove(1) && s.remove(2), "round {round}");
+            s.rotate();
+            assert_eq!(s.iter().collect::<Vec<_>>(), vec![0]);
+            assert!(s.tail - s.head <= 8);
+            assert_eq!(s.pop_front(), Some(0));
+            assert!(s.is_empty());
+        }
+        assert!(s.push_back(3) && s.push_back(1) && s.push_back(2) && s.remove(1));
+        for _ in 0..20 {
+            assert!(s.push_back(1) && s.remove(1), "flaps while 3 and 2 stay");
+        }
+        assert_eq!(s.iter().collect::<Vec<_>>(), vec![3, 2]);
+        s.rotate();
+        assert_eq!((s.front(), s.len()), (Some(2), 2));
+    }
 
     #[test]
     fn fifo_order_and_membership() {
@@ -196,7 +283,7 @@ mod tests {
     proptest! {
         /// The set behaves like a VecDeque with uniqueness, whatever the operation sequence.
         #[test]
-        fn matches_a_deque_model(ops in prop::collection::vec((0u8..5, 0u32..16), 0..200)) {
+        fn matches_a_deque_model(ops in prop::collection::vec((0u8..5, 0u32..16), 0..400)) {
             let mut s = RrSet::new(16);
             let mut m: VecDeque<u32> = VecDeque::new();
             for (op, id) in ops {
@@ -220,6 +307,16 @@ mod tests {
                 prop_assert_eq!(s.len(), m.len());
                 prop_assert_eq!(s.iter().collect::<Vec<_>>(), m.iter().copied().collect::<Vec<_>>());
                 for x in 0..16 { prop_assert_eq!(s.contains(x), m.contains(&x)); }
+                // Look-ahead: exact with no stale entries, and never out of range.
+                for k in 0..3u32 {
+                    let want = (!m.is_empty()).then(|| m[k as usize % m.len()]);
+                    match s.ahead(k) {
+                        Some(a) if s.stale == 0 => prop_assert_eq!(Some(a), want),
+                        Some(a) => prop_assert!(a < 16 && want.is_some()),
+                        None => prop_assert!(want.is_none()),
+                    }
+                }
+                prop_assert!(s.tail - s.head <= s.mask + 1);
             }
         }
     }

@@ -37,9 +37,9 @@ impl TimerWheel {
             shift,
             mask: (1u64 << slots_log2) - 1,
             slots: vec![NIL; 1 << slots_log2],
-            next: vec![NIL; capacity as usize],
-            prev: vec![NIL; capacity as usize],
-            deadline: vec![0; capacity as usize],
+            next: crate::sys::huge_vec(capacity as usize, NIL),
+            prev: crate::sys::huge_vec(capacity as usize, NIL),
+            deadline: crate::sys::huge_vec(capacity as usize, 0),
             cur_tick: 0,
             armed: 0,
         }

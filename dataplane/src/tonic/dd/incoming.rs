@@ -9,7 +9,7 @@ use super::super::module::{
 };
 use super::super::{FlowId, Nanos, SegId, TonicError};
 use super::{
-    CreditUpdate, DataDelivery, IncomingReport, Parts, A_ANY, M_ANY, SMALL_PENDING, X_ANY,
+    Cold, CreditUpdate, DataDelivery, IncomingReport, Parts, A_ANY, M_ANY, SMALL_PENDING, X_ANY,
 };
 
 impl DataDelivery {
@@ -117,15 +117,14 @@ impl DataDelivery {
         input.new_wnd_start = self.flows[f as usize].wnd_start;
         let parts = Parts {
             flows: &self.flows,
-            cold: &self.cold,
-            bits: &self.bits,
-            words: self.words,
+            slab: &self.slab,
+            lay: self.lay,
             window: self.p.window,
         };
         self.scratch_zeroed = parts.fill_view(f, &mut input.flow, self.scratch_zeroed);
         let mut out = HookOutput::default();
-        let o = f as usize * self.ctx_words;
-        module.incoming(input, &mut self.ctx[o..o + self.ctx_words], &mut out);
+        let o = self.lay.ctx_at(f);
+        module.incoming(input, &mut self.slab[o..o + self.ctx_words], &mut out);
         let credit = self.apply(f, &out, now);
         Ok(self.finish_incoming(f, newly, credit))
     }
@@ -137,10 +136,10 @@ impl DataDelivery {
         let mut small_delivered = false;
         if r.flags & SMALL_PENDING != 0 && r.wnd_start >= r.tail {
             // Segmentation restarts at the byte after the small segment.
+            let tail_bytes = self.cold(f, Cold::TailBytes);
             let rec = &mut self.flows[f as usize];
             rec.flags &= !SMALL_PENDING;
-            rec.byte_delta =
-                self.cold[f as usize].tail_bytes as i64 - (r.tail * r.mss as u64) as i64;
+            rec.byte_delta = tail_bytes as i64 - (r.tail * r.mss as u64) as i64;
             rec.small_len = 0;
             small_delivered = true;
         }
@@ -190,7 +189,7 @@ impl DataDelivery {
         }
         let mut credit = CreditUpdate::default();
         if out.has(HookOutput::OUT_RATE) {
-            self.cold[f as usize].rate_bps = out.rate_bps;
+            *self.cold_mut(f, Cold::RateBps) = out.rate_bps;
             credit.rate_bps = Some(out.rate_bps);
         }
         if out.has(HookOutput::OUT_ADD_CREDIT) {
