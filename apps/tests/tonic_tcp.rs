@@ -68,6 +68,31 @@ fn step(p: &mut Pair, idle: &mut u32, quantum: u64) {
     }
 }
 
+/// B listens on PORT; A opens a non-blocking connection to it with `TCP_TONIC` = `module`.
+/// Returns (B's listener, A's socket).
+fn open_tonic(p: &mut Pair, module: &str) -> (Fd, Fd) {
+    let l = p.b.host.socket().unwrap();
+    p.b.host.set_nonblocking(l, true).unwrap();
+    p.b.host
+        .bind(l, SocketAddrV4::new([0, 0, 0, 0].into(), PORT))
+        .unwrap();
+    p.b.host.listen(l, 4).unwrap();
+
+    let c = p.a.host.socket().unwrap();
+    p.a.host.set_nonblocking(c, true).unwrap();
+    let m = ModuleName::new(module).unwrap();
+    p.a.host.setsockopt(c, SockOpt::Tonic(Some(m))).unwrap();
+    assert_eq!(
+        p.a.host.getsockopt(c, SockOptName::Tonic),
+        Ok(SockOpt::Tonic(Some(m)))
+    );
+    assert_eq!(
+        p.a.host.connect(c, SocketAddrV4::new(B_IP.into(), PORT)),
+        Err(Errno::InProgress)
+    );
+    (l, c)
+}
+
 struct Run {
     trace: Vec<TracePoint>,
     csv: std::path::PathBuf,
@@ -105,26 +130,7 @@ fn transfer_with(module: &str, ab: Impairments, ba: Impairments, total: u64) -> 
         s.host.tcp.recv_buffer = 1 << 20;
     }
     let mut p = wire_pair(a, b, ab, ba);
-
-    let l = p.b.host.socket().unwrap();
-    p.b.host.set_nonblocking(l, true).unwrap();
-    p.b.host
-        .bind(l, SocketAddrV4::new([0, 0, 0, 0].into(), PORT))
-        .unwrap();
-    p.b.host.listen(l, 4).unwrap();
-
-    let c = p.a.host.socket().unwrap();
-    p.a.host.set_nonblocking(c, true).unwrap();
-    let m = ModuleName::new(module).unwrap();
-    p.a.host.setsockopt(c, SockOpt::Tonic(Some(m))).unwrap();
-    assert_eq!(
-        p.a.host.getsockopt(c, SockOptName::Tonic),
-        Ok(SockOpt::Tonic(Some(m)))
-    );
-    assert_eq!(
-        p.a.host.connect(c, SocketAddrV4::new(B_IP.into(), PORT)),
-        Err(Errno::InProgress)
-    );
+    let (l, c) = open_tonic(&mut p, module);
 
     let mut s: Option<Fd> = None;
     let (mut sent, mut got, mut shut) = (0u64, 0u64, false);
@@ -307,17 +313,7 @@ fn unknown_module_falls_back_to_the_host_sender() {
         let (a, b) = pair_specs();
         wire_pair(a, b, Impairments::default(), Impairments::default())
     };
-    let l = p.b.host.socket().unwrap();
-    p.b.host.set_nonblocking(l, true).unwrap();
-    p.b.host
-        .bind(l, SocketAddrV4::new([0, 0, 0, 0].into(), PORT))
-        .unwrap();
-    p.b.host.listen(l, 4).unwrap();
-    let c = p.a.host.socket().unwrap();
-    p.a.host.set_nonblocking(c, true).unwrap();
-    let m = ModuleName::new("nosuchmodule").unwrap();
-    p.a.host.setsockopt(c, SockOpt::Tonic(Some(m))).unwrap();
-    let _ = p.a.host.connect(c, SocketAddrV4::new(B_IP.into(), PORT));
+    let (l, c) = open_tonic(&mut p, "nosuchmodule");
     let data = slice(0, 50_000);
     let mut sent = 0;
     let mut got = Vec::new();
@@ -355,4 +351,122 @@ fn unknown_module_falls_back_to_the_host_sender() {
     assert_eq!(tcb.state(), State::Established);
     assert!(!tcb.nic_owns_sender());
     assert_eq!(tcb.stats().bytes_out, data.len() as u64);
+}
+
+/// Writes to A's socket `c` until `total` bytes are written or its buffer is full.
+fn write_some(p: &mut Pair, c: Fd, sent: &mut u64, total: u64) {
+    while *sent < total {
+        let n = ((total - *sent) as usize).min(PERIOD);
+        match p.a.host.write(c, slice(*sent, n)) {
+            Ok(k) => *sent += k as u64,
+            Err(Errno::Again) => break,
+            Err(e) => panic!("write: {e:?}"),
+        }
+    }
+}
+
+/// Reads all B's socket `fd` has, checking every byte.
+fn read_all(p: &mut Pair, fd: Fd, got: &mut u64) {
+    let mut buf = [0u8; 16 * 1024];
+    loop {
+        match p.b.host.read(fd, &mut buf) {
+            Ok(0) | Err(Errno::Again) => break,
+            Ok(k) => {
+                assert_eq!(&buf[..k], slice(*got, k), "byte {got} differs");
+                *got += k as u64;
+            }
+            Err(e) => panic!("read: {e:?}"),
+        }
+    }
+}
+
+/// Zero window with a lost window update (RFC 9293 §3.8.6.1): B's application stops reading
+/// until its receive buffer is full, so A's NIC sees a shut window with nothing in flight;
+/// then B reads everything while the B → A link is down, so its window update is lost. A's
+/// NIC persist timer sends window probes, B's answer to the next one reopens the window, and
+/// the transfer completes. Without probes nothing would ever be sent again.
+#[test]
+fn a_lost_window_update_is_recovered_by_a_window_probe() {
+    const TOTAL: u64 = 1_500_000;
+    use std::sync::atomic::Ordering::Relaxed;
+    let (mut a, mut b) = pair_specs();
+    for s in [&mut a, &mut b] {
+        s.host.tcp.send_buffer = 1 << 20;
+        s.host.tcp.recv_buffer = 256 << 10;
+    }
+    let d = Impairments {
+        delay_ns: 50_000,
+        ..Impairments::default()
+    };
+    let mut p = wire_pair(a, b, d.clone(), d);
+    let (l, c) = open_tonic(&mut p, "newreno");
+    let (mut s, mut sent, mut got, mut idle) = (None::<Fd>, 0u64, 0u64, 0u32);
+    let probes = |p: &Pair| p.a.nic.tonic().stats().window_probes;
+    // 1. B does not read: its window shuts and A's NIC probes it.
+    for _ in 0..2_000_000u64 {
+        if s.is_none() {
+            if let Ok((fd, _)) = p.b.host.accept(l) {
+                p.b.host.set_nonblocking(fd, true).unwrap();
+                s = Some(fd);
+            }
+        }
+        write_some(&mut p, c, &mut sent, TOTAL);
+        if probes(&p) >= 2 {
+            break;
+        }
+        step(&mut p, &mut idle, 2_000);
+    }
+    let fd = s.expect("B accepted");
+    assert!(probes(&p) >= 2, "no window probe while B's window was shut");
+    let e = *p.a.nic.tonic().engine("newreno").unwrap().stats();
+    assert_eq!(e.timeouts, 0, "a shut window is not a loss: {e:?}");
+    // 2. B reads everything while B → A is down: its window update is lost.
+    p.links[1].down.store(true, Relaxed);
+    let lost_before = p.links[1].snapshot().lost;
+    read_all(&mut p, fd, &mut got);
+    assert!(got > 0 && got < TOTAL, "B read {got}");
+    // Down for two more probe intervals: whatever B sends (its update, its delayed ACKs,
+    // its answers to those probes) is lost.
+    let probes_at_read = probes(&p);
+    for _ in 0..2_000_000u64 {
+        if probes(&p) >= probes_at_read + 2 {
+            break;
+        }
+        step(&mut p, &mut idle, 2_000);
+    }
+    assert!(
+        probes(&p) >= probes_at_read + 2,
+        "no probes while the link was down"
+    );
+    // ... and until B has answered the last probe (its ACK may wait for a timer).
+    let answered = p.links[1].snapshot().offered;
+    for _ in 0..2_000_000u64 {
+        if p.links[1].snapshot().offered > answered {
+            break;
+        }
+        step(&mut p, &mut idle, 2_000);
+    }
+    assert!(
+        p.links[1].snapshot().lost > lost_before,
+        "no window update was lost"
+    );
+    p.links[1].down.store(false, Relaxed);
+    let (probes_before, got_before) = (probes(&p), got);
+    // 3. The next probe's answer reopens the window; everything arrives.
+    for _ in 0..4_000_000u64 {
+        write_some(&mut p, c, &mut sent, TOTAL);
+        read_all(&mut p, fd, &mut got);
+        if got == TOTAL {
+            break;
+        }
+        step(&mut p, &mut idle, 2_000);
+    }
+    assert_eq!(
+        got, TOTAL,
+        "B received {got} of {TOTAL} (stalled after {got_before})"
+    );
+    assert!(probes(&p) > probes_before, "recovered without a probe");
+    let e = *p.a.nic.tonic().engine("newreno").unwrap().stats();
+    assert_eq!(e.timeouts, 0, "{e:?}");
+    println!("window probes {}, engine {e:?}", probes(&p));
 }

@@ -33,9 +33,14 @@
 //! window field.
 //!
 //! Limits: segments carry no TCP options (the host does not negotiate timestamps for these
-//! connections); a zero window is waited out by the retransmission timer (Tonic has no
-//! persist timer); a segment that is already acknowledged when the scheduler picks it is
+//! connections); a segment that is already acknowledged when the scheduler picks it is
 //! skipped (its bytes may be freed).
+//!
+//! Zero window: Tonic has no persist timer; the engine adds one (RFC 9293 §3.8.6.1). While
+//! the peer's window is shut and nothing is in flight, every retransmission-timeout interval
+//! the NIC sends a window probe, an ACK with sequence number `snd.una − 1` and no data, as
+//! Linux does; the peer answers with its current window, so a lost window update does not
+//! stall the connection. Probes are not backed off.
 //!
 //! Per-flow traces (time, cwnd, snd.una, snd.nxt, retransmissions, timeouts) are recorded on
 //! every ACK and timeout and written as CSV by [`TonicNic::write_trace_csv`].
@@ -118,6 +123,9 @@ pub struct TonicNicStats {
     pub bad_acks: u64,
     /// Window updates (same ACK, new window) not given to the module as duplicates.
     pub window_updates: u64,
+    /// Zero-window probes sent (the peer's window was shut with nothing in flight for one
+    /// retransmission-timeout interval).
+    pub window_probes: u64,
     /// Segments transmitted.
     pub segments_tx: u64,
     /// Of which retransmissions.
@@ -198,6 +206,21 @@ struct Flow {
     ip_id: u16,
     retransmits: u64,
     trace: Vec<TracePoint>,
+}
+
+impl Flow {
+    /// The ACK number and next-hop MAC its segments carry, resolving the MAC first if
+    /// needed; None until the host has sent an ACK and ARP has an answer.
+    fn addressing<B: PacketBuf>(
+        &mut self,
+        stack: &mut NicStack<B>,
+        now: Nanos,
+    ) -> Option<(u32, [u8; 6])> {
+        if self.dst_mac.is_none() {
+            self.dst_mac = stack.arp_lookup(self.port as usize, self.tuple.remote_ip, now);
+        }
+        Some((self.ack_no?, self.dst_mac?))
+    }
 }
 
 struct EngineSlot {
@@ -724,6 +747,9 @@ impl TonicNic {
                 self.stats.timeouts += rep.timeouts as u64;
                 self.note_timeouts(ei, now);
             }
+            while let Some(ef) = self.engines[ei].engine.pop_probe() {
+                self.send_probe(ei, ef, now, stack, emit);
+            }
         }
         let mut sent = 0;
         for ei in 0..self.engines.len() {
@@ -740,14 +766,11 @@ impl TonicNic {
                     self.stats.stale_skipped += 1;
                     continue;
                 }
-                if f.dst_mac.is_none() {
-                    f.dst_mac = stack.arp_lookup(f.port as usize, f.tuple.remote_ip, now);
-                }
-                let (Some(ack), Some(dst_mac)) = (f.ack_no, f.dst_mac) else {
+                let Some((ack, dst_mac)) = f.addressing(stack, now) else {
                     self.stats.tx_failed += 1;
                     continue;
                 };
-                build_segment(&mut self.scratch, f, dst_mac, ack, tx.offset, tx.len);
+                build_segment(&mut self.scratch, f, dst_mac, ack, tx.offset, tx.len, false);
                 if !emit(f.port, &self.scratch) {
                     self.stats.tx_failed += 1;
                     continue;
@@ -761,6 +784,37 @@ impl TonicNic {
             }
         }
         self.report(to_host);
+    }
+
+    /// Sends a window probe for flow `ef` of engine `ei`: an ACK one byte below `snd.una`,
+    /// without data, which the peer answers with its window (RFC 9293 §3.8.6.1).
+    fn send_probe<B: PacketBuf>(
+        &mut self,
+        ei: usize,
+        ef: FlowId,
+        now: Nanos,
+        stack: &mut NicStack<B>,
+        emit: &mut dyn FnMut(u16, &[u8]) -> bool,
+    ) {
+        let Some(&slot) = self.engines[ei].slot_of.get(ef as usize) else {
+            return;
+        };
+        let Some(f) = self.flows.get_mut(slot).and_then(|f| f.as_mut()) else {
+            return;
+        };
+        if f.engine != ei || f.eflow != ef {
+            return;
+        }
+        let Some((ack, dst_mac)) = f.addressing(stack, now) else {
+            self.stats.tx_failed += 1;
+            return;
+        };
+        build_segment(&mut self.scratch, f, dst_mac, ack, f.acked, 0, true);
+        if emit(f.port, &self.scratch) {
+            self.stats.window_probes += 1;
+        } else {
+            self.stats.tx_failed += 1;
+        }
     }
 
     /// A timeout hit some flow of engine `ei`: a trace point for each of its flows.
@@ -867,7 +921,8 @@ fn sack_blocks(opts: &[u8], mut each: impl FnMut(usize, u32, u32)) -> usize {
 
 /// Builds the segment `[offset, offset + len)` of flow `f` into `out`: Ethernet, IPv4 (DF,
 /// TTL 64), TCP without options (ACK, PSH on the last byte available), payload from the
-/// DMA'd bytes, both checksums.
+/// DMA'd bytes, both checksums. A `probe` (with `len` 0) carries sequence number
+/// `offset − 1`: an old byte, which the peer acknowledges with its current window.
 fn build_segment(
     out: &mut Vec<u8>,
     f: &mut Flow,
@@ -875,6 +930,7 @@ fn build_segment(
     ack: u32,
     offset: u64,
     len: u32,
+    probe: bool,
 ) {
     let len = len as usize;
     out.clear();
@@ -898,11 +954,14 @@ fn build_segment(
         let t = &mut out[ETH + 20..ETH + 40];
         t[0..2].copy_from_slice(&f.tuple.local_port.to_be_bytes());
         t[2..4].copy_from_slice(&f.tuple.remote_port.to_be_bytes());
-        let seq = f.init_seq.wrapping_add(offset as u32);
+        let seq = f
+            .init_seq
+            .wrapping_add(offset as u32)
+            .wrapping_sub(probe as u32);
         t[4..8].copy_from_slice(&seq.to_be_bytes());
         t[8..12].copy_from_slice(&ack.to_be_bytes());
         t[12] = 5 << 4;
-        let last = offset + len as u64 == f.tail;
+        let last = !probe && offset + len as u64 == f.tail;
         t[13] = TCP_ACK | if last { TCP_PSH } else { 0 };
         t[14..16].copy_from_slice(&f.wnd.to_be_bytes());
     }

@@ -96,6 +96,9 @@ pub struct LinkCounters {
     pub dropped_full: AtomicU64,
     /// Frames dropped by the rate limiter's full buffer.
     pub dropped_rate: AtomicU64,
+    /// While set, the link is down: every frame offered is lost (and counted in `lost`).
+    /// Lets a test lose exactly the frames sent in a chosen interval.
+    pub down: std::sync::atomic::AtomicBool,
 }
 
 impl LinkCounters {
@@ -317,7 +320,9 @@ impl WireQueue {
         LinkCounters::bump(&self.tx.counters.offered);
         self.stats.tx_packets += 1;
         self.stats.tx_bytes += buf.len() as u64;
-        if self.rng.chance(self.imp.loss) {
+        // Draw first, so that a down interval does not shift the seeded loss stream.
+        let lost = self.rng.chance(self.imp.loss);
+        if lost || self.tx.counters.down.load(Ordering::Relaxed) {
             LinkCounters::bump(&self.tx.counters.lost);
             return;
         }

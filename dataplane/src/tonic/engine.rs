@@ -25,6 +25,8 @@
 //! timeout does not fire). [`cycle`](TonicEngine::cycle) instead models one hardware cycle
 //! (≤ 1 incoming event, 1 periodic visit, 1 generation, 1 transmission) with the merge rules.
 
+use std::collections::VecDeque;
+
 use super::credit::{CeParams, CreditEngine, Sent};
 use super::dd::{CreditUpdate, DataDelivery, DdParams, IncomingReport, PREFETCH_AHEAD};
 use super::module::{
@@ -84,6 +86,8 @@ pub struct PeriodicReport {
     pub timeouts: u32,
     /// Rate timers that fired.
     pub rate_timers: u32,
+    /// Persist timers that fired (window probes queued, see [`TonicEngine::pop_probe`]).
+    pub probes: u32,
 }
 
 /// What one [`TonicEngine::cycle`] did.
@@ -122,6 +126,8 @@ pub struct EngineStats {
     pub timeouts_discarded: u64,
     /// Rate timers fired.
     pub rate_timers: u64,
+    /// Persist timers fired: window probes asked for (peer's window shut, nothing in flight).
+    pub probes: u64,
 }
 
 /// A Tonic sender: the fixed data delivery and credit engines plus a protocol module `M`
@@ -136,6 +142,9 @@ pub struct TonicEngine<M: TonicModule + ?Sized = dyn TonicModule> {
     /// When [`transmit_step`](Self::transmit_step) last transmitted (for
     /// [`segment_transmitted`](Self::segment_transmitted)).
     last_tx: Nanos,
+    /// Flows whose persist timer fired, waiting for the caller to send a window probe
+    /// (at most `max_flows` entries; a flow's timer fires again if its probe was lost).
+    probes: VecDeque<FlowId>,
 }
 
 impl<M: TonicModule + ?Sized> TonicEngine<M> {
@@ -171,6 +180,7 @@ impl<M: TonicModule + ?Sized> TonicEngine<M> {
             ce,
             stats: EngineStats::default(),
             last_tx: 0,
+            probes: VecDeque::new(),
         })
     }
 
@@ -187,6 +197,22 @@ impl<M: TonicModule + ?Sized> TonicEngine<M> {
     /// The engine's sizes.
     pub fn params(&self) -> &EngineParams {
         &self.params
+    }
+
+    /// The next flow that needs a window probe: its persist timer fired while the peer's
+    /// window was shut and nothing was in flight (RFC 9293 §3.8.6.1). The caller sends the
+    /// peer a segment that makes it answer with its current window (for TCP, an ACK with
+    /// sequence number `snd.una − 1` and no data); the answer, through
+    /// [`incoming`](Self::incoming), reopens the flow.
+    pub fn pop_probe(&mut self) -> Option<FlowId> {
+        self.probes.pop_front()
+    }
+
+    fn note_probe(&mut self, f: FlowId) {
+        self.stats.probes += 1;
+        if self.probes.len() < self.params.max_flows as usize {
+            self.probes.push_back(f);
+        }
     }
 
     /// The counters.
@@ -298,6 +324,10 @@ impl<M: TonicModule + ?Sized> TonicEngine<M> {
             rep.visited += 1;
             if v.timeout {
                 rep.timeouts += 1;
+            }
+            if v.probe {
+                rep.probes += 1;
+                self.note_probe(v.flow);
             }
             self.forward_credit(v.flow, v.credit, now);
         }
@@ -422,6 +452,9 @@ impl<M: TonicModule + ?Sized> TonicEngine<M> {
                     rep.periodic_flow = Some(v.flow);
                     rep.timeout = v.timeout;
                     self.stats.timeouts += v.timeout as u64;
+                    if v.probe {
+                        self.note_probe(v.flow);
+                    }
                     self.forward_credit(v.flow, v.credit, now);
                 }
             }

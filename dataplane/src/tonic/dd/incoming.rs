@@ -9,7 +9,8 @@ use super::super::module::{
 };
 use super::super::{FlowId, Nanos, SegId, TonicError};
 use super::{
-    Cold, CreditUpdate, DataDelivery, IncomingReport, Parts, A_ANY, M_ANY, SMALL_PENDING, X_ANY,
+    Cold, CreditUpdate, DataDelivery, IncomingReport, Parts, A_ANY, M_ANY, PERSIST, SMALL_PENDING,
+    X_ANY,
 };
 
 impl DataDelivery {
@@ -185,7 +186,17 @@ impl DataDelivery {
             // Nothing in flight (`wnd-start` has reached `FlowView::transmitted_end`: what is
             // not acknowledged still waits in the credit engine's ring): no retransmission
             // timer (RFC 6298 5.2). It starts again when the next segment is transmitted.
-            rec.rtx_deadline = 0;
+            // With the peer's window shut, the persist timer runs instead (RFC 9293
+            // §3.8.6.1), so that a lost window update cannot stall the flow.
+            if rec.rcv_wnd == 0 {
+                if rec.flags & PERSIST == 0 {
+                    rec.rtx_deadline = now + rec.rtx_amount;
+                    rec.flags |= PERSIST;
+                }
+            } else {
+                rec.rtx_deadline = 0;
+                rec.flags &= !PERSIST;
+            }
         }
         let mut credit = CreditUpdate::default();
         if out.has(HookOutput::OUT_RATE) {

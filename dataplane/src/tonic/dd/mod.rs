@@ -47,6 +47,11 @@ const SMALL_PENDING: u8 = 1 << 1;
 const A_ANY: u8 = 1 << 2;
 const M_ANY: u8 = 1 << 3;
 const X_ANY: u8 = 1 << 4;
+/// Flag: the timer in `rtx_deadline` is the persist timer, not the retransmission timer:
+/// nothing is in flight and the peer's window is shut (RFC 9293 §3.8.6.1). Its expiry asks
+/// for a window probe instead of a timeout. Tonic has no persist timer; without one a lost
+/// window update would stall the flow for good.
+const PERSIST: u8 = 1 << 5;
 
 /// The hot per-flow record (Table 2's scalars). 64 bytes: one cache line.
 #[derive(Clone, Copy, Debug, Default)]
@@ -156,6 +161,9 @@ pub struct PeriodicVisit {
     pub flow: FlowId,
     /// Its retransmission timer had expired.
     pub timeout: bool,
+    /// Its persist timer had expired: the peer's window is shut and nothing is in flight, so
+    /// the caller should send a window probe (the timer runs again).
+    pub probe: bool,
     /// The module's hook ran.
     pub hook_ran: bool,
     /// Credit-engine side of the module's outputs.
@@ -611,11 +619,19 @@ impl DataDelivery {
         now: Nanos,
     ) -> Option<PeriodicVisit> {
         let f = self.sweep_next()?;
-        let d = self.flows[f as usize].rtx_deadline;
-        let expired = d != 0 && now >= d;
+        let rec = &mut self.flows[f as usize];
+        let d = rec.rtx_deadline;
+        let mut expired = d != 0 && now >= d;
+        let probe = expired && rec.flags & PERSIST != 0;
+        if probe {
+            // Not a loss: no module timeout; the timer runs again for the next probe.
+            rec.rtx_deadline = now + rec.rtx_amount;
+            expired = false;
+        }
         let mut visit = PeriodicVisit {
             flow: f,
             timeout: expired,
+            probe,
             ..Default::default()
         };
         if !expired && !self.cfg.periodic_every_visit {
@@ -711,8 +727,12 @@ impl DataDelivery {
         debug_assert!(rec.outstanding > 0);
         rec.outstanding = rec.outstanding.saturating_sub(1);
         // Not for a stale address (acknowledged while it waited): nothing went in flight.
-        if rec.rtx_deadline == 0 && rec.wnd_start + (rec.outstanding as u64) < rec.next_new {
+        if rec.wnd_start + (rec.outstanding as u64) < rec.next_new
+            && (rec.rtx_deadline == 0 || rec.flags & PERSIST != 0)
+        {
+            // Data in flight: the retransmission timer replaces a persist timer.
             rec.rtx_deadline = now + rec.rtx_amount;
+            rec.flags &= !PERSIST;
         }
         *self.cold_mut(f, Cold::TotalSent) += 1;
         if !self.active.contains(f) && self.can_generate(f) {
