@@ -185,7 +185,6 @@ pub struct DdParams {
 pub struct DataDelivery {
     p: DdParams,
     cfg: ModuleConfig,
-    words: usize,
     ctx_words: usize,
     flows: Vec<DdFlow>,
     /// Per flow: bitmaps, cold words and user context, laid out by `lay`.
@@ -240,7 +239,6 @@ impl DataDelivery {
         Ok(DataDelivery {
             p,
             cfg,
-            words,
             ctx_words,
             flows: sys::huge_vec(n, DdFlow::default()),
             slab,
@@ -319,16 +317,18 @@ impl DataDelivery {
 
     #[inline]
     fn bm(&self, f: FlowId, b: Bm) -> &[u64] {
-        let o = self.lay.bits_at(f) + b as usize * self.words;
-        &self.slab[o..o + self.words]
+        let w = self.lay.words;
+        let o = self.lay.bits_at(f) + b as usize * w;
+        &self.slab[o..o + w]
     }
 
     /// All three bitmaps of `f`: (acked, marked, rtx).
     #[inline]
     fn bms_mut(&mut self, f: FlowId) -> (&mut [u64], &mut [u64], &mut [u64]) {
         let o = self.lay.bits_at(f);
-        let (a, rest) = self.slab[o..o + 3 * self.words].split_at_mut(self.words);
-        let (m, r) = rest.split_at_mut(self.words);
+        let w = self.lay.words;
+        let (a, rest) = self.slab[o..o + 3 * w].split_at_mut(w);
+        let (m, r) = rest.split_at_mut(w);
         (a, m, r)
     }
 
@@ -843,7 +843,7 @@ mod layout_tests {
             assert_eq!(dd.lay.stride % Layout::LINE_WORDS, 0);
             let first = dd.slab[dd.lay.bits_at(0)..].as_ptr() as usize;
             assert_eq!(first % 64, 0, "window {window}, ctx {ctx_bytes} B");
-            let words = dd.words;
+            let words = dd.lay.words;
             for f in 0..5u32 {
                 let v = |k: u64| (f as u64) << 32 | k;
                 let (a, m, r) = dd.bms_mut(f);
