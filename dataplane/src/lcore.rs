@@ -303,8 +303,9 @@ impl<P: Port> NicLcore<P> {
     }
 
     /// Runs the stack over the frames received on slot `i` and moves each where it goes.
+    /// `now` is read from the clock on first need (a burst that is all transit needs none).
     #[inline(always)]
-    fn classify(&mut self, i: usize, now: u64) {
+    fn classify(&mut self, i: usize, now: &mut Option<u64>) {
         let index = self.slots[i].index;
         let peer = self.slots[i].peer;
         let mut rx = std::mem::take(&mut self.rx[i]);
@@ -325,12 +326,28 @@ impl<P: Port> NicLcore<P> {
                 );
             }
         }
-        // Decide every frame first; a burst that is all transit (the forwarding common case)
-        // then moves to the peer's tx queue in one append.
-        let all_pass = self.stack.rx_burst(index, &mut rx, now, &mut self.verdicts);
         let fwd = match (self.mode, peer) {
             (Mode::Forward, Some(p)) if p != i => Some(p),
             _ => None,
+        };
+        // Decide every frame first: transit frames in one tight pass; a burst that is all
+        // transit (the forwarding common case) then moves to the peer's tx queue in one
+        // append, with no clock read and no per-frame verdicts.
+        let transit = self.stack.transit_mask(index, &rx);
+        if let (Some(p), Some(t)) = (fwd, transit) {
+            if (1..=64).contains(&n) && t == u64::MAX >> (64 - n) {
+                self.report.forwarded += n as u64;
+                self.tx[p].append(&mut rx);
+                self.rx[i] = rx;
+                return;
+            }
+        }
+        let now = *now.get_or_insert_with(|| self.clock.now_ns());
+        let all_pass = match transit {
+            Some(t) => self
+                .stack
+                .rx_burst_rest(index, &mut rx, now, &mut self.verdicts, t),
+            None => self.stack.rx_burst(index, &mut rx, now, &mut self.verdicts),
         };
         match fwd {
             Some(p) if all_pass => {
@@ -390,11 +407,9 @@ impl<P: Port> NicLcore<P> {
         let mut now_ns = None;
         if received > 0 {
             clock.mark(&mut self.report.cycles, Stage::Rx);
-            let now = self.clock.now_ns();
-            now_ns = Some(now);
             for i in 0..self.slots.len() {
                 if !self.rx[i].is_empty() {
-                    self.classify(i, now);
+                    self.classify(i, &mut now_ns);
                 }
             }
             clock.mark(&mut self.report.cycles, Stage::Classify);

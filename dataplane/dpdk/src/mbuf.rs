@@ -58,14 +58,16 @@ impl Mbuf {
         unsafe { self.0.as_ref() }
     }
 
-    /// Quick check of the type invariant for a received mbuf: single segment, refcnt 1, data
-    /// buffer not attached from elsewhere. False does not prove sharing (see
-    /// [`Mbuf::is_exclusive_slow`]).
-    #[inline]
-    pub(crate) fn is_plain(&self) -> bool {
+    /// Quick check of the type invariant for a received mbuf: zero exactly when it is a
+    /// single segment with refcnt 1 whose data buffer is not attached from elsewhere; non-zero
+    /// does not prove sharing (see [`Mbuf::is_exclusive_slow`]). Built from two loads
+    /// (`refcnt` and `nb_segs` are adjacent 16-bit fields) with no branch, for OR-ing over a
+    /// whole burst.
+    #[inline(always)]
+    pub(crate) fn not_plain_bits(&self) -> u64 {
         let m = self.raw();
-        // Non-short-circuit `&`: one branch-free test per mbuf in the burst loops.
-        (m.nb_segs == 1) & (m.refcnt == 1) & (m.ol_flags & SHARED_FLAGS == 0)
+        let segs_refs = u32::from(m.refcnt) | (u32::from(m.nb_segs) << 16);
+        u64::from(segs_refs ^ 0x0001_0001) | (m.ol_flags & SHARED_FLAGS)
     }
 
     /// Full check of the type invariant (also accepts an unshared external buffer).

@@ -78,13 +78,13 @@ impl EthQueue {
         // it hands over to us; they come from this queue's pool, which outlives them (a pool
         // with live mbufs is never freed). The invariant check follows right below.
         unsafe { out.set_len(start + n) };
-        let mut plain = true;
+        let mut not_plain = 0u64;
         let mut bytes = 0u64;
         for m in &out[start..] {
-            plain &= m.is_plain();
+            not_plain |= m.not_plain_bits();
             bytes += m.len() as u64;
         }
-        if !plain {
+        if not_plain != 0 {
             let tail = out.split_off(start);
             let before = tail.len();
             out.extend(tail.into_iter().filter(Mbuf::is_exclusive_slow));

@@ -266,6 +266,42 @@ struct PortState<B> {
 /// How many frames ahead of the one being handled [`NicStack::rx_burst`] prefetches.
 const PREFETCH_AHEAD: usize = 4;
 
+/// The loop of [`NicStack::transit_mask`]: bit k set when `bufs[k]` passes
+/// [`fast_transit_raw`] for `mac` and `not_ours` accepts its destination address. At most 64
+/// frames (bits beyond are not kept).
+///
+/// Kept out of line, with the prefetching part and the tail as separate loops and the mask
+/// shifted in from the top, so that the per-frame path has no bounds checks, no spills and
+/// no variable shifts.
+#[inline(never)]
+fn transit_scan<B: PacketBuf>(bufs: &[B], mac: u64, not_ours: impl Fn(u32) -> bool) -> u64 {
+    let n = bufs.len().min(64);
+    let bufs = &bufs[..n];
+    #[inline(always)]
+    fn one<B: PacketBuf>(buf: &B, mac: u64, not_ours: &impl Fn(u32) -> bool) -> bool {
+        match fast_transit_raw(buf.data(), mac) {
+            Some(dst) => not_ours(dst),
+            None => false,
+        }
+    }
+    let mut acc = 0u64;
+    let ahead = n.saturating_sub(PREFETCH_AHEAD);
+    for (buf, later) in bufs[..ahead].iter().zip(&bufs[PREFETCH_AHEAD.min(n)..]) {
+        // Start a later frame's first cache line on its way (on NICs that DMA into memory
+        // rather than cache, this hides the miss).
+        crate::sys::prefetch(later.data().as_ptr());
+        acc = (acc >> 1) | (u64::from(one(buf, mac, &not_ours)) << 63);
+    }
+    for buf in &bufs[ahead..] {
+        acc = (acc >> 1) | (u64::from(one(buf, mac, &not_ours)) << 63);
+    }
+    if n == 0 {
+        0
+    } else {
+        acc >> (64 - n)
+    }
+}
+
 /// The L2/L3 stack of one NIC lcore, for all its ports.
 ///
 /// Invariant: holds at most `arp_table_size` resolving addresses and `pending_per_ip` frames
@@ -349,16 +385,29 @@ impl<B: PacketBuf> NicStack<B> {
         now_ns: u64,
         verdicts: &mut [Disposition],
     ) -> bool {
-        let n = bufs.len();
-        let fast = self.cfg.l4_checksum == L4Checksum::Terminating
-            && port < self.ifaces.len()
-            && n <= 64
-            && verdicts.len() >= n;
-        if !fast {
-            return self.rx_burst_each(port, bufs, now_ns, verdicts);
+        match self.transit_mask(port, bufs) {
+            Some(transit) if verdicts.len() >= bufs.len() => {
+                self.rx_burst_rest(port, bufs, now_ns, verdicts, transit)
+            }
+            _ => self.rx_burst_each(port, bufs, now_ns, verdicts),
         }
-        // Transit fast path, in two passes: first a tight loop that only marks which frames
-        // are transit (one bit each), then per-frame handling for the others, if any.
+    }
+
+    /// The first half of [`NicStack::rx_burst`]: which frames of the burst are transit
+    /// frames (bit k for `bufs[k]`: IPv4 TCP/UDP, valid as [`fast_transit`] checks it, for
+    /// neither the port's MAC nor its addresses). Their verdict is `Pass` and they are
+    /// counted as passed here; hand the mask to [`NicStack::rx_burst_rest`] for the others
+    /// unless every bit is set. `None` (nothing counted) when the fast path does not apply:
+    /// full L4 checking, an unknown port, or more than 64 frames.
+    ///
+    /// A tight loop with no per-frame state, so that a forwarding lcore whose bursts are all
+    /// transit pays only for reading each frame's headers (and needs no clock read).
+    #[inline]
+    pub fn transit_mask(&mut self, port: usize, bufs: &[B]) -> Option<u64> {
+        let n = bufs.len();
+        if self.cfg.l4_checksum != L4Checksum::Terminating || port >= self.ifaces.len() || n > 64 {
+            return None;
+        }
         let iface = &self.ifaces[port];
         let mac = u64::from_le_bytes([
             iface.mac[0],
@@ -370,38 +419,46 @@ impl<B: PacketBuf> NicStack<B> {
             0,
             0,
         ]);
-        let single_ip = (iface.ipv4.len() == 1).then(|| u32::from_le_bytes(iface.ipv4[0].0));
-        let mut transit = 0u64;
-        for k in 0..n {
-            // Start a later frame's first cache line on its way (on NICs that DMA into
-            // memory rather than cache, this hides the miss).
-            if let Some(ahead) = bufs.get(k + PREFETCH_AHEAD) {
-                crate::sys::prefetch(ahead.data().as_ptr());
-            }
-            let t = match fast_transit_raw(bufs[k].data(), mac) {
-                Some(dst) => match single_ip {
-                    Some(ip) => dst != ip,
-                    None => !iface.has_ip(dst.to_le_bytes()),
-                },
-                None => false,
-            };
-            transit |= (t as u64) << k;
-        }
-        let all = if n == 64 { u64::MAX } else { (1u64 << n) - 1 };
+        let transit = match iface.ipv4.as_slice() {
+            [(ip, _)] => transit_scan(bufs, mac, |dst| dst != u32::from_le_bytes(*ip)),
+            ips => transit_scan(bufs, mac, |dst| {
+                !ips.iter().any(|(a, _)| u32::from_le_bytes(*a) == dst)
+            }),
+        };
         self.counters.passed += u64::from(transit.count_ones());
-        if transit == all {
+        Some(transit)
+    }
+
+    /// The second half of [`NicStack::rx_burst`]: the verdicts of the whole burst, given
+    /// `transit` from [`NicStack::transit_mask`] for the same `bufs` (those frames are
+    /// `Pass`, already counted; the others take the full receive path). Returns true when
+    /// every verdict is `Pass`; false too when `verdicts` has fewer than `bufs.len()` slots
+    /// (frames beyond it are handled, their verdicts not written).
+    pub fn rx_burst_rest(
+        &mut self,
+        port: usize,
+        bufs: &mut [B],
+        now_ns: u64,
+        verdicts: &mut [Disposition],
+        transit: u64,
+    ) -> bool {
+        let n = bufs.len();
+        let all = if n >= 64 { u64::MAX } else { (1u64 << n) - 1 };
+        if n <= 64 && n <= verdicts.len() && transit & all == all {
             verdicts[..n].fill(Disposition::Pass);
             return true;
         }
-        let mut all_pass = true;
+        let mut all_pass = n <= verdicts.len();
         for (k, buf) in bufs.iter_mut().enumerate() {
-            let d = if transit & (1 << k) != 0 {
+            let d = if k < 64 && transit & (1 << k) != 0 {
                 Disposition::Pass
             } else {
                 self.rx_full(port, buf, now_ns)
             };
             all_pass &= d == Disposition::Pass;
-            verdicts[k] = d;
+            if let Some(v) = verdicts.get_mut(k) {
+                *v = d;
+            }
         }
         all_pass
     }
