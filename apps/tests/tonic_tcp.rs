@@ -5,93 +5,18 @@
 //! byte intact; the counters show the NIC engine sent and retransmitted the segments and A's
 //! host TCB sent none.
 
-use std::net::SocketAddrV4;
+mod common;
 
-use apps::node::{pair_specs, wire_pair, Pair, B_IP};
+use apps::node::{pair_specs, wire_pair, Pair};
+use common::tonic_wire::{
+    accept_one, assert_nic_sent, close_all, open_tonic, pair, run_until, Stream,
+};
 use dataplane::port::wire::Impairments;
 use dataplane::tonic_nic::TracePoint;
-use hoststack::stack::{Shutdown, SockOpt, SockOptName};
 use hoststack::tcp::tcb::State;
-use hoststack::{Errno, Fd};
-use offload_api::msg::ModuleName;
+use hoststack::Fd;
 
-const PORT: u16 = 5001;
 const TOTAL: u64 = 20 * 1000 * 1000;
-const PERIOD: usize = 65_521;
-
-/// A pseudo-random table of prime length, twice over (any run up to PERIOD bytes is one
-/// slice).
-fn table() -> &'static [u8] {
-    static T: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
-    T.get_or_init(|| {
-        let mut x: u64 = 0xD1B5_4A32_D192_ED03;
-        let mut t: Vec<u8> = (0..PERIOD)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                (x >> 24) as u8
-            })
-            .collect();
-        t.extend_from_within(..);
-        t
-    })
-}
-
-fn slice(start: u64, len: usize) -> &'static [u8] {
-    let off = (start % PERIOD as u64) as usize;
-    &table()[off..off + len]
-}
-
-/// Steps both nodes; virtual time moves `quantum` per step and, after a stretch with nothing
-/// to do and nothing on the wire, jumps to the next host timer or Tonic retransmission
-/// deadline.
-fn step(p: &mut Pair, idle: &mut u32, quantum: u64) {
-    let w = p.a.step() + p.b.step();
-    *idle = if w == 0 { *idle + 1 } else { 0 };
-    let now = p.clock.now_ns();
-    let next = [
-        p.a.host.next_timer(),
-        p.b.host.next_timer(),
-        p.a.nic.tonic().next_deadline(),
-    ]
-    .into_iter()
-    .flatten()
-    .filter(|&t| t > now)
-    .min();
-    match next {
-        Some(t) if *idle > 64 && p.wire_idle() => {
-            p.clock.advance(t - now);
-            *idle = 0;
-        }
-        _ => p.clock.advance(quantum),
-    }
-}
-
-/// B listens on PORT; A opens a non-blocking connection to it with `TCP_TONIC` = `module`.
-/// Returns (B's listener, A's socket).
-fn open_tonic(p: &mut Pair, module: &str) -> (Fd, Fd) {
-    let l = p.b.host.socket().unwrap();
-    p.b.host.set_nonblocking(l, true).unwrap();
-    p.b.host
-        .bind(l, SocketAddrV4::new([0, 0, 0, 0].into(), PORT))
-        .unwrap();
-    p.b.host.listen(l, 4).unwrap();
-
-    let c = p.a.host.socket().unwrap();
-    p.a.host.set_nonblocking(c, true).unwrap();
-    let m = ModuleName::new(module).unwrap();
-    p.a.host.setsockopt(c, SockOpt::Tonic(Some(m))).unwrap();
-    assert_eq!(
-        p.a.host.getsockopt(c, SockOptName::Tonic),
-        Ok(SockOpt::Tonic(Some(m)))
-    );
-    assert_eq!(
-        p.a.host.connect(c, SocketAddrV4::new(B_IP.into(), PORT)),
-        Err(Errno::InProgress)
-    );
-    (l, c)
-}
 
 struct Run {
     trace: Vec<TracePoint>,
@@ -123,110 +48,36 @@ fn transfer(module: &str, seed: u64) -> Run {
 /// impairments; checks every byte, that the NIC sent every data segment and A's TCB none,
 /// and that both ends close.
 fn transfer_with(module: &str, ab: Impairments, ba: Impairments, total: u64) -> Run {
-    let (mut a, mut b) = pair_specs();
-    for s in [&mut a, &mut b] {
-        s.host.tcp.time_wait_ns = 1_000_000_000;
-        s.host.tcp.send_buffer = 1 << 20;
-        s.host.tcp.recv_buffer = 1 << 20;
-    }
-    let mut p = wire_pair(a, b, ab, ba);
-    let (l, c) = open_tonic(&mut p, module);
+    let mut p = pair(ab, ba, 1 << 20, 1 << 20);
+    let (l, c) = open_tonic(&mut p, Some(module), None);
 
-    let mut s: Option<Fd> = None;
-    let (mut sent, mut got, mut shut) = (0u64, 0u64, false);
-    let mut buf = vec![0u8; 64 * 1024];
-    let mut idle = 0;
-    let mut flow = None;
-    let mut eof = false;
-    for _ in 0..20_000_000u64 {
-        if s.is_none() {
-            if let Ok((fd, _)) = p.b.host.accept(l) {
-                p.b.host.set_nonblocking(fd, true).unwrap();
-                s = Some(fd);
-            }
-        }
+    let (mut s, mut st, mut idle, mut flow) = (None::<Fd>, Stream::new(0, total), 0, None);
+    run_until(&mut p, &mut idle, 20_000_000, |p| {
+        accept_one(&mut p.b.host, l, &mut s);
         flow = flow.or_else(|| p.a.host.tonic_flow(c));
-        while sent < total {
-            let n = ((total - sent) as usize).min(PERIOD);
-            match p.a.host.write(c, slice(sent, n)) {
-                Ok(k) => sent += k as u64,
-                Err(Errno::Again) => break,
-                Err(e) => panic!("write: {e:?}"),
-            }
-        }
-        if sent == total && !shut {
-            p.a.host.shutdown(c, Shutdown::Write).unwrap();
-            shut = true;
-        }
+        st.write_then_shut(&mut p.a.host, c).expect("A writes");
         if let Some(fd) = s {
-            loop {
-                match p.b.host.read(fd, &mut buf) {
-                    Ok(0) => {
-                        eof = true;
-                        break;
-                    }
-                    Ok(k) => {
-                        assert_eq!(&buf[..k], slice(got, k), "byte {got} differs");
-                        got += k as u64;
-                    }
-                    Err(Errno::Again) => break,
-                    Err(e) => panic!("read: {e:?}"),
-                }
-            }
+            st.read_all(&mut p.b.host, fd).expect("B reads");
         }
-        if eof {
-            break;
-        }
-        step(&mut p, &mut idle, 2_000);
-    }
+        st.eof
+    });
     assert_eq!(
-        got, total,
-        "B received {got} of {total} bytes (A wrote {sent})"
+        st.got, total,
+        "B received {} of {total} bytes (A wrote {})",
+        st.got, st.sent
     );
-    assert!(eof, "B saw no end of stream");
+    assert!(st.eof, "B saw no end of stream");
     let flow = flow.expect("the connection was handed to the NIC");
+    let s = s.unwrap();
 
     // A's host TCB sent no data: the NIC did (Tonic §5).
-    let tcb = p.a.host.tcb(c).unwrap();
-    let wscales = tcb.window_scales();
-    assert_eq!(tcb.stats().bytes_out, 0, "A's TCB sent data itself");
-    assert_eq!(tcb.stats().retransmits, 0, "A's TCB retransmitted");
-    assert!(!tcb.nic_owns_sender(), "the sender came back for the FIN");
-    let ts = *p.a.host.tonic_stats();
-    assert_eq!(
-        (ts.flows_added, ts.flows_removed, ts.flows_refused),
-        (1, 1, 0)
-    );
-    assert_eq!(ts.tail_bytes, total);
-    let ns = *p.a.nic.tonic().stats();
-    let e =
-        p.a.nic
-            .tonic()
-            .engine(module)
-            .expect("engine built")
-            .stats();
-    println!("{module}: host {ts:?}\n  nic {ns:?}\n  engine {e:?}");
-    let segs = total.div_ceil(tcb.send_mss() as u64);
-    assert!(
-        ns.segments_tx >= segs,
-        "NIC sent {} segments, need {segs}",
-        ns.segments_tx
-    );
-    assert_eq!(e.retransmitted, ns.retransmits);
-    let bstats = p.b.host.tcb(s.unwrap()).unwrap().stats();
+    let wscales = p.a.host.tcb(c).unwrap().window_scales();
+    let (_, ns) = assert_nic_sent(&p.a.host, p.a.nic.tonic(), c, module, total);
+    let bstats = p.b.host.tcb(s).unwrap().stats();
     assert_eq!(bstats.bytes_in, total);
 
     // Both close; both connections end.
-    p.a.host.close(c).unwrap();
-    p.b.host.close(s.unwrap()).unwrap();
-    p.b.host.close(l).unwrap();
-    for _ in 0..2_000_000 {
-        if p.a.host.connections() == 0 && p.b.host.connections() == 0 {
-            break;
-        }
-        step(&mut p, &mut idle, 2_000);
-    }
-    assert_eq!(p.a.host.connections() + p.b.host.connections(), 0);
+    close_all(&mut p, &mut idle, &[c], &[s, l]);
     let trace = p.a.nic.tonic().trace(flow).expect("trace").to_vec();
     let csv = std::env::temp_dir().join(format!("nicemu-tonic-tcp-{module}.csv"));
     let mut f = std::fs::File::create(&csv).unwrap();
@@ -313,71 +164,22 @@ fn unknown_module_falls_back_to_the_host_sender() {
         let (a, b) = pair_specs();
         wire_pair(a, b, Impairments::default(), Impairments::default())
     };
-    let (l, c) = open_tonic(&mut p, "nosuchmodule");
-    let data = slice(0, 50_000);
-    let mut sent = 0;
-    let mut got = Vec::new();
-    let mut s = None;
-    let mut idle = 0;
-    for _ in 0..200_000 {
-        if s.is_none() {
-            if let Ok((fd, _)) = p.b.host.accept(l) {
-                p.b.host.set_nonblocking(fd, true).unwrap();
-                s = Some(fd);
-            }
-        }
-        if sent < data.len() {
-            if let Ok(k) = p.a.host.write(c, &data[sent..]) {
-                sent += k;
-            }
-        }
+    let (l, c) = open_tonic(&mut p, Some("nosuchmodule"), None);
+    let (mut s, mut st, mut idle) = (None::<Fd>, Stream::new(0, 50_000), 0);
+    run_until(&mut p, &mut idle, 200_000, |p| {
+        accept_one(&mut p.b.host, l, &mut s);
+        st.write_some(&mut p.a.host, c).expect("A writes");
         if let Some(fd) = s {
-            let mut b = [0u8; 8192];
-            while let Ok(k) = p.b.host.read(fd, &mut b) {
-                if k == 0 {
-                    break;
-                }
-                got.extend_from_slice(&b[..k]);
-            }
+            st.read_all(&mut p.b.host, fd).expect("B reads");
         }
-        if got.len() == data.len() {
-            break;
-        }
-        step(&mut p, &mut idle, 2_000);
-    }
-    assert_eq!(got, data);
+        st.got == st.total
+    });
+    assert_eq!(st.got, st.total, "B received {} bytes", st.got);
     assert_eq!(p.a.host.tonic_stats().flows_refused, 1);
     let tcb = p.a.host.tcb(c).unwrap();
     assert_eq!(tcb.state(), State::Established);
     assert!(!tcb.nic_owns_sender());
-    assert_eq!(tcb.stats().bytes_out, data.len() as u64);
-}
-
-/// Writes to A's socket `c` until `total` bytes are written or its buffer is full.
-fn write_some(p: &mut Pair, c: Fd, sent: &mut u64, total: u64) {
-    while *sent < total {
-        let n = ((total - *sent) as usize).min(PERIOD);
-        match p.a.host.write(c, slice(*sent, n)) {
-            Ok(k) => *sent += k as u64,
-            Err(Errno::Again) => break,
-            Err(e) => panic!("write: {e:?}"),
-        }
-    }
-}
-
-/// Reads all B's socket `fd` has, checking every byte.
-fn read_all(p: &mut Pair, fd: Fd, got: &mut u64) {
-    let mut buf = [0u8; 16 * 1024];
-    loop {
-        match p.b.host.read(fd, &mut buf) {
-            Ok(0) | Err(Errno::Again) => break,
-            Ok(k) => {
-                assert_eq!(&buf[..k], slice(*got, k), "byte {got} differs");
-                *got += k as u64;
-            }
-            Err(e) => panic!("read: {e:?}"),
-        }
-    }
+    assert_eq!(tcb.stats().bytes_out, st.total);
 }
 
 /// Zero window with a lost window update (RFC 9293 §3.8.6.1): B's application stops reading
@@ -387,35 +189,21 @@ fn read_all(p: &mut Pair, fd: Fd, got: &mut u64) {
 /// the transfer completes. Without probes nothing would ever be sent again.
 #[test]
 fn a_lost_window_update_is_recovered_by_a_window_probe() {
-    const TOTAL: u64 = 1_500_000;
     use std::sync::atomic::Ordering::Relaxed;
-    let (mut a, mut b) = pair_specs();
-    for s in [&mut a, &mut b] {
-        s.host.tcp.send_buffer = 1 << 20;
-        s.host.tcp.recv_buffer = 256 << 10;
-    }
     let d = Impairments {
         delay_ns: 50_000,
         ..Impairments::default()
     };
-    let mut p = wire_pair(a, b, d.clone(), d);
-    let (l, c) = open_tonic(&mut p, "newreno");
-    let (mut s, mut sent, mut got, mut idle) = (None::<Fd>, 0u64, 0u64, 0u32);
+    let mut p = pair(d.clone(), d, 1 << 20, 256 << 10);
+    let (l, c) = open_tonic(&mut p, Some("newreno"), None);
+    let (mut s, mut st, mut idle) = (None::<Fd>, Stream::new(0, 1_500_000), 0u32);
     let probes = |p: &Pair| p.a.nic.tonic().stats().window_probes;
     // 1. B does not read: its window shuts and A's NIC probes it.
-    for _ in 0..2_000_000u64 {
-        if s.is_none() {
-            if let Ok((fd, _)) = p.b.host.accept(l) {
-                p.b.host.set_nonblocking(fd, true).unwrap();
-                s = Some(fd);
-            }
-        }
-        write_some(&mut p, c, &mut sent, TOTAL);
-        if probes(&p) >= 2 {
-            break;
-        }
-        step(&mut p, &mut idle, 2_000);
-    }
+    run_until(&mut p, &mut idle, 2_000_000, |p| {
+        accept_one(&mut p.b.host, l, &mut s);
+        st.write_some(&mut p.a.host, c).expect("A writes");
+        probes(p) >= 2
+    });
     let fd = s.expect("B accepted");
     assert!(probes(&p) >= 2, "no window probe while B's window was shut");
     let e = *p.a.nic.tonic().engine("newreno").unwrap().stats();
@@ -423,47 +211,39 @@ fn a_lost_window_update_is_recovered_by_a_window_probe() {
     // 2. B reads everything while B → A is down: its window update is lost.
     p.links[1].down.store(true, Relaxed);
     let lost_before = p.links[1].snapshot().lost;
-    read_all(&mut p, fd, &mut got);
-    assert!(got > 0 && got < TOTAL, "B read {got}");
+    st.read_all(&mut p.b.host, fd).expect("B reads");
+    assert!(st.got > 0 && st.got < st.total, "B read {}", st.got);
     // Down for two more probe intervals: whatever B sends (its update, its delayed ACKs,
     // its answers to those probes) is lost.
     let probes_at_read = probes(&p);
-    for _ in 0..2_000_000u64 {
-        if probes(&p) >= probes_at_read + 2 {
-            break;
-        }
-        step(&mut p, &mut idle, 2_000);
-    }
+    run_until(&mut p, &mut idle, 2_000_000, |p| {
+        probes(p) >= probes_at_read + 2
+    });
     assert!(
         probes(&p) >= probes_at_read + 2,
         "no probes while the link was down"
     );
     // ... and until B has answered the last probe (its ACK may wait for a timer).
     let answered = p.links[1].snapshot().offered;
-    for _ in 0..2_000_000u64 {
-        if p.links[1].snapshot().offered > answered {
-            break;
-        }
-        step(&mut p, &mut idle, 2_000);
-    }
+    run_until(&mut p, &mut idle, 2_000_000, |p| {
+        p.links[1].snapshot().offered > answered
+    });
     assert!(
         p.links[1].snapshot().lost > lost_before,
         "no window update was lost"
     );
     p.links[1].down.store(false, Relaxed);
-    let (probes_before, got_before) = (probes(&p), got);
+    let (probes_before, got_before) = (probes(&p), st.got);
     // 3. The next probe's answer reopens the window; everything arrives.
-    for _ in 0..4_000_000u64 {
-        write_some(&mut p, c, &mut sent, TOTAL);
-        read_all(&mut p, fd, &mut got);
-        if got == TOTAL {
-            break;
-        }
-        step(&mut p, &mut idle, 2_000);
-    }
+    run_until(&mut p, &mut idle, 4_000_000, |p| {
+        st.write_some(&mut p.a.host, c).expect("A writes");
+        st.read_all(&mut p.b.host, fd).expect("B reads");
+        st.got == st.total
+    });
     assert_eq!(
-        got, TOTAL,
-        "B received {got} of {TOTAL} (stalled after {got_before})"
+        st.got, st.total,
+        "B received {} of {} (stalled after {got_before})",
+        st.got, st.total
     );
     assert!(probes(&p) > probes_before, "recovered without a probe");
     let e = *p.a.nic.tonic().engine("newreno").unwrap().stats();

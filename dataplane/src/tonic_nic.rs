@@ -119,6 +119,9 @@ pub struct TonicNicStats {
     pub acks_consumed: u64,
     /// Segments of Tonic flows handed on to the host (data, FIN, RST, SYN).
     pub to_host: u64,
+    /// Of which segments with data or a FIN whose ACK fields (a new cumulative ACK or SACK
+    /// blocks, and the window) the engine took: the peer's ACKs riding on its own data.
+    pub data_acks: u64,
     /// ACKs whose number was outside what the NIC sent (ignored).
     pub bad_acks: u64,
     /// Window updates (same ACK, new window) not given to the module as duplicates.
@@ -668,9 +671,14 @@ impl TonicNic {
         let blocks_used = &blocks[..used];
         if off == f.acked && blocks_used.is_empty() {
             // Not new: a duplicate ACK only when it is a pure ACK with the same window
-            // (RFC 5681 §2); a window update is taken only when the window was nearly shut.
+            // (RFC 5681 §2). A window update is taken only when the window was nearly shut,
+            // and then also from a segment that carries data: the peer's send window comes
+            // from any acceptable segment (RFC 9293 §3.10.7.4, SND.WL1/SND.WL2 rule), and a
+            // peer with data to send puts its window update on that data rather than on a
+            // pure ACK, so ignoring it would leave the flow blocked until a window probe.
             let update = wnd != old_wnd;
-            if !pure || (update && old_wnd >= 2 * f.mss) {
+            let reopens = update && old_wnd < 2 * f.mss;
+            if !reopens && (!pure || update) {
                 if update {
                     self.stats.window_updates += 1;
                 }
@@ -693,6 +701,9 @@ impl TonicNic {
         let Ok(rep) = e.incoming(f.eflow, &pkt, now) else {
             return;
         };
+        if !pure {
+            self.stats.data_acks += 1;
+        }
         if rep.acked_bytes > f.acked {
             f.acked = rep.acked_bytes.min(f.tail);
             let free = (f.acked - f.base) as usize;

@@ -322,3 +322,46 @@ fn connect_to_a_silent_peer_times_out_and_epoll_reports_it() {
         "{t}"
     );
 }
+
+/// An accepted socket inherits its listener's options, as on Linux (its connection was built
+/// from them): getsockopt on it reports the listener's buffer sizes, TCP_NODELAY and
+/// SO_LINGER, not the defaults.
+#[test]
+fn accepted_sockets_inherit_the_listeners_options() {
+    let mut net = Net::new();
+    let l = net.a.socket().unwrap();
+    for o in [
+        SockOpt::SndBuf(96 * 1024),
+        SockOpt::RcvBuf(80 * 1024),
+        SockOpt::NoDelay(true),
+        SockOpt::Linger(Some(3)),
+    ] {
+        net.a.setsockopt(l, o).unwrap();
+    }
+    net.a.bind(l, addr(A, 81)).unwrap();
+    net.a.listen(l, 4).unwrap();
+    net.a.set_nonblocking(l, true).unwrap();
+    let c = net.b.socket().unwrap();
+    net.b.set_nonblocking(c, true).unwrap();
+    assert_eq!(net.b.connect(c, addr(A, 81)), Err(Errno::InProgress));
+    let mut server = None;
+    assert!(net.run_until(10_000, |n| {
+        server = server.or_else(|| n.a.accept(l).ok().map(|(fd, _)| fd));
+        server.is_some()
+    }));
+    let s = server.unwrap();
+    for (name, want) in [
+        (SockOptName::SndBuf, SockOpt::SndBuf(96 * 1024)),
+        (SockOptName::RcvBuf, SockOpt::RcvBuf(80 * 1024)),
+        (SockOptName::NoDelay, SockOpt::NoDelay(true)),
+        (SockOptName::Linger, SockOpt::Linger(Some(3))),
+    ] {
+        assert_eq!(net.a.getsockopt(s, name), Ok(want), "{name:?}");
+    }
+    // A socket that was not accepted keeps the defaults.
+    let fresh = net.a.socket().unwrap();
+    assert_ne!(
+        net.a.getsockopt(fresh, SockOptName::SndBuf),
+        Ok(SockOpt::SndBuf(96 * 1024))
+    );
+}

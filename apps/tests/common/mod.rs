@@ -2,3 +2,4 @@
 #![allow(dead_code)]
 
 pub mod netns;
+pub mod tonic_wire;

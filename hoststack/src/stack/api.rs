@@ -164,18 +164,17 @@ impl<L: HostLink> Context<L> {
                 return Err(Errno::Inval);
             };
             if let Some(cid) = l.accept_queue.pop_front() {
-                let (nodelay, linger_opts) = (s.opts.nodelay, s.opts.linger);
+                // The accepted socket inherits the listener's options, as on Linux: its
+                // connection was built from them at the SYN (buffer sizes, offloads,
+                // TCP_TONIC: `input.rs`), so getsockopt must report them.
+                let opts = s.opts;
                 let ep = self.conns[cid as usize]
                     .as_ref()
                     .expect("queued conn")
                     .tcb
                     .endpoints();
                 let nfd = match self.alloc_fd(Entry::Sock(Box::new(Sock {
-                    opts: SockOpts {
-                        nodelay,
-                        linger: linger_opts,
-                        ..SockOpts::default()
-                    },
+                    opts,
                     nonblocking: false,
                     local: Some(SocketAddrV4::new(ep.local_ip.into(), ep.local_port)),
                     state: SockState::Conn(cid),

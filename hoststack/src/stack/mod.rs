@@ -170,7 +170,7 @@ struct Reg {
     queued: bool,
 }
 
-#[derive(Debug, Default)]
+#[derive(Clone, Copy, Debug, Default)]
 struct SockOpts {
     reuseaddr: bool,
     nodelay: bool,

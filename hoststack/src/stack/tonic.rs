@@ -20,9 +20,10 @@
 //! Tonic on this NIC), the TCB takes its sender back and sends everything itself.
 //!
 //! Limits (documented in `tcp/tcb/nic.rs`): no timestamps on these connections (window
-//! scaling is negotiated; the NIC applies the peer's shift); data the peer sends during the Tonic phase is received and acknowledged by
-//! the host (the NIC writes its own snd.nxt into those ACKs), but the peer's window and ACK
-//! numbers on such data segments are taken by the NIC only.
+//! scaling is negotiated; the NIC applies the peer's shift). Data the peer sends during the
+//! Tonic phase is received and acknowledged by the host (the NIC writes its own snd.nxt into
+//! those ACKs), but the peer's window and ACK numbers on such data segments are taken by the
+//! NIC only. A listener's `TCP_TONIC` applies to the connections it accepts.
 
 use offload_api::msg::{
     self, AckStatus, FourTuple, Message, MsgType, TonicFlowAddRepr, TonicFlowRemoveRepr,
