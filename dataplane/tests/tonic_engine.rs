@@ -8,7 +8,7 @@ use dataplane::tonic::module::{
     CreditScheme, CtxPriority, HookOutput, IncomingInput, IncomingPkt, ModuleConfig, PeriodicInput,
     SegRange, TonicModule,
 };
-use dataplane::tonic::{EngineParams, TonicEngine, TonicError};
+use dataplane::tonic::{EngineParams, TonicEngine, TonicError, TxSegment};
 use proptest::prelude::*;
 
 /// A module that does what each packet's data words say: `data[0..2]` a range to mark for
@@ -216,8 +216,108 @@ fn run(scheme: CreditScheme, window: u32, ring: u32, ops: &[Op]) -> Result<(), T
     Ok(())
 }
 
+/// One scheduling decision the long way: generation (repeated while nothing is ready, as
+/// `next_segment` does), transmission, and the Segment Transmitted signal.
+fn decide_general(e: &mut TonicEngine, now: u64) -> Option<TxSegment> {
+    e.generate_step(now);
+    let mut tries = e.dd().active_set().len();
+    while e.ce().ready_set().is_empty() && tries > 0 {
+        e.generate_step(now)?;
+        tries -= 1;
+    }
+    let tx = e.transmit_step(now)?;
+    e.segment_transmitted(tx.flow);
+    Some(tx)
+}
+
+/// Runs `ops` on two engines, deciding with `next_segment` on one and with
+/// [`decide_general`] on the other, and checks that they stay identical: `next_segment`'s
+/// direct path (window scheme, nothing ready: the generated address goes straight out)
+/// changes nothing but the cost.
+fn run_both(scheme: CreditScheme, ring: u32, ops: &[Op]) -> Result<(), TestCaseError> {
+    let (mut a, mut b) = (engine(scheme, 4, 64, ring), engine(scheme, 4, 64, ring));
+    let mut now = 1u64;
+    let mut tail = [0u64; 4];
+    for f in 0..4 {
+        a.add_flow(f, 1000, now).unwrap();
+        b.add_flow(f, 1000, now).unwrap();
+    }
+    for op in ops {
+        let ws = |e: &TonicEngine, f: u32| e.flow_view(f).unwrap().wnd_start;
+        match *op {
+            Op::Ack(f, k) => {
+                let cum = (ws(&a, f) as i64 + k).max(0) as u64;
+                let p = pkt(cum, (0, 0), 0, k > 0);
+                prop_assert_eq!(a.incoming(f, &p, now), b.incoming(f, &p, now));
+            }
+            Op::Sack(f, x, l) => {
+                let w = ws(&a, f);
+                let p = IncomingPkt::sack(w, &[SegRange::new(w + x as u64, w + (x + l) as u64)]);
+                prop_assert_eq!(a.incoming(f, &p, now), b.incoming(f, &p, now));
+            }
+            Op::Mark(f, x, y) => {
+                let w = ws(&a, f) as u32;
+                let p = pkt(0, (w + x as u32, w + y as u32), 0, false);
+                prop_assert_eq!(a.incoming(f, &p, now), b.incoming(f, &p, now));
+            }
+            Op::Wnd(f, w) => {
+                let p = pkt(0, (0, 0), w as u32, false);
+                prop_assert_eq!(a.incoming(f, &p, now), b.incoming(f, &p, now));
+            }
+            Op::Tail(f, n) => {
+                tail[f as usize] += n as u64;
+                let r = a.update_tail(f, tail[f as usize]);
+                prop_assert_eq!(&r, &b.update_tail(f, tail[f as usize]));
+                if r.is_err() {
+                    tail[f as usize] -= n as u64;
+                }
+            }
+            Op::Generate => prop_assert_eq!(a.generate_step(now), b.generate_step(now)),
+            Op::Transmit => {
+                let t = a.transmit_step(now);
+                prop_assert_eq!(t, b.transmit_step(now));
+                if let Some(t) = t {
+                    a.segment_transmitted(t.flow);
+                    b.segment_transmitted(t.flow);
+                }
+            }
+            Op::Decide => prop_assert_eq!(a.next_segment(now), decide_general(&mut b, now)),
+            Op::Periodic(k) => {
+                prop_assert_eq!(a.periodic(now, k as u32), b.periodic(now, k as u32))
+            }
+            Op::Grant(f, n) => {
+                let p = IncomingPkt::grant(n as u32);
+                prop_assert_eq!(a.incoming(f, &p, now), b.incoming(f, &p, now));
+            }
+            Op::Time(dt) => now += dt as u64,
+        }
+        prop_assert_eq!(a.stats(), b.stats(), "after {:?}", op);
+        for f in 0..4 {
+            prop_assert_eq!(a.flow_view(f).unwrap(), b.flow_view(f).unwrap());
+            prop_assert_eq!(a.dd().ctx(f), b.dd().ctx(f));
+            prop_assert_eq!(a.ce().ring_len(f), b.ce().ring_len(f));
+        }
+        let sets = |e: &TonicEngine| {
+            let active: Vec<u32> = e.dd().active_set().iter().collect();
+            let ready: Vec<u32> = e.ce().ready_set().iter().collect();
+            (active, ready)
+        };
+        prop_assert_eq!(sets(&a), sets(&b), "after {:?}", op);
+    }
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+    #[test]
+    fn next_segment_decides_as_generation_then_transmission(
+        ops in prop::collection::vec(op(), 1..200),
+        scheme in prop::sample::select(vec![CreditScheme::Window, CreditScheme::Rate, CreditScheme::Grant]),
+        ring in 1u32..=4,
+    ) {
+        run_both(scheme, ring, &ops)?;
+    }
 
     #[test]
     fn window_scheme_keeps_invariants(ops in prop::collection::vec(op(), 1..150)) {

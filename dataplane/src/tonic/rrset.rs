@@ -72,9 +72,16 @@ impl RrSet {
         self.tag[id as usize] & MEMBER != 0
     }
 
+    /// The ring slot of position `pos`: `pos & mask`, with the mask computed from the ring's
+    /// length (`mask + 1`), so that the compiler sees the slot is in bounds.
+    #[inline(always)]
+    fn slot(&self, pos: usize) -> usize {
+        pos & (self.ring.len() - 1)
+    }
+
     #[inline(always)]
     fn entry(&self, pos: usize) -> (FlowId, u32) {
-        let e = self.ring[pos & self.mask];
+        let e = self.ring[self.slot(pos)];
         (e as u32, (e >> 32) as u32)
     }
 
@@ -124,15 +131,16 @@ impl RrSet {
         }
         self.tag[id as usize] = t | MEMBER;
         let gen = t >> 1;
-        let i = self.tail & self.mask;
+        let tail = self.tail;
+        let i = self.slot(tail);
         self.ring[i] = id as u64 | (gen as u64) << 32;
-        self.tail += 1;
+        self.tail = tail + 1;
         self.len += 1;
         true
     }
 
     /// Moves the front member to the back (pop it and push it again).
-    #[inline]
+    #[inline(always)]
     pub fn rotate(&mut self) {
         if self.len == 0 {
             return;
@@ -144,11 +152,12 @@ impl RrSet {
         if self.tail - self.head > self.mask {
             self.compact();
         }
-        let e = self.ring[self.head & self.mask];
-        let i = self.tail & self.mask;
+        let (head, tail) = (self.head, self.tail);
+        let e = self.ring[self.slot(head)];
+        let i = self.slot(tail);
         self.ring[i] = e;
-        self.tail += 1;
-        self.head += 1;
+        self.tail = tail + 1;
+        self.head = head + 1;
         self.skip_stale();
     }
 
@@ -209,7 +218,8 @@ impl RrSet {
         for r in self.head..self.tail {
             let e = self.entry(r);
             if self.valid(e) {
-                self.ring[w & self.mask] = self.ring[r & self.mask];
+                let (to, from) = (self.slot(w), self.slot(r));
+                self.ring[to] = self.ring[from];
                 w += 1;
             }
         }

@@ -9,8 +9,8 @@ use super::super::module::{
 };
 use super::super::{FlowId, Nanos, SegId, TonicError};
 use super::{
-    Cold, CreditUpdate, DataDelivery, IncomingReport, Parts, A_ANY, M_ANY, PERSIST, SMALL_PENDING,
-    X_ANY,
+    flip, split_slab_mut, Cold, CreditUpdate, DataDelivery, GenView, IncomingReport, ViewSrc,
+    A_ANY, M_ANY, PERSIST, SMALL_PENDING, X_ANY,
 };
 
 impl DataDelivery {
@@ -115,17 +115,21 @@ impl DataDelivery {
         input.pkt = *pkt;
         input.newly_acked_cnt = newly;
         input.old_wnd_start = old;
-        input.new_wnd_start = self.flows[f as usize].wnd_start;
-        let parts = Parts {
-            flows: &self.flows,
-            slab: &self.slab,
-            lay: self.lay,
+        let r = &self.flows[f as usize];
+        input.new_wnd_start = r.wnd_start;
+        let o = self.lay.slab_at(f);
+        let (cold, rest) = split_slab_mut(&mut self.slab[o..o + self.lay.stride]);
+        let (ctx, bits) = rest.split_at_mut(self.ctx_words);
+        let src = ViewSrc {
+            r,
+            cold,
+            bits,
+            words: self.lay.words,
             window: self.p.window,
         };
-        self.scratch_zeroed = parts.fill_view(f, &mut input.flow, self.scratch_zeroed);
+        self.scratch_zeroed = src.fill(&mut input.flow, self.scratch_zeroed);
         let mut out = HookOutput::default();
-        let o = self.lay.ctx_at(f);
-        module.incoming(input, &mut self.slab[o..o + self.ctx_words], &mut out);
+        module.incoming(input, ctx, &mut out);
         let credit = self.apply(f, &out, now);
         Ok(self.finish_incoming(f, newly, credit))
     }
@@ -157,18 +161,10 @@ impl DataDelivery {
     /// membership; returns the credit-engine side.
     #[inline]
     pub(super) fn apply(&mut self, f: FlowId, out: &HookOutput, now: Nanos) -> CreditUpdate {
-        if out.has(HookOutput::OUT_MARK_ACKED) {
-            self.mark_acked(f, out.mark_acked);
-        }
-        if out.has(HookOutput::OUT_CUM_ACK) {
-            self.advance_window(f, out.cum_ack);
-        }
-        if out.has(HookOutput::OUT_MARK_RTX) {
-            self.mark_rtx(
-                f,
-                out.mark_rtx,
-                out.has(HookOutput::OUT_MARK_RTX_FRESH_ONLY),
-            );
+        const MARKS: u32 =
+            HookOutput::OUT_MARK_ACKED | HookOutput::OUT_CUM_ACK | HookOutput::OUT_MARK_RTX;
+        if out.set & MARKS != 0 {
+            self.apply_marks(f, out);
         }
         let rec = &mut self.flows[f as usize];
         if out.has(HookOutput::OUT_WND_SIZE) {
@@ -199,15 +195,44 @@ impl DataDelivery {
             }
         }
         let mut credit = CreditUpdate::default();
-        if out.has(HookOutput::OUT_RATE) {
-            *self.cold_mut(f, Cold::RateBps) = out.rate_bps;
-            credit.rate_bps = Some(out.rate_bps);
+        if out.set & (HookOutput::OUT_RATE | HookOutput::OUT_ADD_CREDIT) != 0 {
+            if out.has(HookOutput::OUT_RATE) {
+                self.slab[self.lay.cold_at(f, Cold::RateBps)] = out.rate_bps;
+                credit.rate_bps = Some(out.rate_bps);
+            }
+            if out.has(HookOutput::OUT_ADD_CREDIT) {
+                credit.add_credit = out.add_credit;
+            }
         }
-        if out.has(HookOutput::OUT_ADD_CREDIT) {
-            credit.add_credit = out.add_credit;
+        // The active-set membership (`refresh`), on the record at hand.
+        let g = GenView {
+            p: &self.p,
+            lay: &self.lay,
+            slab: &self.slab,
+        };
+        if g.can_generate(f, rec) != self.active.contains(f) {
+            flip(&mut self.active, f);
         }
-        self.refresh(f);
         credit
+    }
+
+    /// The bitmap and window part of [`apply`](Self::apply), in this order: `mark_acked`,
+    /// `cum_ack`, `mark_rtx`.
+    #[inline(never)]
+    fn apply_marks(&mut self, f: FlowId, out: &HookOutput) {
+        if out.has(HookOutput::OUT_MARK_ACKED) {
+            self.mark_acked(f, out.mark_acked);
+        }
+        if out.has(HookOutput::OUT_CUM_ACK) {
+            self.advance_window(f, out.cum_ack);
+        }
+        if out.has(HookOutput::OUT_MARK_RTX) {
+            self.mark_rtx(
+                f,
+                out.mark_rtx,
+                out.has(HookOutput::OUT_MARK_RTX_FRESH_ONLY),
+            );
+        }
     }
 
     /// Marks the sent, unacknowledged segments of `range` for retransmission (only those never

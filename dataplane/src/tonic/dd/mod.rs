@@ -1,10 +1,11 @@
 //! The data delivery engine (Tonic §3.2; extraction §2.4, §2.5, §2.9): which segment a flow
 //! sends next.
 //!
-//! Per flow it keeps the state of Tonic Table 2 (the hot part in one compact record, the
-//! three window bitmaps as rings of 64-bit words in one flat array, the user context in
-//! another) and the **active set**: flows with at least one segment to generate and fewer
-//! than N generated-but-untransmitted segments (§3.1). Its event processors:
+//! Per flow it keeps the state of Tonic Table 2 (the hot part in one compact record; a few
+//! colder words, the user context and the three window bitmaps, rings of 64-bit words, in
+//! one slab per flow: see `Layout`) and the **active set**: flows with at least one segment
+//! to generate and fewer than N generated-but-untransmitted segments (§3.1). Its event
+//! processors:
 //!
 //! - **Incoming** ([`DataDelivery::incoming`]): the fixed stage (cumulative ack →
 //!   `wnd-start = max(wnd-start, C)` and the rings shifted, selective acks → `acked`, window
@@ -22,15 +23,17 @@
 //! caller ([`CreditUpdate`]), which forwards it (§3.3.3: "the updated parameters are
 //! forwarded to the credit engine").
 
+mod generate;
 mod incoming;
+mod view;
 
-use super::bitmap;
 use super::module::{
     FlowView, HookOutput, IncomingInput, ModuleConfig, PeriodicInput, TonicModule,
 };
 use super::rrset::RrSet;
 use super::{FlowId, Nanos, SegId, TonicError};
 use crate::sys;
+use view::{flip, GenView, ViewSrc};
 
 /// How many flows ahead of the round-robin front to prefetch.
 pub(crate) const PREFETCH_AHEAD: u32 = 4;
@@ -73,7 +76,7 @@ struct DdFlow {
     small_len: u16,
 }
 
-/// The per-flow words kept beside the bitmaps in a flow's slab (see [`Layout`]).
+/// The per-flow words kept at the start of a flow's slab (see [`Layout`]).
 #[derive(Clone, Copy)]
 enum Cold {
     /// Segments transmitted (retransmissions included).
@@ -84,36 +87,64 @@ enum Cold {
     TailBytes = 2,
 }
 
+/// Number of [`Cold`] words.
+const COLD_WORDS: usize = 3;
+
 /// Where a flow's variable-size state lies in the engine's slab: per flow, `stride` words
-/// holding the three window bitmaps (`acked`, `marked-for-rtx`, `rtx-cnt`, `words` each),
-/// then the three [`Cold`] words, then the user context. The stride is a whole
-/// number of cache lines and `base` aligns the first slab to a line, so a flow's slab spans
-/// the fewest lines (two for the TCP modules with 128-segment windows): with a million flows
-/// touched in no memory order, each line is a cache miss.
+/// holding the three [`Cold`] words, then the user context, then the three window bitmaps
+/// (`acked`, `marked-for-rtx`, `rtx-cnt`, `words` each, from word `bits`). The stride is a
+/// whole number of cache lines and `base` aligns the first slab to a line, so a flow's slab
+/// spans the fewest lines (two for the TCP modules with 128-segment windows): with a million
+/// flows touched in no memory order, each line is a cache miss. What every decision touches
+/// (the cold words and a small user context) comes first, at fixed offsets, in the first
+/// line; the bitmaps, read only after losses, come last.
 #[derive(Clone, Copy, Debug)]
 struct Layout {
     base: usize,
     stride: usize,
     words: usize,
+    /// Offset of the bitmaps in a slab: `COLD_WORDS` + the user context's words.
+    bits: usize,
 }
 
 impl Layout {
     const LINE_WORDS: usize = 8;
 
+    /// The first word of `f`'s slab.
     #[inline(always)]
-    fn bits_at(&self, f: FlowId) -> usize {
+    fn slab_at(&self, f: FlowId) -> usize {
         self.base + f as usize * self.stride
     }
 
     #[inline(always)]
+    fn bits_at(&self, f: FlowId) -> usize {
+        self.slab_at(f) + self.bits
+    }
+
+    #[inline(always)]
     fn cold_at(&self, f: FlowId, c: Cold) -> usize {
-        self.bits_at(f) + 3 * self.words + c as usize
+        self.slab_at(f) + c as usize
     }
 
     #[inline(always)]
     fn ctx_at(&self, f: FlowId) -> usize {
-        self.bits_at(f) + 3 * self.words + 3
+        self.slab_at(f) + COLD_WORDS
     }
+}
+
+/// A flow's slab (`stride` words) split into its cold words and the rest (user context, then
+/// bitmaps).
+#[inline(always)]
+fn split_slab(s: &[u64]) -> (&[u64; COLD_WORDS], &[u64]) {
+    s.split_first_chunk()
+        .expect("a slab holds at least the cold words")
+}
+
+/// [`split_slab`], mutable.
+#[inline(always)]
+fn split_slab_mut(s: &mut [u64]) -> (&mut [u64; COLD_WORDS], &mut [u64]) {
+    s.split_first_chunk_mut()
+        .expect("a slab holds at least the cold words")
 }
 
 /// A segment address the data delivery engine generated (§3.1 step 4).
@@ -228,13 +259,14 @@ impl DataDelivery {
         let words = (p.window / 64) as usize;
         let ctx_words = cfg.user_ctx_words();
         let n = p.max_flows as usize;
-        let stride = (3 * words + 3 + ctx_words).next_multiple_of(Layout::LINE_WORDS);
+        let stride = (COLD_WORDS + ctx_words + 3 * words).next_multiple_of(Layout::LINE_WORDS);
         let slab = sys::huge_vec(n * stride + Layout::LINE_WORDS - 1, 0u64);
         let start = slab.as_ptr() as usize;
         let lay = Layout {
             base: (start.next_multiple_of(64) - start) / 8,
             stride,
             words,
+            bits: COLD_WORDS + ctx_words,
         };
         Ok(DataDelivery {
             p,
@@ -267,7 +299,7 @@ impl DataDelivery {
         if let Some(r) = self.flows.get(i) {
             sys::prefetch((r as *const DdFlow).cast());
         }
-        let at = self.lay.bits_at(f);
+        let at = self.lay.slab_at(f);
         for w in (at..at + self.lay.stride).step_by(Layout::LINE_WORDS) {
             if let Some(b) = self.slab.get(w) {
                 sys::prefetch((b as *const u64).cast());
@@ -375,12 +407,7 @@ impl DataDelivery {
     /// find-first-set after the head), if any.
     #[inline(always)]
     fn first_marked(&self, f: FlowId, r: &DdFlow) -> Option<u32> {
-        if r.flags & M_ANY == 0 {
-            return None;
-        }
-        let head = self.pos(r.wnd_start);
-        let w = self.p.window;
-        bitmap::find_first_after(self.bm(f, Bm::Marked), w, head).map(|p| (p + w - head) & (w - 1))
+        self.gen_view().first_marked(f, r)
     }
 
     /// Whether `f` may generate a segment now: live, fewer than N outstanding, and either a
@@ -389,23 +416,32 @@ impl DataDelivery {
     /// included. This is the active-set membership predicate.
     #[inline(always)]
     pub fn can_generate(&self, f: FlowId) -> bool {
-        let r = &self.flows[f as usize];
-        if r.flags & LIVE == 0 || (r.outstanding as u32) >= self.p.ring_depth {
-            return false;
+        self.gen_view().can_generate(f, &self.flows[f as usize])
+    }
+
+    #[inline(always)]
+    fn gen_view(&self) -> GenView<'_> {
+        GenView {
+            p: &self.p,
+            lay: &self.lay,
+            slab: &self.slab,
         }
-        let wnd = self.eff_wnd(r);
-        (r.next_new < r.tail && r.next_new < r.wnd_start + wnd)
-            || self.first_marked(f, r).is_some_and(|o| (o as u64) < wnd)
     }
 
     /// Puts `f` in or out of the active set according to [`can_generate`](Self::can_generate).
     #[inline(always)]
     fn refresh(&mut self, f: FlowId) {
-        if self.can_generate(f) {
-            self.active.push_back(f);
-        } else {
-            self.active.remove(f);
+        // The same as push_back / remove, with the set operations out of line: usually the
+        // membership is already right.
+        if self.can_generate(f) != self.active.contains(f) {
+            self.flip(f);
         }
+    }
+
+    /// Moves `f` into the active set if it is not a member, out of it if it is.
+    #[inline(never)]
+    fn flip(&mut self, f: FlowId) {
+        flip(&mut self.active, f);
     }
 
     /// Adds flow `f` with segment size `mss` (the connection parameters of §2.1, §5) and
@@ -436,7 +472,7 @@ impl DataDelivery {
             flags: LIVE,
             ..Default::default()
         };
-        let o = self.lay.bits_at(f);
+        let o = self.lay.slab_at(f);
         self.slab[o..o + self.lay.stride].fill(0);
         *self.cold_mut(f, Cold::RateBps) = self.cfg.init_rate_bps;
         let view = self.view(f);
@@ -544,18 +580,17 @@ impl DataDelivery {
     #[inline(always)]
     pub fn view(&self, f: FlowId) -> FlowView {
         let mut v = FlowView::default();
-        self.parts().fill_view(f, &mut v, true);
-        v
-    }
-
-    #[inline(always)]
-    fn parts(&self) -> Parts<'_> {
-        Parts {
-            flows: &self.flows,
-            slab: &self.slab,
-            lay: self.lay,
+        let o = self.lay.slab_at(f);
+        let (cold, rest) = split_slab(&self.slab[o..o + self.lay.stride]);
+        ViewSrc {
+            r: &self.flows[f as usize],
+            cold,
+            bits: &rest[self.ctx_words..],
+            words: self.lay.words,
             window: self.p.window,
         }
+        .fill(&mut v, true);
+        v
     }
 
     /// The flow the next Periodic Updates visit will examine.
@@ -595,18 +630,26 @@ impl DataDelivery {
             return 0;
         }
         let len = self.live.len();
-        let mut n = 0;
+        let (mut n, mut sweep) = (0, self.sweep);
         while n < max {
-            if self.sweep >= len {
-                self.sweep = 0;
+            if sweep >= len {
+                sweep = 0;
             }
-            let d = self.flows[self.live[self.sweep] as usize].rtx_deadline;
-            if d != 0 && now >= d {
+            // The flows up to the end of `live` or of the budget, whichever comes first.
+            let end = len.min(sweep + (max - n) as usize);
+            let due = self.live[sweep..end].iter().position(|&f| {
+                let d = self.flows[f as usize].rtx_deadline;
+                d != 0 && now >= d
+            });
+            if let Some(k) = due {
+                sweep += k;
+                n += k as u32;
                 break;
             }
-            self.sweep += 1;
-            n += 1;
+            n += (end - sweep) as u32;
+            sweep = end;
         }
+        self.sweep = sweep;
         n
     }
 
@@ -655,103 +698,6 @@ impl DataDelivery {
         }
     }
 
-    /// Segment Generation (§3.1 steps 1–3, §3.2.3): takes the front of the active set and
-    /// generates its next segment: the first one marked for retransmission after the head
-    /// (if inside the window), else `highest-sent + 1`; counts it outstanding and re-inserts
-    /// the flow if it can still generate. The retransmission timer is left alone: an address
-    /// in the credit engine's ring is not on the wire yet (see
-    /// [`transmitted`](Self::transmitted)).
-    #[inline]
-    pub fn generate(&mut self) -> Option<Generated> {
-        let f = self.active.front()?;
-        let r = &self.flows[f as usize];
-        debug_assert!(self.can_generate(f));
-        let (seg, rtx) = match self.first_marked(f, r) {
-            Some(o) if (o as u64) < self.eff_wnd(r) => {
-                let seg = r.wnd_start + o as u64;
-                let p = self.pos(seg);
-                let (_, m, x) = self.bms_mut(f);
-                bitmap::clear(m, p);
-                bitmap::set(x, p);
-                let m_any = if bitmap::any(m) { M_ANY } else { 0 };
-                let rec = &mut self.flows[f as usize];
-                rec.flags = rec.flags & !M_ANY | m_any | X_ANY;
-                (seg, true)
-            }
-            _ => (r.next_new, false),
-        };
-        let rec = &mut self.flows[f as usize];
-        if !rtx {
-            rec.next_new += 1;
-        }
-        rec.outstanding += 1;
-        let len = if rec.flags & SMALL_PENDING != 0 && seg + 1 == rec.tail {
-            rec.small_len as u32
-        } else {
-            rec.mss
-        };
-        // Step 3: back into the active set only if it can still generate.
-        if self.can_generate(f) {
-            self.active.rotate();
-        } else {
-            self.active.pop_front();
-        }
-        Some(Generated {
-            flow: f,
-            seg,
-            rtx,
-            len,
-        })
-    }
-
-    /// Segment Transmitted (§3.1 step 9, §3.2.3): the credit engine sent one of `f`'s
-    /// addresses at `now`; `outstanding-cnt − 1` and `total-sent + 1`, the retransmission
-    /// timer starts if it is not running, and `f` re-enters the active set if that
-    /// re-enabled generation.
-    ///
-    /// The timer starts here and not at Segment Generation: Tonic decouples generation from
-    /// transmission (§3.1), and an address may wait in the credit engine's ring for as long
-    /// as its flow lacks credit (rate and grant schemes, §3.3). A timeout is "the absence of
-    /// acknowledgments" (§3.2.3) for segments on the wire, and Table 2 defines what is
-    /// tracked as sent by transmission (`highest-sent`: "the highest segment transmitted so
-    /// far"; `total-sent`: "segments transmitted"), so a timer started at generation would
-    /// expire while nothing is in flight. The paper does not say which module arms the
-    /// timer [interp]; this follows RFC 6298 (5.1): "every time a packet containing data is
-    /// sent (including a retransmission), if the timer is not running, start it".
-    #[inline]
-    pub fn transmitted(&mut self, f: FlowId, now: Nanos) {
-        let rec = &mut self.flows[f as usize];
-        if rec.flags & LIVE == 0 {
-            return;
-        }
-        debug_assert!(rec.outstanding > 0);
-        rec.outstanding = rec.outstanding.saturating_sub(1);
-        // Not for a stale address (acknowledged while it waited): nothing went in flight.
-        if rec.wnd_start + (rec.outstanding as u64) < rec.next_new
-            && (rec.rtx_deadline == 0 || rec.flags & PERSIST != 0)
-        {
-            // Data in flight: the retransmission timer replaces a persist timer.
-            rec.rtx_deadline = now + rec.rtx_amount;
-            rec.flags &= !PERSIST;
-        }
-        *self.cold_mut(f, Cold::TotalSent) += 1;
-        if !self.active.contains(f) && self.can_generate(f) {
-            self.active.push_back(f);
-        }
-    }
-
-    /// The segment `seg` of `f` as seen at transmit time: its byte offset and whether it was
-    /// already acknowledged (a stale ring entry).
-    #[inline]
-    pub fn locate(&self, f: FlowId, seg: SegId) -> (u64, bool) {
-        let r = &self.flows[f as usize];
-        let acked = seg < r.wnd_start
-            || (r.flags & A_ANY != 0
-                && seg < r.next_new
-                && bitmap::get(self.bm(f, Bm::Acked), self.pos(seg)));
-        (self.offset_of(f, seg), acked)
-    }
-
     /// `wnd-start` of `f` (to rebuild full segment ids from ring entries).
     #[inline]
     pub fn wnd_start(&self, f: FlowId) -> SegId {
@@ -761,63 +707,6 @@ impl DataDelivery {
     /// `outstanding-cnt` of `f`.
     pub fn outstanding(&self, f: FlowId) -> u32 {
         self.flows[f as usize].outstanding as u32
-    }
-}
-
-/// The read-only parts of the engine a [`FlowView`] is built from (a separate borrow, so
-/// that the view can be written into the engine's own scratch input).
-struct Parts<'a> {
-    flows: &'a [DdFlow],
-    slab: &'a [u64],
-    lay: Layout,
-    window: u32,
-}
-
-impl Parts<'_> {
-    /// Writes the module's view of `f` into `v`, whose bitmaps are all zero if `zeroed`
-    /// (they are then left alone where `f`'s are empty); returns whether `v`'s bitmaps are
-    /// all zero afterwards.
-    #[inline(always)]
-    fn fill_view(&self, f: FlowId, v: &mut FlowView, zeroed: bool) -> bool {
-        let r = &self.flows[f as usize];
-        let cold = |c: Cold| self.slab[self.lay.cold_at(f, c)];
-        v.wnd_start = r.wnd_start;
-        v.next_new = r.next_new;
-        v.tail = r.tail;
-        v.total_sent = cold(Cold::TotalSent);
-        v.rtx_timer_amount = r.rtx_amount;
-        v.rtx_deadline = r.rtx_deadline;
-        v.rate_bps = cold(Cold::RateBps);
-        v.wnd_size = r.wnd_size;
-        v.rcv_wnd = r.rcv_wnd;
-        v.window_capacity = self.window;
-        v.outstanding_cnt = r.outstanding as u32;
-        v.mss = r.mss;
-        if r.flags & (A_ANY | M_ANY | X_ANY) == 0 {
-            if !zeroed {
-                v.acked = Default::default();
-                v.marked_for_rtx = Default::default();
-                v.rtx_cnt = Default::default();
-            }
-            v.is_idle = r.next_new >= r.tail;
-            return true;
-        }
-        let head = (r.wnd_start & (self.window as u64 - 1)) as u32;
-        let o = self.lay.bits_at(f);
-        let words = self.lay.words;
-        let rot = |b: Bm, flag: u8| {
-            if r.flags & flag == 0 {
-                Default::default()
-            } else {
-                let at = o + b as usize * words;
-                bitmap::rotate_to_head(&self.slab[at..at + words], head)
-            }
-        };
-        v.acked = rot(Bm::Acked, A_ANY);
-        v.marked_for_rtx = rot(Bm::Marked, M_ANY);
-        v.rtx_cnt = rot(Bm::Rtx, X_ANY);
-        v.is_idle = v.marked_for_rtx.is_empty() && r.next_new >= r.tail;
-        false
     }
 }
 
@@ -841,7 +730,7 @@ mod layout_tests {
             };
             let mut dd = DataDelivery::new(p, cfg).unwrap();
             assert_eq!(dd.lay.stride % Layout::LINE_WORDS, 0);
-            let first = dd.slab[dd.lay.bits_at(0)..].as_ptr() as usize;
+            let first = dd.slab[dd.lay.slab_at(0)..].as_ptr() as usize;
             assert_eq!(first % 64, 0, "window {window}, ctx {ctx_bytes} B");
             let words = dd.lay.words;
             for f in 0..5u32 {

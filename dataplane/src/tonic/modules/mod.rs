@@ -124,8 +124,20 @@ impl TcpState {
         }
     }
 
+    /// Bits of context word 3 that hold `in_recovery` and `in_timeout`.
+    pub const RECOVERY_BITS: u64 = 3 << 32;
+
+    /// The first [`WORDS`](Self::WORDS) words of a context, as an array (one bounds check).
+    #[inline(always)]
+    pub fn words_mut(ctx: &mut [u64]) -> &mut [u64; Self::WORDS] {
+        (&mut ctx[..Self::WORDS])
+            .try_into()
+            .expect("a slice of WORDS words")
+    }
+
     #[inline]
     pub fn load(c: &[u64]) -> Self {
+        let c: &[u64; Self::WORDS] = c[..Self::WORDS].try_into().expect("WORDS words");
         TcpState {
             cwnd: c[0] as u32,
             ss_thresh: (c[0] >> 32) as u32,
@@ -141,6 +153,7 @@ impl TcpState {
 
     #[inline]
     pub fn store(&self, c: &mut [u64]) {
+        let c = Self::words_mut(c);
         c[0] = self.cwnd as u64 | (self.ss_thresh as u64) << 32;
         c[1] = self.recover;
         c[2] = self.prev_highest_ack;

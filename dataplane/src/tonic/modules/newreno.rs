@@ -154,6 +154,58 @@ pub(crate) fn incoming(
     };
 }
 
+/// [`incoming`]'s common case, a new ack outside recovery, on the packed state `c` directly:
+/// the same outputs and the same context words as `load`, [`incoming`], `store`, without
+/// unpacking the words the case leaves alone. Returns false, having changed nothing, when
+/// the packet is not that case.
+#[inline(always)]
+fn new_ack_fast(
+    p: &ModuleParams,
+    c: &mut [u64; TcpState::WORDS],
+    i: &IncomingInput,
+    out: &mut HookOutput,
+) -> bool {
+    let w3 = c[3];
+    if !(is_ack(i)
+        && i.new_wnd_start > i.old_wnd_start
+        && w3 & TcpState::RECOVERY_BITS == 0
+        && i.pkt.cumulative_ack > c[1]
+        && p.dup_ack_thresh != 0)
+    {
+        return false;
+    }
+    // As in `incoming`: no duplicates, window = cwnd after growth, timer restarted (which
+    // ends the backoff). `recover` (word 1) is unchanged.
+    let mut s = TcpState {
+        cwnd: c[0] as u32,
+        ss_thresh: (c[0] >> 32) as u32,
+        wnd_inc_cntr: (w3 >> 16) as u16 as u32,
+        backoff: (w3 >> 40) as u8,
+        ..TcpState::default()
+    };
+    s.grow(i.newly_acked_cnt, i.flow.wnd_size);
+    out.set_wnd_size(clamp_wnd(s.cwnd as u64));
+    s.progress(p.rto_ns, out);
+    c[0] = s.cwnd as u64 | (s.ss_thresh as u64) << 32;
+    c[2] = i.old_wnd_start;
+    // dup_acks 0, not in recovery or timeout, backoff 0 (see `TcpState::store`).
+    c[3] = (s.wnd_inc_cntr.min(u16::MAX as u32) as u64) << 16;
+    true
+}
+
+/// [`incoming`] on the packed state `c` (out of line: the fast path stays small).
+#[inline(never)]
+fn incoming_words(
+    p: &ModuleParams,
+    c: &mut [u64; TcpState::WORDS],
+    i: &IncomingInput,
+    out: &mut HookOutput,
+) {
+    let mut s = TcpState::load(c);
+    incoming(p, &mut s, i, out);
+    s.store(c);
+}
+
 impl TonicModule for NewReno {
     fn name(&self) -> &str {
         "newreno"
@@ -174,9 +226,10 @@ impl TonicModule for NewReno {
     }
 
     fn incoming(&self, i: &IncomingInput, ctx: &mut [u64], out: &mut HookOutput) {
-        let mut s = TcpState::load(ctx);
-        incoming(&self.p, &mut s, i, out);
-        s.store(ctx);
+        let c = TcpState::words_mut(ctx);
+        if !new_ack_fast(&self.p, c, i, out) {
+            incoming_words(&self.p, c, i, out);
+        }
     }
 
     fn periodic(&self, i: &PeriodicInput, ctx: &mut [u64], out: &mut HookOutput) {
