@@ -45,6 +45,7 @@ use hoststack::{Context, Errno, Fd, HostConfig};
 use offload_api::link::HostEnd;
 
 use common::netns::{sh, Netns};
+use common::pattern::Pattern;
 
 const NIC_IP: [u8; 4] = [192, 0, 2, 1];
 const KERNEL_IP: [u8; 4] = [192, 0, 2, 2];
@@ -86,64 +87,10 @@ const COMMAND_LIMIT: Duration = Duration::from_secs(10);
 // The byte streams: a pseudo-random table of prime length, repeated; one seed per direction.
 // The python side computes the same tables (xorshift64, byte = bits 24..32).
 
-const PERIOD: usize = 65_521;
 /// Client → server.
 const SEED_UP: u64 = 0x9E37_79B9_7F4A_7C15;
 /// Server → client.
 const SEED_DOWN: u64 = 0xD1B5_4A32_D192_ED03;
-
-struct Pattern {
-    /// The table twice over, so that any run of up to PERIOD bytes is one slice.
-    twice: Vec<u8>,
-}
-
-impl Pattern {
-    fn new(seed: u64) -> Pattern {
-        let mut x = seed;
-        let mut t: Vec<u8> = (0..PERIOD)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                (x >> 24) as u8
-            })
-            .collect();
-        t.extend_from_within(..);
-        Pattern { twice: t }
-    }
-
-    fn slice(&self, start: u64, len: usize) -> &[u8] {
-        let off = (start % PERIOD as u64) as usize;
-        &self.twice[off..off + len]
-    }
-
-    fn fill(&self, start: u64, out: &mut [u8]) {
-        let mut done = 0;
-        while done < out.len() {
-            let n = (out.len() - done).min(PERIOD);
-            out[done..done + n].copy_from_slice(self.slice(start + done as u64, n));
-            done += n;
-        }
-    }
-
-    /// Offset (in the stream) of the first byte of `got` that differs, if any.
-    fn first_mismatch(&self, start: u64, got: &[u8]) -> Option<u64> {
-        let mut done = 0;
-        while done < got.len() {
-            let n = (got.len() - done).min(PERIOD);
-            let want = self.slice(start + done as u64, n);
-            if let Some(i) = got[done..done + n]
-                .iter()
-                .zip(want)
-                .position(|(a, b)| a != b)
-            {
-                return Some(start + (done + i) as u64);
-            }
-            done += n;
-        }
-        None
-    }
-}
 
 /// The kernel side: `python3 -c PEER role host port total_tx total_rx seed_tx seed_rx`. It
 /// sends its stream while receiving the other (a sender thread), compares every byte (and

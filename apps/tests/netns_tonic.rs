@@ -45,6 +45,7 @@ use offload_api::link::HostEnd;
 use offload_api::msg::ModuleName;
 
 use common::netns::Netns;
+use common::pattern::{Pattern, PERIOD};
 
 const NIC_IP: [u8; 4] = [198, 51, 100, 1];
 const KERNEL_IP: &str = "198.51.100.2";
@@ -52,25 +53,12 @@ const KERNEL_IP: &str = "198.51.100.2";
 const TOTAL: u64 = 100 * 1000 * 1000;
 /// Longest one transfer may take (connection set-up and close included).
 const LIMIT: Duration = Duration::from_secs(60);
-/// The stream: a table of prime length, repeated (the receiver builds the same one).
-const PERIOD: usize = 65_521;
 
 /// 1% of 2^32 (the loss threshold of the filter).
 const LOSS_THRESHOLD: u64 = (1u64 << 32) / 100;
 
-fn table() -> Vec<u8> {
-    let mut x: u64 = 0x2545_F491_4F6C_DD1D;
-    let mut t: Vec<u8> = (0..PERIOD)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 24) as u8
-        })
-        .collect();
-    t.extend_from_within(..);
-    t
-}
+/// The stream's seed (the receiver builds the same pattern, `common::pattern`).
+const SEED: u64 = 0x2545_F491_4F6C_DD1D;
 
 /// The receiver: `python3 -c RECEIVER addr port total`. Prints `listening`, then
 /// `received N sha256 H` (and exits 0) only when all N bytes matched the pattern.
@@ -239,7 +227,7 @@ struct Outcome {
     mss: u64,
 }
 
-fn transfer(node: &mut Node, ns: &Netns, module: &str, port: u16, pattern: &[u8]) -> Outcome {
+fn transfer(node: &mut Node, ns: &Netns, module: &str, port: u16, pattern: &Pattern) -> Outcome {
     let mut py = Sink::spawn(ns, port);
     let t0 = Instant::now();
     while !py.has("listening") {
@@ -270,9 +258,8 @@ fn transfer(node: &mut Node, ns: &Netns, module: &str, port: u16, pattern: &[u8]
         );
         let mut app = 0;
         while sent < TOTAL {
-            let off = (sent % PERIOD as u64) as usize;
             let n = ((TOTAL - sent) as usize).min(PERIOD);
-            match node.ctx.write(fd, &pattern[off..off + n]) {
+            match node.ctx.write(fd, pattern.slice(sent, n)) {
                 Ok(k) => {
                     sent += k as u64;
                     app += 1;
@@ -465,7 +452,7 @@ role = "nic"
         pin: false,
         ..RunOptions::default()
     };
-    let pattern = table();
+    let pattern = Pattern::new(SEED);
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         let mut topo = build_dpdk(&cfg, &opts, &[], None).expect("DPDK topology");
         let nic = topo.lcores.remove(0);

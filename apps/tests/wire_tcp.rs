@@ -3,6 +3,8 @@
 //! duplication; and SACK repairing several losses per window with fewer retransmissions than
 //! NewReno alone.
 
+mod common;
+
 use std::net::SocketAddrV4;
 
 use apps::node::{pair_specs, wire_pair, Pair, A_IP};
@@ -10,56 +12,28 @@ use dataplane::port::wire::Impairments;
 use hoststack::stack::SockOpt;
 use hoststack::{Errno, Fd};
 
+use common::pattern::Pattern;
+
 const PORT: u16 = 5001;
 
-/// The test streams repeat a pseudo-random table of prime length (so no segment size or
-/// buffer size lines up with it); direction `dir` starts at its own offset.
-const PERIOD: usize = 65_521;
-
-fn table() -> &'static [u8] {
-    static T: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
-    T.get_or_init(|| {
-        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
-        let mut t: Vec<u8> = (0..PERIOD)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                (x >> 24) as u8
-            })
-            .collect();
-        // Twice over, so any window of up to PERIOD bytes is one slice.
-        t.extend_from_within(..);
-        t
-    });
-    T.get().expect("initialised")
+/// The test streams: one pseudo-random pattern (`common::pattern`); direction `dir` starts
+/// at its own offset in it.
+fn pattern() -> &'static Pattern {
+    static P: std::sync::OnceLock<Pattern> = std::sync::OnceLock::new();
+    P.get_or_init(|| Pattern::new(0x9E37_79B9_7F4A_7C15))
 }
 
-fn stream_slice(dir: u8, start: u64, len: usize) -> &'static [u8] {
-    let t = table();
-    let off = ((start + dir as u64 * 7919) % PERIOD as u64) as usize;
-    &t[off..off + len]
+/// Where direction `dir`'s stream starts in the pattern.
+fn origin(dir: u8) -> u64 {
+    dir as u64 * 7919
 }
 
 fn fill(dir: u8, start: u64, out: &mut [u8]) {
-    let mut done = 0;
-    while done < out.len() {
-        let n = (out.len() - done).min(PERIOD);
-        out[done..done + n].copy_from_slice(stream_slice(dir, start + done as u64, n));
-        done += n;
-    }
+    pattern().fill(origin(dir) + start, out);
 }
 
 fn matches(dir: u8, start: u64, got: &[u8]) -> bool {
-    let mut done = 0;
-    while done < got.len() {
-        let n = (got.len() - done).min(PERIOD);
-        if got[done..done + n] != *stream_slice(dir, start + done as u64, n) {
-            return false;
-        }
-        done += n;
-    }
-    true
+    pattern().first_mismatch(origin(dir) + start, got).is_none()
 }
 
 /// One direction's progress at one end.

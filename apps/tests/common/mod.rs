@@ -2,4 +2,5 @@
 #![allow(dead_code)]
 
 pub mod netns;
+pub mod pattern;
 pub mod tonic_wire;

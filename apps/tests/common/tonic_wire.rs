@@ -13,37 +13,24 @@ use hoststack::{Context, Errno, Fd};
 use offload_api::link::HostEnd;
 use offload_api::msg::ModuleName;
 
+use super::pattern::Pattern;
+
 /// A node's host context.
 pub type Host = Context<HostEnd>;
 
 /// The port B listens on.
 pub const PORT: u16 = 5001;
-/// Length of the pattern table (a prime, so that streams at different origins differ).
-pub const PERIOD: usize = 65_521;
+pub use super::pattern::PERIOD;
 
-/// A pseudo-random table of prime length, twice over (any run up to PERIOD bytes is one
-/// slice).
-fn table() -> &'static [u8] {
-    static T: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
-    T.get_or_init(|| {
-        let mut x: u64 = 0xD1B5_4A32_D192_ED03;
-        let mut t: Vec<u8> = (0..PERIOD)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                (x >> 24) as u8
-            })
-            .collect();
-        t.extend_from_within(..);
-        t
-    })
+/// The pattern both directions' streams come from (at different origins).
+fn pattern() -> &'static Pattern {
+    static P: std::sync::OnceLock<Pattern> = std::sync::OnceLock::new();
+    P.get_or_init(|| Pattern::new(0xD1B5_4A32_D192_ED03))
 }
 
 /// Bytes `[start, start + len)` of the endless pattern; `len` ≤ PERIOD.
 pub fn slice(start: u64, len: usize) -> &'static [u8] {
-    let off = (start % PERIOD as u64) as usize;
-    &table()[off..off + len]
+    pattern().slice(start, len)
 }
 
 /// Two nodes on a wire with impairments `ab` (A → B) and `ba`, with socket buffers of

@@ -385,12 +385,13 @@ impl<B: PacketBuf> NicStack<B> {
         now_ns: u64,
         verdicts: &mut [Disposition],
     ) -> bool {
-        match self.transit_mask(port, bufs) {
-            Some(transit) if verdicts.len() >= bufs.len() => {
-                self.rx_burst_rest(port, bufs, now_ns, verdicts, transit)
+        // Short `verdicts` take the frame-by-frame path before the fast path counts anything.
+        if verdicts.len() >= bufs.len() {
+            if let Some(transit) = self.transit_mask(port, bufs) {
+                return self.rx_burst_rest(port, bufs, now_ns, verdicts, transit);
             }
-            _ => self.rx_burst_each(port, bufs, now_ns, verdicts),
         }
+        self.rx_burst_each(port, bufs, now_ns, verdicts)
     }
 
     /// The first half of [`NicStack::rx_burst`]: which frames of the burst are transit
