@@ -188,6 +188,67 @@ fn a_window_update_on_the_peers_data_reopens_the_nic_sender() {
     close_all(&mut p, &mut idle, &[c], &[fd, l]);
 }
 
+/// Window probes back off exponentially (RFC 9293 §3.8.6.1, SHLD-30): B never reads, so its
+/// window stays shut; over a minute of virtual time A's NIC probes after 1, 2, 4, 8, ...
+/// retransmission timeouts (the persist timer keeps firing every timeout, and the firings in
+/// between send nothing), instead of once a timeout. When B reads, its window update reopens
+/// the flow and a later shut window would probe afresh.
+#[test]
+fn window_probes_back_off_exponentially() {
+    let mut p = pair(clean(), clean(), 1 << 20, 64 << 10);
+    let (l, c) = open_tonic(&mut p, Some("newreno"), None);
+    let (mut s, mut idle) = (None::<Fd>, 0);
+    let mut ab = Stream::new(0, 1_000_000);
+    let probes = |p: &Pair| p.a.nic.tonic().stats().window_probes;
+    let shut = run_until(&mut p, &mut idle, 2_000_000, |p| {
+        accept_one(&mut p.b.host, l, &mut s);
+        ab.write_some(&mut p.a.host, c).expect("A writes");
+        probes(p) >= 1
+    });
+    assert!(shut, "B's window never shut: {ab:?}");
+    let fd = s.unwrap();
+    // A minute of virtual time; the virtual time of every probe.
+    let start = p.clock.now_ns();
+    let mut at = vec![start];
+    let mut seen = probes(&p);
+    run_until(&mut p, &mut idle, 4_000_000, |p| {
+        if probes(p) > seen {
+            seen = probes(p);
+            at.push(p.clock.now_ns());
+        }
+        p.clock.now_ns() - start >= 60_000_000_000
+    });
+    let gaps: Vec<u64> = at.windows(2).map(|w| w[1] - w[0]).collect();
+    let ns = *p.a.nic.tonic().stats();
+    // The first gap is one timeout (200 ms by default), then each doubles; the sweep fires a
+    // little late at times, so allow a tenth either way.
+    assert!(
+        gaps.len() >= 6,
+        "{} probes in a minute: {gaps:?}",
+        gaps.len()
+    );
+    assert!(
+        gaps.len() <= 10,
+        "{} probes in a minute: no backoff? {gaps:?}",
+        gaps.len()
+    );
+    for w in gaps.windows(2) {
+        let ratio = w[1] as f64 / w[0] as f64;
+        assert!((1.8..=2.2).contains(&ratio), "gaps do not double: {gaps:?}");
+    }
+    assert!(ns.probes_backed_off > 0, "{ns:?}");
+    assert_eq!(ab.got, 0);
+    // B reads: its window opens and everything arrives.
+    let done = run_until(&mut p, &mut idle, 4_000_000, |p| {
+        ab.write_some(&mut p.a.host, c).expect("A writes");
+        ab.read_all(&mut p.b.host, fd).expect("B reads");
+        ab.got == ab.total
+    });
+    assert!(done, "{ab:?}");
+    println!("probe gaps (ns): {gaps:?}; {ns:?}");
+    close_all(&mut p, &mut idle, &[c], &[fd, l]);
+}
+
 /// `TCP_TONIC` on B's listening socket: the connection it accepts hands its sender to B's
 /// NIC (the option is inherited, `stack/input.rs`). B sends 8 MB to an ordinary client A
 /// through 1% loss; B's NIC sends and retransmits every segment, B's TCB none; A receives

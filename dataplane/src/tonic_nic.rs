@@ -40,7 +40,10 @@
 //! the peer's window is shut and nothing is in flight, every retransmission-timeout interval
 //! the NIC sends a window probe, an ACK with sequence number `snd.una − 1` and no data, as
 //! Linux does; the peer answers with its current window, so a lost window update does not
-//! stall the connection. Probes are not backed off.
+//! stall the connection. Successive probes back off exponentially (RFC 9293 §3.8.6.1,
+//! SHLD-30): the engine's persist timer fires every retransmission-timeout interval, and the
+//! NIC sends on the first firing, then after 2, 4, 8, ... intervals, at most
+//! [`MAX_PROBE_GAP_NS`] apart, until the window opens.
 //!
 //! Per-flow traces (time, cwnd, snd.una, snd.nxt, retransmissions, timeouts) are recorded on
 //! every ACK and timeout and written as CSV by [`TonicNic::write_trace_csv`].
@@ -62,6 +65,9 @@ use crate::tonic::registry::Registry;
 use crate::tonic::{EngineParams, FlowId, Nanos, TonicEngine};
 
 const ETH: usize = 14;
+/// Longest gap between two window probes of one flow: 60 s, RFC 6298 §2.5's least bound
+/// for a retransmission timeout's maximum (Linux uses 120 s).
+pub const MAX_PROBE_GAP_NS: Nanos = 60_000_000_000;
 
 /// Built-in modules whose user context is App. D's TCP congestion state (for the traces).
 const TCP_STATE_MODULES: [&str; 4] = ["reno", "newreno", "sack", "dctcp"];
@@ -129,6 +135,9 @@ pub struct TonicNicStats {
     /// Zero-window probes sent (the peer's window was shut with nothing in flight for one
     /// retransmission-timeout interval).
     pub window_probes: u64,
+    /// Persist-timer firings that sent no probe because the probes' exponential backoff had
+    /// not run out yet.
+    pub probes_backed_off: u64,
     /// Segments transmitted.
     pub segments_tx: u64,
     /// Of which retransmissions.
@@ -209,6 +218,11 @@ struct Flow {
     ip_id: u16,
     retransmits: u64,
     trace: Vec<TracePoint>,
+    /// Gap to the next window probe (doubles after each, RFC 9293 §3.8.6.1); 0 while the
+    /// peer's window is open.
+    probe_gap: Nanos,
+    /// No window probe before this time.
+    probe_next: Nanos,
 }
 
 impl Flow {
@@ -493,6 +507,8 @@ impl TonicNic {
             ip_id: 0,
             retransmits: 0,
             trace: Vec::new(),
+            probe_gap: 0,
+            probe_next: 0,
         });
         self.engines[ei].slot_of[eflow as usize] = slot;
         self.by_tuple.insert(k, slot);
@@ -641,6 +657,11 @@ impl TonicNic {
         let wnd = (be16(t, 14) as u32) << f.snd_wscale;
         let old_wnd = f.peer_wnd;
         f.peer_wnd = wnd;
+        if wnd >= f.mss {
+            // The window takes a segment again (the engine counts it in whole segments): a
+            // later shut window starts probing afresh.
+            f.probe_gap = 0;
+        }
         let mut blocks = [SegRange::default(); MAX_SACK_BLOCKS];
         let n = sack_blocks(&t[20..doff], |i, l, r| {
             if i >= MAX_SACK_BLOCKS {
@@ -816,6 +837,12 @@ impl TonicNic {
         if f.engine != ei || f.eflow != ef {
             return;
         }
+        // Exponential backoff of successive probes (RFC 9293 §3.8.6.1, SHLD-30), counted in
+        // persist-timer periods (the module's retransmission timeout).
+        if f.probe_gap != 0 && now < f.probe_next {
+            self.stats.probes_backed_off += 1;
+            return;
+        }
         let Some((ack, dst_mac)) = f.addressing(stack, now) else {
             self.stats.tx_failed += 1;
             return;
@@ -823,6 +850,16 @@ impl TonicNic {
         build_segment(&mut self.scratch, f, dst_mac, ack, f.acked, 0, true);
         if emit(f.port, &self.scratch) {
             self.stats.window_probes += 1;
+            let period = self.engines[ei]
+                .engine
+                .flow_view(ef)
+                .map_or(MAX_PROBE_GAP_NS, |v| v.rtx_timer_amount.max(1));
+            f.probe_gap = if f.probe_gap == 0 {
+                period
+            } else {
+                f.probe_gap.saturating_mul(2).min(MAX_PROBE_GAP_NS)
+            };
+            f.probe_next = now + f.probe_gap;
         } else {
             self.stats.tx_failed += 1;
         }
