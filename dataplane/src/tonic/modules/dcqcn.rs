@@ -169,6 +169,36 @@ impl RateCtl {
         }
         self.rc != before
     }
+
+    /// The Incoming hook's answer to a CNP, on the state stored in `ctx`:
+    /// [`on_cnp`](Self::on_cnp), and the new rate forwarded to the credit engine (§3.3.3).
+    #[inline(always)]
+    pub fn incoming_cnp(
+        p: &ModuleParams,
+        i: &IncomingInput,
+        ctx: &mut [u64],
+        out: &mut HookOutput,
+    ) {
+        let mut r = RateCtl::load(ctx);
+        r.on_cnp(p, i.now, i.flow.total_sent);
+        r.store(ctx);
+        out.set_rate(r.rc);
+    }
+
+    /// The Periodic Updates hook's rate part, on the state stored in `ctx`: when
+    /// [`due`](Self::due), [`on_periodic`](Self::on_periodic), and a changed rate forwarded to
+    /// the credit engine (§3.3.3). Most sweep visits fall between DCQCN's timers: nothing to
+    /// load, compute or store.
+    #[inline(always)]
+    pub fn periodic(p: &ModuleParams, i: &PeriodicInput, ctx: &mut [u64], out: &mut HookOutput) {
+        if RateCtl::due(p, ctx, &i.flow, i.now) {
+            let mut r = RateCtl::load(ctx);
+            if r.on_periodic(p, &i.flow, i.now) {
+                out.set_rate(r.rc);
+            }
+            r.store(ctx);
+        }
+    }
 }
 
 /// Go-back-N context: the last NAKed PSN handled. One word after the [`RateCtl`] words.
@@ -219,12 +249,7 @@ impl TonicModule for Dcqcn {
     fn incoming(&self, i: &IncomingInput, ctx: &mut [u64], out: &mut HookOutput) {
         let f = &i.flow;
         match i.pkt.pkt_type {
-            PktType::Cnp => {
-                let mut r = RateCtl::load(ctx);
-                r.on_cnp(&self.p, i.now, f.total_sent);
-                r.store(ctx);
-                out.set_rate(r.rc);
-            }
+            PktType::Cnp => RateCtl::incoming_cnp(&self.p, i, ctx, out),
             PktType::Nack => {
                 // Go back to the expected PSN, once per NAKed PSN.
                 let psn = i.pkt.nack.max(f.wnd_start);
@@ -243,14 +268,7 @@ impl TonicModule for Dcqcn {
     }
 
     fn periodic(&self, i: &PeriodicInput, ctx: &mut [u64], out: &mut HookOutput) {
-        // Most sweep visits fall between DCQCN's timers: nothing to load, compute or store.
-        if RateCtl::due(&self.p, ctx, &i.flow, i.now) {
-            let mut r = RateCtl::load(ctx);
-            if r.on_periodic(&self.p, &i.flow, i.now) {
-                out.set_rate(r.rc);
-            }
-            r.store(ctx);
-        }
+        RateCtl::periodic(&self.p, i, ctx, out);
         if i.timeout_expired {
             out.mark_for_rtx(i.flow.wnd_start, i.flow.transmitted_end());
             ctx[LAST_NAK] = i.flow.wnd_start;

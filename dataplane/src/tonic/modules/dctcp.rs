@@ -9,58 +9,38 @@
 //! - On ECE, at most once per window of data and not during loss recovery:
 //!   `cwnd = cwnd·(1 − α/2)` (at least 2), `ss_thresh = cwnd`.
 
-use super::super::module::{
-    CreditScheme, FlowView, HookOutput, IncomingInput, IncomingPkt, ModuleConfig, PeriodicInput,
-    TonicModule,
-};
-use super::{clamp_wnd, is_ack, newreno, ModuleParams, TcpState};
+use super::super::module::{HookOutput, IncomingInput, IncomingPkt};
+use super::{clamp_wnd, is_ack, newreno, ModuleParams, TcpModule, TcpState, TcpVariant};
 
 const ALPHA_ONE: u64 = 1 << 16;
 const W_ALPHA: usize = TcpState::WORDS;
 const W_COUNTS: usize = TcpState::WORDS + 1;
 const W_WIN_END: usize = TcpState::WORDS + 2;
 const W_CWR_END: usize = TcpState::WORDS + 3;
-const WORDS: usize = TcpState::WORDS + 4;
 
-/// The DCTCP module.
+/// The DCTCP module (parameters: `init_wnd`, `rto_ns`, `dup_ack_thresh`, `dctcp_g_shift`).
+pub type Dctcp = TcpModule<DctcpVariant>;
+
+/// DCTCP's part of [`Dctcp`]: NewReno's Incoming hook, then the α estimate and the cut.
 #[derive(Clone, Copy, Debug)]
-pub struct Dctcp {
-    p: ModuleParams,
-}
+pub struct DctcpVariant;
 
-impl Dctcp {
-    /// DCTCP with parameters `p` (`init_wnd`, `rto_ns`, `dup_ack_thresh`, `dctcp_g_shift`).
-    pub fn new(p: ModuleParams) -> Self {
-        Dctcp { p }
-    }
-}
+impl TcpVariant for DctcpVariant {
+    const NAME: &'static str = "dctcp";
+    const WORDS: usize = TcpState::WORDS + 4;
 
-impl TonicModule for Dctcp {
-    fn name(&self) -> &str {
-        "dctcp"
-    }
-
-    fn config(&self) -> ModuleConfig {
-        ModuleConfig {
-            credit_scheme: CreditScheme::Window,
-            user_ctx_bytes: (WORDS * 8) as u32,
-            init_wnd_size: self.p.init_wnd,
-            init_rtx_timer_ns: self.p.rto_ns,
-            ..Default::default()
-        }
-    }
-
-    fn init_flow(&self, _now: u64, _flow: &FlowView, ctx: &mut [u64]) {
-        TcpState::initial(self.p.init_wnd).store(ctx);
+    fn init_flow(p: &ModuleParams, ctx: &mut [u64]) {
+        TcpState::initial(p.init_wnd).store(ctx);
         ctx[W_ALPHA] = ALPHA_ONE;
     }
 
-    fn incoming(&self, i: &IncomingInput, ctx: &mut [u64], out: &mut HookOutput) {
+    #[inline(always)]
+    fn incoming(p: &ModuleParams, i: &IncomingInput, ctx: &mut [u64], out: &mut HookOutput) {
         if !is_ack(i) {
             return;
         }
         let mut s = TcpState::load(ctx);
-        newreno::incoming(&self.p, &mut s, i, out);
+        newreno::incoming(p, &mut s, i, out);
         let f = &i.flow;
         let ece = i.pkt.has(IncomingPkt::FLAG_ECN_ECHO);
         let mut acked = ctx[W_COUNTS] as u32 as u64;
@@ -75,7 +55,7 @@ impl TonicModule for Dctcp {
         if cum >= ctx[W_WIN_END] && acked > 0 {
             let frac = (marked.min(acked) << 16) / acked;
             let a = ctx[W_ALPHA];
-            let g = self.p.dctcp_g_shift;
+            let g = p.dctcp_g_shift;
             ctx[W_ALPHA] = (a - (a >> g) + (frac >> g)).min(ALPHA_ONE);
             acked = 0;
             marked = 0;
@@ -91,14 +71,6 @@ impl TonicModule for Dctcp {
             out.set_wnd_size(clamp_wnd(s.cwnd as u64));
         }
         s.store(ctx);
-    }
-
-    fn periodic(&self, i: &PeriodicInput, ctx: &mut [u64], out: &mut HookOutput) {
-        if i.timeout_expired {
-            let mut s = TcpState::load(ctx);
-            s.on_timeout(self.p.rto_ns, i, out);
-            s.store(ctx);
-        }
     }
 }
 

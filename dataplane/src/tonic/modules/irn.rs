@@ -63,14 +63,11 @@ impl TonicModule for Irn {
     }
 
     fn incoming(&self, i: &IncomingInput, ctx: &mut [u64], out: &mut HookOutput) {
-        let f = &i.flow;
         if i.pkt.pkt_type == PktType::Cnp {
-            let mut r = RateCtl::load(ctx);
-            r.on_cnp(&self.p, i.now, f.total_sent);
-            r.store(ctx);
-            out.set_rate(r.rc);
+            RateCtl::incoming_cnp(&self.p, i, ctx, out);
             return;
         }
+        let f = &i.flow;
         let cum = i.pkt.cumulative_ack;
         let mut in_recovery = ctx[IN_RECOVERY] != 0;
         if in_recovery && cum > ctx[RECOVER] {
@@ -94,13 +91,7 @@ impl TonicModule for Irn {
     }
 
     fn periodic(&self, i: &PeriodicInput, ctx: &mut [u64], out: &mut HookOutput) {
-        if RateCtl::due(&self.p, ctx, &i.flow, i.now) {
-            let mut r = RateCtl::load(ctx);
-            if r.on_periodic(&self.p, &i.flow, i.now) {
-                out.set_rate(r.rc);
-            }
-            r.store(ctx);
-        }
+        RateCtl::periodic(&self.p, i, ctx, out);
         if i.timeout_expired {
             let f = &i.flow;
             out.mark_for_rtx(f.wnd_start, f.transmitted_end());

@@ -12,6 +12,8 @@
 //!
 //! Every module keeps its per-flow variables in the user context, packed into 64-bit words
 //! by a small `load`/`store` pair, and uses only the hook inputs (DESIGN.md principle 6).
+//! The four window modules are one [`TcpModule`] each, differing only in their
+//! [`TcpVariant`]; DCQCN and IRN share DCQCN's reaction point (`dcqcn::RateCtl`).
 
 pub mod dcqcn;
 pub mod dctcp;
@@ -21,8 +23,11 @@ pub mod newreno;
 pub mod reno;
 pub mod sack;
 
+use std::marker::PhantomData;
+
 use super::module::{
-    HookOutput, IncomingInput, PeriodicInput, PktType, WindowBits, MAX_WINDOW_SEGMENTS,
+    CreditScheme, FlowView, HookOutput, IncomingInput, ModuleConfig, PeriodicInput, PktType,
+    TonicModule, WindowBits, MAX_WINDOW_SEGMENTS,
 };
 use super::Nanos;
 
@@ -217,6 +222,83 @@ impl TcpState {
             out.set_rtx_timer_amount(rto_ns);
         }
         out.reset_rtx_timer();
+    }
+}
+
+/// What a TCP-style window module (Reno, NewReno, SACK, DCTCP) does its own way: its name,
+/// its context size, a new flow's context and the Incoming hook (loss detection and recovery,
+/// the window). The rest is the same for all of them and lives in [`TcpModule`].
+pub trait TcpVariant: Send + Sync {
+    /// The registry name (e.g. `reno`).
+    const NAME: &'static str;
+
+    /// Context words per flow: the four words of the shared TCP congestion state (the
+    /// default) plus any the variant keeps after them.
+    const WORDS: usize = TcpState::WORDS;
+
+    /// Sets up a new flow's context (`ctx` holds [`WORDS`](Self::WORDS) words). Default: the
+    /// shared TCP state with `cwnd = init_wnd` and `ss_thresh` unbounded.
+    fn init_flow(p: &ModuleParams, ctx: &mut [u64]) {
+        TcpState::initial(p.init_wnd).store(ctx);
+    }
+
+    /// The Incoming hook ([`TonicModule::incoming`]) under parameters `p`. Its one caller is
+    /// [`TcpModule`]'s hook; implementations are `#[inline(always)]` so that the hook costs
+    /// no extra call.
+    fn incoming(p: &ModuleParams, i: &IncomingInput, ctx: &mut [u64], out: &mut HookOutput);
+}
+
+/// A TCP-style window module: variant `V`'s Incoming hook plus what every such module
+/// shares, namely the window-scheme configuration (initial window `init_wnd`, base RTO
+/// `rto_ns`; Tonic's `init_wnd_size` and `init_rtx_timer`) and the Periodic Updates hook,
+/// which handles retransmission timeouts only (RFC 5681 §3.1, RFC 6298 §5.5–5.7: window of
+/// one, everything unacknowledged marked, the timer backed off).
+#[derive(Clone, Copy, Debug)]
+pub struct TcpModule<V> {
+    p: ModuleParams,
+    variant: PhantomData<V>,
+}
+
+impl<V: TcpVariant> TcpModule<V> {
+    /// The module with parameters `p` (`init_wnd`, `rto_ns`, `dup_ack_thresh`, and whatever
+    /// else the variant reads).
+    pub fn new(p: ModuleParams) -> Self {
+        TcpModule {
+            p,
+            variant: PhantomData,
+        }
+    }
+}
+
+impl<V: TcpVariant> TonicModule for TcpModule<V> {
+    fn name(&self) -> &str {
+        V::NAME
+    }
+
+    fn config(&self) -> ModuleConfig {
+        ModuleConfig {
+            credit_scheme: CreditScheme::Window,
+            user_ctx_bytes: (V::WORDS * 8) as u32,
+            init_wnd_size: self.p.init_wnd,
+            init_rtx_timer_ns: self.p.rto_ns,
+            ..Default::default()
+        }
+    }
+
+    fn init_flow(&self, _now: Nanos, _flow: &FlowView, ctx: &mut [u64]) {
+        V::init_flow(&self.p, ctx);
+    }
+
+    fn incoming(&self, i: &IncomingInput, ctx: &mut [u64], out: &mut HookOutput) {
+        V::incoming(&self.p, i, ctx, out);
+    }
+
+    fn periodic(&self, i: &PeriodicInput, ctx: &mut [u64], out: &mut HookOutput) {
+        if i.timeout_expired {
+            let mut s = TcpState::load(ctx);
+            s.on_timeout(self.p.rto_ns, i, out);
+            s.store(ctx);
+        }
     }
 }
 

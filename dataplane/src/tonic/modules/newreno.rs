@@ -13,25 +13,18 @@
 //! - a partial ack retransmits `wnd-start` only if it was never retransmitted (after a
 //!   timeout every unacknowledged segment is already marked).
 //!
-//! The Periodic hook handles timeouts ([`TcpState::on_timeout`]).
+//! The Periodic hook, shared by the window modules ([`TcpModule`]), handles timeouts
+//! (`TcpState::on_timeout`).
 
-use super::super::module::{
-    CreditScheme, HookOutput, IncomingInput, ModuleConfig, PeriodicInput, TonicModule,
-};
-use super::{clamp_wnd, is_ack, ModuleParams, TcpState};
+use super::super::module::{HookOutput, IncomingInput};
+use super::{clamp_wnd, is_ack, ModuleParams, TcpModule, TcpState, TcpVariant};
 
 /// The NewReno module.
-#[derive(Clone, Copy, Debug)]
-pub struct NewReno {
-    p: ModuleParams,
-}
+pub type NewReno = TcpModule<NewRenoVariant>;
 
-impl NewReno {
-    /// NewReno with parameters `p` (`init_wnd`, `rto_ns`, `dup_ack_thresh`).
-    pub fn new(p: ModuleParams) -> Self {
-        NewReno { p }
-    }
-}
+/// NewReno's part of [`NewReno`]: App. D's Incoming hook.
+#[derive(Clone, Copy, Debug)]
+pub struct NewRenoVariant;
 
 /// App. D's `new_reno_incoming` on state `s`. Shared with DCTCP.
 #[inline(always)]
@@ -206,37 +199,14 @@ fn incoming_words(
     s.store(c);
 }
 
-impl TonicModule for NewReno {
-    fn name(&self) -> &str {
-        "newreno"
-    }
+impl TcpVariant for NewRenoVariant {
+    const NAME: &'static str = "newreno";
 
-    fn config(&self) -> ModuleConfig {
-        ModuleConfig {
-            credit_scheme: CreditScheme::Window,
-            user_ctx_bytes: (TcpState::WORDS * 8) as u32,
-            init_wnd_size: self.p.init_wnd,
-            init_rtx_timer_ns: self.p.rto_ns,
-            ..Default::default()
-        }
-    }
-
-    fn init_flow(&self, _now: u64, _flow: &super::super::module::FlowView, ctx: &mut [u64]) {
-        TcpState::initial(self.p.init_wnd).store(ctx);
-    }
-
-    fn incoming(&self, i: &IncomingInput, ctx: &mut [u64], out: &mut HookOutput) {
+    #[inline(always)]
+    fn incoming(p: &ModuleParams, i: &IncomingInput, ctx: &mut [u64], out: &mut HookOutput) {
         let c = TcpState::words_mut(ctx);
-        if !new_ack_fast(&self.p, c, i, out) {
-            incoming_words(&self.p, c, i, out);
-        }
-    }
-
-    fn periodic(&self, i: &PeriodicInput, ctx: &mut [u64], out: &mut HookOutput) {
-        if i.timeout_expired {
-            let mut s = TcpState::load(ctx);
-            s.on_timeout(self.p.rto_ns, i, out);
-            s.store(ctx);
+        if !new_ack_fast(p, c, i, out) {
+            incoming_words(p, c, i, out);
         }
     }
 }

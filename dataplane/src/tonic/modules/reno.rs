@@ -3,44 +3,21 @@
 //! retransmit" (Tonic §6.1.1): recovery ends at the first new ack, and a further loss in the
 //! same window needs three more duplicate acks or a timeout.
 
-use super::super::module::{
-    CreditScheme, FlowView, HookOutput, IncomingInput, ModuleConfig, PeriodicInput, TonicModule,
-};
-use super::{clamp_wnd, is_ack, ModuleParams, TcpState};
+use super::super::module::{HookOutput, IncomingInput};
+use super::{clamp_wnd, is_ack, ModuleParams, TcpModule, TcpState, TcpVariant};
 
 /// The Reno module.
+pub type Reno = TcpModule<RenoVariant>;
+
+/// Reno's part of [`Reno`]: fast retransmit and fast recovery on cumulative acks.
 #[derive(Clone, Copy, Debug)]
-pub struct Reno {
-    p: ModuleParams,
-}
+pub struct RenoVariant;
 
-impl Reno {
-    /// Reno with parameters `p` (`init_wnd`, `rto_ns`, `dup_ack_thresh`).
-    pub fn new(p: ModuleParams) -> Self {
-        Reno { p }
-    }
-}
+impl TcpVariant for RenoVariant {
+    const NAME: &'static str = "reno";
 
-impl TonicModule for Reno {
-    fn name(&self) -> &str {
-        "reno"
-    }
-
-    fn config(&self) -> ModuleConfig {
-        ModuleConfig {
-            credit_scheme: CreditScheme::Window,
-            user_ctx_bytes: (TcpState::WORDS * 8) as u32,
-            init_wnd_size: self.p.init_wnd,
-            init_rtx_timer_ns: self.p.rto_ns,
-            ..Default::default()
-        }
-    }
-
-    fn init_flow(&self, _now: u64, _flow: &FlowView, ctx: &mut [u64]) {
-        TcpState::initial(self.p.init_wnd).store(ctx);
-    }
-
-    fn incoming(&self, i: &IncomingInput, ctx: &mut [u64], out: &mut HookOutput) {
+    #[inline(always)]
+    fn incoming(p: &ModuleParams, i: &IncomingInput, ctx: &mut [u64], out: &mut HookOutput) {
         if !is_ack(i) {
             return;
         }
@@ -60,11 +37,11 @@ impl TonicModule for Reno {
                 s.grow(i.newly_acked_cnt, wnd_in);
             }
             s.in_timeout = false;
-            s.progress(self.p.rto_ns, out);
+            s.progress(p.rto_ns, out);
             s.cwnd as u64
         } else if is_dup_ack {
             s.dup_acks += 1;
-            if s.dup_acks == self.p.dup_ack_thresh && !s.in_recovery {
+            if s.dup_acks == p.dup_ack_thresh && !s.in_recovery {
                 let flight = sent_out.min(u32::MAX as u64) as u32;
                 s.ss_thresh = (flight / 2).max(2);
                 s.cwnd = s.ss_thresh;
@@ -79,14 +56,6 @@ impl TonicModule for Reno {
         };
         out.set_wnd_size(clamp_wnd(wnd));
         s.store(ctx);
-    }
-
-    fn periodic(&self, i: &PeriodicInput, ctx: &mut [u64], out: &mut HookOutput) {
-        if i.timeout_expired {
-            let mut s = TcpState::load(ctx);
-            s.on_timeout(self.p.rto_ns, i, out);
-            s.store(ctx);
-        }
     }
 }
 

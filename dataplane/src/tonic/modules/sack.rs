@@ -13,50 +13,27 @@
 //!   `pipe < cwnd`, expressed as `wnd-size = sent_out + (cwnd − pipe)`;
 //! - outside recovery, slow start and congestion avoidance as NewReno; timeouts as Reno.
 
-use super::super::module::{
-    CreditScheme, FlowView, HookOutput, IncomingInput, ModuleConfig, PeriodicInput, TonicModule,
-};
-use super::{clamp_wnd, is_ack, kth_highest, ModuleParams, TcpState};
+use super::super::module::{HookOutput, IncomingInput};
+use super::{clamp_wnd, is_ack, kth_highest, ModuleParams, TcpModule, TcpState, TcpVariant};
 
 /// The SACK module.
+pub type Sack = TcpModule<SackVariant>;
+
+/// SACK's part of [`Sack`]: RFC 6675-style loss marking, recovery and pipe.
 #[derive(Clone, Copy, Debug)]
-pub struct Sack {
-    p: ModuleParams,
-}
+pub struct SackVariant;
 
-impl Sack {
-    /// SACK with parameters `p` (`init_wnd`, `rto_ns`, `dup_ack_thresh`).
-    pub fn new(p: ModuleParams) -> Self {
-        Sack { p }
-    }
-}
+impl TcpVariant for SackVariant {
+    const NAME: &'static str = "sack";
 
-impl TonicModule for Sack {
-    fn name(&self) -> &str {
-        "sack"
-    }
-
-    fn config(&self) -> ModuleConfig {
-        ModuleConfig {
-            credit_scheme: CreditScheme::Window,
-            user_ctx_bytes: (TcpState::WORDS * 8) as u32,
-            init_wnd_size: self.p.init_wnd,
-            init_rtx_timer_ns: self.p.rto_ns,
-            ..Default::default()
-        }
-    }
-
-    fn init_flow(&self, _now: u64, _flow: &FlowView, ctx: &mut [u64]) {
-        TcpState::initial(self.p.init_wnd).store(ctx);
-    }
-
-    fn incoming(&self, i: &IncomingInput, ctx: &mut [u64], out: &mut HookOutput) {
+    #[inline(always)]
+    fn incoming(p: &ModuleParams, i: &IncomingInput, ctx: &mut [u64], out: &mut HookOutput) {
         if !is_ack(i) {
             return;
         }
         let mut s = TcpState::load(ctx);
         let f = &i.flow;
-        let thresh = self.p.dup_ack_thresh;
+        let thresh = p.dup_ack_thresh;
         let cum = i.pkt.cumulative_ack;
         let sent_out = f.sent_out().min(u32::MAX as u64) as u32;
         let is_new_ack = i.new_wnd_start > i.old_wnd_start;
@@ -112,17 +89,9 @@ impl TonicModule for Sack {
         };
         out.set_wnd_size(clamp_wnd(wnd));
         if is_new_ack && !s.in_recovery {
-            s.progress(self.p.rto_ns, out);
+            s.progress(p.rto_ns, out);
         }
         s.store(ctx);
-    }
-
-    fn periodic(&self, i: &PeriodicInput, ctx: &mut [u64], out: &mut HookOutput) {
-        if i.timeout_expired {
-            let mut s = TcpState::load(ctx);
-            s.on_timeout(self.p.rto_ns, i, out);
-            s.store(ctx);
-        }
     }
 }
 
