@@ -28,24 +28,20 @@ mod common;
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read};
 use std::net::{Ipv4Addr, SocketAddrV4};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, ExitStatus, Stdio};
 use std::sync::mpsc::{self, Receiver};
-use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use dataplane::config::Config;
-use dataplane::lcore::{Mode, NicLcore};
-use dataplane::port::dpdk::DpdkQueue;
-use dataplane::runtime::RunOptions;
-use dataplane::runtime_dpdk::{build_dpdk, remove_runtime_dir};
+use dataplane::netns::AfPacketNic;
 use hoststack::stack::{HostStats, Shutdown, SockOpt, SockOptName};
 use hoststack::tcp::tcb::{State, TcbStats};
 use hoststack::{Context, Errno, Fd, HostConfig};
 use offload_api::link::HostEnd;
 
-use common::netns::{sh, Netns};
-use common::pattern::Pattern;
+use common::netns::Netns;
+use common::node::Node;
+use common::pattern::{Pattern, PYTHON_TABLE};
 
 const NIC_IP: [u8; 4] = [192, 0, 2, 1];
 const KERNEL_IP: [u8; 4] = [192, 0, 2, 2];
@@ -92,9 +88,10 @@ const SEED_UP: u64 = 0x9E37_79B9_7F4A_7C15;
 /// Server → client.
 const SEED_DOWN: u64 = 0xD1B5_4A32_D192_ED03;
 
-/// The kernel side: `python3 -c PEER role host port total_tx total_rx seed_tx seed_rx`. It
-/// sends its stream while receiving the other (a sender thread), compares every byte (and
-/// prints the received stream's SHA-256), then closes:
+/// The kernel side: `python3 -c PYTHON_TABLE+PEER role host port total_tx total_rx seed_tx
+/// seed_rx` (the tables of `common::pattern`). It sends its stream while receiving the other
+/// (a sender thread), compares every byte (and prints the received stream's SHA-256), then
+/// closes:
 /// the client shuts its write side first and waits for the server's FIN; the server waits for
 /// the client's FIN, then closes. Prints `done` last when all went well.
 const PEER: &str = r#"
@@ -102,16 +99,6 @@ import hashlib, socket, sys, threading
 role, host, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
 total_tx, total_rx = int(sys.argv[4]), int(sys.argv[5])
 seed_tx, seed_rx = int(sys.argv[6], 0), int(sys.argv[7], 0)
-P, M = 65521, (1 << 64) - 1
-
-def table(seed):
-    x, out = seed, bytearray(P)
-    for i in range(P):
-        x ^= (x << 13) & M
-        x ^= x >> 7
-        x ^= (x << 17) & M
-        out[i] = (x >> 24) & 0xFF
-    return bytes(out)
 
 def stream(seed, n):
     return (table(seed) * (n // P + 1))[:n]
@@ -191,14 +178,13 @@ struct Proc {
 
 impl Proc {
     fn spawn(net: &Netns, args: &[&str]) -> Proc {
-        let v = net.argv(args);
-        let mut child = Command::new(&v[0])
-            .args(&v[1..])
+        let mut child = net
+            .command(args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .unwrap_or_else(|e| panic!("{v:?}: {e}"));
+            .unwrap_or_else(|e| panic!("{args:?}: {e}"));
         let stdout = child.stdout.take().expect("piped stdout");
         let mut stderr = child.stderr.take().expect("piped stderr");
         let (tx, lines) = mpsc::channel();
@@ -285,30 +271,9 @@ impl Drop for Proc {
 }
 
 // ---------------------------------------------------------------------------------------
-// The nicemu node: NIC lcore and host context, stepped in one loop.
-
-struct Node {
-    nic: NicLcore<DpdkQueue>,
-    ctx: Context<HostEnd>,
-    idle: u32,
-}
+// The nicemu node (`common::node`): helper commands while it keeps polling.
 
 impl Node {
-    /// One NIC iteration and one host-stack run. After a stretch with nothing to do (no
-    /// frame, no timer, no application progress) it naps briefly, leaving the CPU to python
-    /// and the kernel on a small machine.
-    fn step(&mut self, app_work: usize) {
-        let w = self.nic.poll_once() + self.ctx.poll() + app_work;
-        if w > 0 {
-            self.idle = 0;
-        } else {
-            self.idle += 1;
-            if self.idle > 256 {
-                std::thread::sleep(Duration::from_micros(20));
-            }
-        }
-    }
-
     /// Runs a helper command in the namespace while the node keeps polling: its stdout, or
     /// a description of the failure.
     fn ns_try(&mut self, net: &Netns, args: &[&str]) -> Result<String, String> {
@@ -390,18 +355,19 @@ impl Frames {
 
 impl Loss {
     fn drop_filter(node: &mut Node, net: &Netns, dir: &str) {
+        let (inner, sink) = (net.inner(), net.sink());
         node.ns_command(
             net,
             &[
-                "tc", "filter", "add", "dev", &net.inner, dir, "bpf", "bytecode", LOSS_BPF,
-                "action", "mirred", "egress", "redirect", "dev", &net.sink,
+                "tc", "filter", "add", "dev", inner, dir, "bpf", "bytecode", LOSS_BPF, "action",
+                "mirred", "egress", "redirect", "dev", sink,
             ],
         );
     }
 
     /// 5% loss of what the kernel sends: netem where the kernel has it, else the filter.
     fn add_egress(&mut self, node: &mut Node, net: &Netns) {
-        let inner = net.inner.as_str();
+        let inner = net.inner();
         // The kernel's TCP always builds GSO packets, segmented in software (`tx off`) only
         // after the qdisc and clsact hooks, where both netem and the filter would drop whole
         // bursts of segments. One segment per packet makes them drop single frames.
@@ -447,11 +413,11 @@ impl Loss {
     /// Frames the kernel's veth has sent and received so far, and how many the impairments
     /// dropped.
     fn frames(&self, node: &mut Node, net: &Netns) -> Frames {
-        let inner = net.inner.clone();
+        let inner = net.inner();
         let lost_out = match self.egress {
             None => 0,
             Some(Egress::Netem) => {
-                let text = node.ns_command(net, &["tc", "-s", "qdisc", "show", "dev", &inner]);
+                let text = node.ns_command(net, &["tc", "-s", "qdisc", "show", "dev", inner]);
                 text.split("dropped ")
                     .nth(1)
                     .and_then(|t| t.split(|c: char| !c.is_ascii_digit()).next())
@@ -468,11 +434,11 @@ impl Loss {
         Frames {
             // Dropped frames never reach the veth's transmit counter.
             to_nicemu: (
-                node.dev_counter(net, &inner, "tx_packets") + lost_out,
+                node.dev_counter(net, inner, "tx_packets") + lost_out,
                 lost_out,
             ),
             // The receive counter counts before the ingress hook.
-            to_kernel: (node.dev_counter(net, &inner, "rx_packets"), lost_in),
+            to_kernel: (node.dev_counter(net, inner, "rx_packets"), lost_in),
         }
     }
 }
@@ -480,7 +446,8 @@ impl Loss {
 /// Frames the drop filter on `dir` of the kernel's veth has taken (its action's count; the
 /// sink veth's own counters miss frames it drops).
 fn filter_hits(node: &mut Node, net: &Netns, dir: &str) -> u64 {
-    let text = node.ns_command(net, &["tc", "-s", "filter", "show", "dev", &net.inner, dir]);
+    let inner = net.inner();
+    let text = node.ns_command(net, &["tc", "-s", "filter", "show", "dev", inner, dir]);
     text.split(" bytes ")
         .nth(1)
         .and_then(|t| t.split(" pkt").next())
@@ -735,7 +702,7 @@ fn peer_args(role: &str, port: u16, tx: (u64, u64), rx: (u64, u64)) -> Vec<Strin
     vec![
         "python3".into(),
         "-c".into(),
-        PEER.into(),
+        format!("{PYTHON_TABLE}{PEER}"),
         role.into(),
         host.into(),
         port.to_string(),
@@ -1031,44 +998,13 @@ fn kernel_server(node: &mut Node, net: &Netns, label: &str, loss: &Loss, sizes: 
 
 #[test]
 fn netns_tcp_interop_with_the_linux_kernel() {
-    let net = Netns::new('t');
+    let net = Netns::new("t");
     net.configure("192.0.2.2/24");
     let prefix = format!("nicemu-test-tcp-{}", std::process::id());
-    let text = format!(
-        r#"
-[eal]
-args = ["--no-huge", "--no-pci", "-m", "256", "-l", "0", "--file-prefix={prefix}",
-        "--vdev=net_af_packet0,iface={iface}"]
-[[port]]
-name = "p0"
-driver = "dpdk"
-device = "net_af_packet0"
-ipv4 = ["192.0.2.1/24"]
-rss = "off"
-[[lcore]]
-core = 0
-role = "nic"
-"#,
-        iface = net.outer
-    );
-    let cfg = Config::parse(&text, "netns tcp test").unwrap();
-    let opts = RunOptions {
-        mode: Mode::Nic,
-        host_channels: true,
-        pin: false,
-        ..RunOptions::default()
-    };
+    let afp = AfPacketNic::new(net.outer(), "192.0.2.1/24", &prefix);
     let t0 = Instant::now();
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        let mut topo = build_dpdk(&cfg, &opts, &[], None).expect("DPDK topology");
-        let nic = topo.lcores.remove(0);
-        let clock = nic.clock().clone();
-        let ctx = Context::new(
-            HostConfig::new(NIC_IP, 0),
-            topo.host.remove(0),
-            Arc::new(move || clock.now_ns()),
-        );
-        let mut node = Node { nic, ctx, idle: 0 };
+    afp.with_topology("netns tcp test", |mut topo| {
+        let mut node = Node::new(&mut topo, HostConfig::new(NIC_IP, 0), 256);
         let listener = node.ctx.socket().unwrap();
         node.ctx.set_nonblocking(listener, true).unwrap();
         node.ctx
@@ -1135,12 +1071,8 @@ role = "nic"
         println!("host: {:?}", node.ctx.stats());
         drop(node);
         drop(topo);
-    }));
-    remove_runtime_dir(&prefix);
+    });
     println!("total {:.1} s", t0.elapsed().as_secs_f64());
-    if let Err(e) = result {
-        std::panic::resume_unwind(e);
-    }
 }
 
 #[test]
@@ -1148,9 +1080,9 @@ fn netns_tcp_cleans_up_when_the_test_fails() {
     let mut names = (String::new(), String::new());
     let mut pid = 0;
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        let net = Netns::new('c');
+        let net = Netns::new("c");
         net.configure("192.0.2.2/24");
-        names = (net.ns.clone(), net.outer.clone());
+        names = (net.ns().to_string(), net.outer().to_string());
         let mut p = Proc::spawn(&net, &["sleep", "30"]);
         pid = p.child.id();
         assert!(p.exited().is_none());
@@ -1158,9 +1090,8 @@ fn netns_tcp_cleans_up_when_the_test_fails() {
     }));
     assert!(r.is_err());
     let (ns, outer) = names;
-    let listed = String::from_utf8_lossy(&sh(&["ip", "netns", "list"]).stdout).into_owned();
     assert!(
-        !ns.is_empty() && !listed.split_whitespace().any(|w| w == ns),
+        !ns.is_empty() && !dataplane::netns::Netns::exists(&ns).unwrap(),
         "namespace {ns} left behind"
     );
     assert!(

@@ -28,24 +28,19 @@ mod common;
 
 use std::io::{BufRead, BufReader};
 use std::net::{Ipv4Addr, SocketAddrV4};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::mpsc::{self, Receiver};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use dataplane::config::Config;
-use dataplane::lcore::{Mode, NicLcore};
-use dataplane::port::dpdk::DpdkQueue;
-use dataplane::runtime::RunOptions;
-use dataplane::runtime_dpdk::{build_dpdk, remove_runtime_dir};
+use dataplane::netns::AfPacketNic;
 use dataplane::tonic_nic::TracePoint;
 use hoststack::stack::{Shutdown, SockOpt};
-use hoststack::{Context, Errno, Fd, HostConfig};
-use offload_api::link::HostEnd;
+use hoststack::{Errno, Fd, HostConfig};
 use offload_api::msg::ModuleName;
 
 use common::netns::Netns;
-use common::pattern::{Pattern, PERIOD};
+use common::node::Node;
+use common::pattern::{Pattern, PERIOD, PYTHON_TABLE};
 
 const NIC_IP: [u8; 4] = [198, 51, 100, 1];
 const KERNEL_IP: &str = "198.51.100.2";
@@ -60,20 +55,15 @@ const LOSS_THRESHOLD: u64 = (1u64 << 32) / 100;
 /// The stream's seed (the receiver builds the same pattern, `common::pattern`).
 const SEED: u64 = 0x2545_F491_4F6C_DD1D;
 
-/// The receiver: `python3 -c RECEIVER addr port total`. Prints `listening`, then
-/// `received N sha256 H` (and exits 0) only when all N bytes matched the pattern.
+/// The receiver: `python3 -c PYTHON_TABLE+RECEIVER addr port total seed`. Prints
+/// `listening`, then `received N sha256 H` (and exits 0) only when all N bytes matched the
+/// pattern of `seed`.
 const RECEIVER: &str = r#"
 import hashlib, socket, sys
 addr, port, total = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-P, M = 65521, (1 << 64) - 1
-x, t = 0x2545F4914F6CDD1D, bytearray(P)
-for i in range(P):
-    x ^= (x << 13) & M
-    x ^= x >> 7
-    x ^= (x << 17) & M
-    t[i] = (x >> 24) & 0xFF
+t = table(int(sys.argv[4], 0))
 CH = 1 << 20
-big = bytes(t) * (CH // P + 2)
+big = t * (CH // P + 2)
 ls = socket.socket()
 ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 ls.bind((addr, port))
@@ -102,7 +92,7 @@ sys.exit(0 if n == total and rest == b"" else 3)
 
 /// The namespace of [`common::netns`], configured with the kernel's address.
 fn namespace() -> Netns {
-    let ns = Netns::new('q');
+    let ns = Netns::new("q");
     ns.configure(&format!("{KERNEL_IP}/24"));
     ns
 }
@@ -115,7 +105,7 @@ const LOSS_AFTER: u64 = 8 << 20;
 
 /// Removes the loss filter (each transfer installs its own).
 fn remove_loss_filter(ns: &Netns) {
-    ns.run(&["tc", "filter", "del", "dev", &ns.inner, "ingress"]);
+    ns.must(&["tc", "filter", "del", "dev", ns.inner(), "ingress"]);
 }
 
 /// Drops 1% of what the kernel receives, at random.
@@ -123,15 +113,16 @@ fn add_loss_filter(ns: &Netns) {
     // ld rand; if A >= T: no match (ret 0), else match (ret -1): the frame is stolen
     // (redirected to the dead-end veth) before the kernel's IP layer sees it.
     let prog = format!("4,32 0 0 4294963256,53 0 1 {LOSS_THRESHOLD},6 0 0 0,6 0 0 4294967295");
-    ns.run(&[
-        "tc", "filter", "add", "dev", &ns.inner, "ingress", "bpf", "bytecode", &prog, "action",
-        "mirred", "egress", "redirect", "dev", &ns.sink,
+    let (inner, sink) = (ns.inner(), ns.sink());
+    ns.must(&[
+        "tc", "filter", "add", "dev", inner, "ingress", "bpf", "bytecode", &prog, "action",
+        "mirred", "egress", "redirect", "dev", sink,
     ]);
 }
 
 /// Frames the loss filter dropped so far.
 fn loss_filter_drops(ns: &Netns) -> u64 {
-    let out = ns.run(&["tc", "-s", "filter", "show", "dev", &ns.inner, "ingress"]);
+    let out = ns.must(&["tc", "-s", "filter", "show", "dev", ns.inner(), "ingress"]);
     out.lines()
         .filter_map(|l| l.trim().strip_prefix("Sent "))
         .filter_map(|l| l.split_whitespace().nth(2)?.parse::<u64>().ok())
@@ -148,16 +139,16 @@ struct Sink {
 
 impl Sink {
     fn spawn(ns: &Netns, port: u16) -> Sink {
-        let v = ns.argv(&[
-            "python3",
-            "-c",
-            RECEIVER,
-            KERNEL_IP,
-            &port.to_string(),
-            &TOTAL.to_string(),
-        ]);
-        let mut child = Command::new(&v[0])
-            .args(&v[1..])
+        let mut child = ns
+            .command(&[
+                "python3",
+                "-c",
+                &format!("{PYTHON_TABLE}{RECEIVER}"),
+                KERNEL_IP,
+                &port.to_string(),
+                &TOTAL.to_string(),
+                &format!("{SEED:#x}"),
+            ])
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -194,26 +185,6 @@ impl Drop for Sink {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-    }
-}
-
-struct Node {
-    nic: NicLcore<DpdkQueue>,
-    ctx: Context<HostEnd>,
-    idle: u32,
-}
-
-impl Node {
-    fn step(&mut self, app: usize) {
-        let w = self.nic.poll_once() + self.ctx.poll() + app;
-        if w > 0 {
-            self.idle = 0;
-        } else {
-            self.idle += 1;
-            if self.idle > 512 {
-                std::thread::sleep(Duration::from_micros(20));
-            }
-        }
     }
 }
 
@@ -428,39 +399,12 @@ fn check_phases(o: &Outcome) {
 fn tonic_newreno_and_sack_send_100_mb_to_the_linux_kernel() {
     let ns = namespace();
     let prefix = format!("nicemu-test-tonic-{}", std::process::id());
-    let text = format!(
-        r#"
-[eal]
-args = ["--no-huge", "--no-pci", "-m", "256", "-l", "0", "--file-prefix={prefix}",
-        "--vdev=net_af_packet0,iface={iface}"]
-[[port]]
-name = "p0"
-driver = "dpdk"
-device = "net_af_packet0"
-ipv4 = ["198.51.100.1/24"]
-rss = "off"
-[[lcore]]
-core = 0
-role = "nic"
-"#,
-        iface = ns.outer
-    );
-    let cfg = Config::parse(&text, "netns tonic test").unwrap();
-    let opts = RunOptions {
-        mode: Mode::Nic,
-        host_channels: true,
-        pin: false,
-        ..RunOptions::default()
-    };
+    let afp = AfPacketNic::new(ns.outer(), "198.51.100.1/24", &prefix);
     let pattern = Pattern::new(SEED);
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        let mut topo = build_dpdk(&cfg, &opts, &[], None).expect("DPDK topology");
-        let nic = topo.lcores.remove(0);
-        let clock = nic.clock().clone();
+    afp.with_topology("netns tonic test", |mut topo| {
         let mut hc = HostConfig::new(NIC_IP, 0);
         hc.tcp.send_buffer = 4 << 20;
-        let ctx = Context::new(hc, topo.host.remove(0), Arc::new(move || clock.now_ns()));
-        let mut node = Node { nic, ctx, idle: 0 };
+        let mut node = Node::new(&mut topo, hc, 512);
         let mut outcomes = Vec::new();
         for (module, port) in [("newreno", 5101u16), ("sack", 5102)] {
             let o = transfer(&mut node, &ns, module, port, &pattern);
@@ -473,10 +417,6 @@ role = "nic"
         }
         drop(node);
         drop(topo);
-    }));
-    remove_runtime_dir(&prefix);
+    });
     drop(ns);
-    if let Err(e) = result {
-        std::panic::resume_unwind(e);
-    }
 }

@@ -12,6 +12,7 @@ pub mod cycles;
 pub mod gen;
 pub mod lcore;
 pub mod net;
+pub mod netns;
 pub mod pcap;
 pub mod port;
 pub mod rss;

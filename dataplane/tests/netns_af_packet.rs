@@ -6,116 +6,31 @@
 //! the test fails (a guard's Drop). Needs root, iproute2, ethtool, ping and python3.
 #![cfg(feature = "dpdk")]
 
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use dataplane::config::Config;
-use dataplane::lcore::{Mode, NicLcore};
+use dataplane::lcore::NicLcore;
+use dataplane::netns::{AfPacketNic, Netns};
 use dataplane::port::dpdk::DpdkQueue;
-use dataplane::runtime::RunOptions;
-use dataplane::runtime_dpdk::{build_dpdk, remove_runtime_dir};
 
 const NIC_IP: [u8; 4] = [192, 0, 2, 1];
 const KERNEL_IP: [u8; 4] = [192, 0, 2, 2];
 
-fn sh(args: &[&str]) -> Output {
-    Command::new(args[0])
-        .args(&args[1..])
-        .output()
-        .unwrap_or_else(|e| panic!("{args:?}: {e}"))
+/// The namespace of test `tag`, configured with the kernel's address.
+fn namespace(tag: &str) -> Netns {
+    let net = Netns::for_test(tag).unwrap_or_else(|e| panic!("{e}"));
+    net.configure("192.0.2.2/24")
+        .unwrap_or_else(|e| panic!("{e}"));
+    net
 }
 
-fn must(args: &[&str]) -> String {
-    let out = sh(args);
-    assert!(
-        out.status.success(),
-        "{args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// A namespace with one end of a veth pair; the other end stays in ours for af_packet.
-/// Dropping it deletes both (deleting the namespace deletes its veth end and so the pair).
-struct Netns {
-    ns: String,
-    outer: String,
-    inner: String,
-}
-
-impl Netns {
-    fn new(tag: &str) -> Netns {
-        let id = std::process::id() % 100_000;
-        let n = Netns {
-            ns: format!("nmt{tag}{id}"),
-            outer: format!("nmt{tag}o{id}"),
-            inner: format!("nmt{tag}i{id}"),
-        };
-        must(&["ip", "netns", "add", &n.ns]);
-        must(&[
-            "ip", "link", "add", &n.outer, "type", "veth", "peer", "name", &n.inner,
-        ]);
-        must(&["ip", "link", "set", &n.inner, "netns", &n.ns]);
-        n
-    }
-
-    fn exec(&self, args: &[&str]) -> Vec<String> {
-        ["ip", "netns", "exec", &self.ns]
-            .iter()
-            .map(|s| s.to_string())
-            .chain(args.iter().map(|s| s.to_string()))
-            .collect()
-    }
-
-    fn run(&self, args: &[&str]) -> String {
-        let v = self.exec(args);
-        must(&v.iter().map(String::as_str).collect::<Vec<_>>())
-    }
-
-    fn spawn(&self, args: &[&str]) -> Child {
-        let v = self.exec(args);
-        Command::new(&v[0])
-            .args(&v[1..])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap()
-    }
-
-    /// IPv4 only, no offloads on the kernel side (DESIGN.md principle 5), addresses up.
-    fn configure(&self) {
-        for (inside, dev) in [(false, &self.outer), (true, &self.inner)] {
-            let key = format!("net.ipv6.conf.{dev}.disable_ipv6=1");
-            let cmds: Vec<Vec<&str>> = vec![
-                vec!["sysctl", "-qw", &key],
-                vec!["ethtool", "-K", dev, "tx", "off"],
-            ];
-            for c in cmds {
-                if inside {
-                    self.run(&c);
-                } else {
-                    must(&c);
-                }
-            }
-        }
-        must(&["ip", "link", "set", &self.outer, "up"]);
-        self.run(&["ip", "link", "set", "lo", "up"]);
-        self.run(&["ip", "addr", "add", "192.0.2.2/24", "dev", &self.inner]);
-        self.run(&["ip", "link", "set", &self.inner, "up"]);
-    }
-
-    fn exists(name: &str) -> bool {
-        String::from_utf8_lossy(&sh(&["ip", "netns", "list"]).stdout)
-            .split_whitespace()
-            .any(|w| w == name)
-    }
-}
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        let _ = sh(&["ip", "netns", "del", &self.ns]);
-        let _ = sh(&["ip", "link", "del", &self.outer]);
-    }
+/// Starts `args` in the namespace, its output piped.
+fn spawn(net: &Netns, args: &[&str]) -> Child {
+    net.command(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
 }
 
 /// Polls the lcore until `child` exits or `limit` passes; returns the child's output.
@@ -139,47 +54,25 @@ fn poll_until_exit(nic: &mut NicLcore<DpdkQueue>, mut child: Child, limit: Durat
 
 #[test]
 fn netns_kernel_pings_the_nic_and_arp_works_both_ways() {
-    let net = Netns::new("a");
-    net.configure();
+    let net = namespace("a");
     let prefix = format!("nicemu-test-afp-{}", std::process::id());
-    let text = format!(
-        r#"
-[eal]
-args = ["--no-huge", "--no-pci", "-m", "256", "-l", "0", "--file-prefix={prefix}",
-        "--vdev=net_af_packet0,iface={iface}"]
-[[port]]
-name = "p0"
-driver = "dpdk"
-device = "net_af_packet0"
-ipv4 = ["192.0.2.1/24"]
-rss = "off"
-[[lcore]]
-core = 0
-role = "nic"
-"#,
-        iface = net.outer
-    );
-    let cfg = Config::parse(&text, "netns test").unwrap();
-    let opts = RunOptions {
-        mode: Mode::Nic,
-        host_channels: true,
-        pin: false,
-        ..RunOptions::default()
-    };
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        let mut topo = build_dpdk(&cfg, &opts, &[], None).expect("DPDK topology");
+    let afp = AfPacketNic::new(net.outer(), "192.0.2.1/24", &prefix);
+    afp.with_topology("netns test", |mut topo| {
         let nic_mac = topo.devs[0].mac();
         let mut host = topo.host.remove(0);
         let mut nic = topo.lcores.remove(0);
 
         // 1. NIC -> kernel: a host frame with no destination MAC makes the NIC ask by ARP.
-        let rx = net.spawn(&[
-            "python3",
-            "-c",
-            "import socket;s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM);\
+        let rx = spawn(
+            &net,
+            &[
+                "python3",
+                "-c",
+                "import socket;s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM);\
              s.bind(('192.0.2.2',6000));s.settimeout(10);print('ready',flush=True);\
              d,a=s.recvfrom(100);print(d.decode(),a[0],a[1])",
-        ]);
+            ],
+        );
         std::thread::sleep(Duration::from_millis(300)); // let the receiver bind
         let frame = dataplane::gen::udp(
             nic_mac,
@@ -197,7 +90,7 @@ role = "nic"
             text.contains("hello kernel 192.0.2.1 5000"),
             "kernel did not get the datagram:\n{text}"
         );
-        let kernel_mac = net.run(&["cat", &format!("/sys/class/net/{}/address", net.inner)]);
+        let kernel_mac = net.must(&["cat", &format!("/sys/class/net/{}/address", net.inner())]);
         let learnt = nic
             .stack()
             .arp_lookup(0, KERNEL_IP, nic.clock().now_ns())
@@ -211,8 +104,11 @@ role = "nic"
         assert!(c.arp_requests_out >= 1 && c.arp_replies_in >= 1, "{c:?}");
         // 2. Kernel -> NIC: ping. The kernel forgets what it learnt from the NIC's request, so
         // it has to resolve the NIC's address by ARP itself.
-        net.run(&["ip", "neigh", "flush", "dev", &net.inner]);
-        let ping = net.spawn(&["ping", "-c", "3", "-i", "0.2", "-W", "2", "192.0.2.1"]);
+        net.must(&["ip", "neigh", "flush", "dev", net.inner()]);
+        let ping = spawn(
+            &net,
+            &["ping", "-c", "3", "-i", "0.2", "-W", "2", "192.0.2.1"],
+        );
         let out = poll_until_exit(&mut nic, ping, Duration::from_secs(15));
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(
@@ -221,7 +117,7 @@ role = "nic"
         );
         let c = *nic.stack().counters();
         assert!(c.icmp_echo_replies >= 3 && c.arp_replies_out >= 1, "{c:?}");
-        let neigh = net.run(&["ip", "neigh", "show", "192.0.2.1"]);
+        let neigh = net.must(&["ip", "neigh", "show", "192.0.2.1"]);
         let mac = dataplane::config::fmt_mac(&nic_mac);
         assert!(
             neigh.contains(&mac),
@@ -232,25 +128,21 @@ role = "nic"
         assert_eq!(report.from_host, 1);
         drop(nic);
         drop(topo);
-    }));
-    remove_runtime_dir(&prefix);
-    if let Err(e) = result {
-        std::panic::resume_unwind(e);
-    }
+    });
 }
 
 #[test]
 fn netns_is_removed_even_when_the_test_fails() {
     let mut name = String::new();
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        let net = Netns::new("f");
-        name = net.ns.clone();
-        assert!(Netns::exists(&net.ns));
+        let net = Netns::for_test("f").unwrap_or_else(|e| panic!("{e}"));
+        name = net.ns().to_string();
+        assert!(Netns::exists(&name).unwrap());
         panic!("simulated test failure");
     }));
     assert!(r.is_err());
     assert!(
-        !name.is_empty() && !Netns::exists(&name),
+        !name.is_empty() && !Netns::exists(&name).unwrap(),
         "namespace {name} left behind"
     );
 }

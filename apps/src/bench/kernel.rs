@@ -16,15 +16,14 @@
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddrV4;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use dataplane::config::Config;
-use dataplane::lcore::{Mode, NicLcore};
+use dataplane::lcore::NicLcore;
+use dataplane::netns::{AfPacketNic, Netns, NetnsError};
 use dataplane::port::dpdk::DpdkQueue;
-use dataplane::runtime::RunOptions;
-use dataplane::runtime_dpdk::{build_dpdk, remove_runtime_dir, DpdkTopology};
+use dataplane::runtime_dpdk::{remove_runtime_dir, DpdkTopology};
 use hoststack::{Context, HostConfig};
 use offload_api::link::HostEnd;
 
@@ -32,87 +31,24 @@ use super::procstat::{ns_per_tick, process_cpu_ns, process_ticks, softirq_ticks}
 use super::{Deadline, EchoBenchOpts, Measurement, Server, CLIENT_IP, PORT, SERVER_IP};
 use crate::echo::EchoClient;
 
-fn cmd(args: &[&str]) -> Result<Output, String> {
-    Command::new(args[0])
-        .args(&args[1..])
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| format!("{}: {e}", args.join(" ")))
-}
-
-fn must(args: &[&str]) -> Result<(), String> {
-    let out = cmd(args)?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(format!(
-            "`{}` failed: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
-    }
-}
-
 fn ip4(a: [u8; 4]) -> String {
     format!("{}.{}.{}.{}", a[0], a[1], a[2], a[3])
 }
 
-/// A namespace holding one end of a veth pair (`inner`); `outer` stays in ours for
-/// af_packet. Dropping it deletes both (deleting the namespace deletes `inner` and so the
-/// pair; `outer` is deleted explicitly in case the namespace never got it).
-struct Netns {
-    ns: String,
-    outer: String,
-    inner: String,
-}
-
-impl Netns {
-    fn create() -> Result<Netns, String> {
-        let id = std::process::id() % 100_000;
-        let n = Netns {
-            ns: format!("nmbench{id}"),
-            outer: format!("nmb{id}o"),
-            inner: format!("nmb{id}i"),
-        };
-        must(&["ip", "netns", "add", &n.ns])?;
-        // From here on, `n` is dropped (and everything removed) on any error.
-        must(&[
-            "ip", "link", "add", &n.outer, "type", "veth", "peer", "name", &n.inner,
-        ])?;
-        must(&["ip", "link", "set", &n.inner, "netns", &n.ns])?;
-        Ok(n)
-    }
-
-    fn inside(&self, args: &[&str]) -> Result<(), String> {
-        let mut v = vec!["ip", "netns", "exec", &self.ns];
-        v.extend_from_slice(args);
-        must(&v)
-    }
-
-    /// IPv4 only, no transmit checksum offload on the veths, the server's address inside
-    /// the namespace (none outside), a listen backlog large enough for every connection.
-    fn configure(&self, server_ip: [u8; 4]) -> Result<(), String> {
-        let v6 = |dev: &str| format!("net.ipv6.conf.{dev}.disable_ipv6=1");
-        // Without IPv6 in the kernel these keys do not exist, and there is nothing to turn off.
-        let _ = cmd(&["sysctl", "-qw", &v6(&self.outer)]);
-        let _ = self.inside(&["sysctl", "-qw", &v6(&self.inner)]);
-        must(&["ethtool", "-K", &self.outer, "tx", "off"])?;
-        self.inside(&["ethtool", "-K", &self.inner, "tx", "off"])?;
-        self.inside(&["sysctl", "-qw", "net.core.somaxconn=4096"])?;
-        self.inside(&["sysctl", "-qw", "net.ipv4.tcp_max_syn_backlog=4096"])?;
-        self.inside(&["ip", "link", "set", "lo", "up"])?;
-        let addr = format!("{}/24", ip4(server_ip));
-        self.inside(&["ip", "addr", "add", &addr, "dev", &self.inner])?;
-        self.inside(&["ip", "link", "set", &self.inner, "up"])?;
-        must(&["ip", "link", "set", &self.outer, "up"])
-    }
-}
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        let _ = cmd(&["ip", "netns", "del", &self.ns]);
-        let _ = cmd(&["ip", "link", "del", &self.outer]);
-    }
+/// The server's namespace and veth pair ([`Netns`]), configured: IPv4 only, no transmit
+/// checksum offload on the veths, the server's address inside the namespace (none outside),
+/// a listen backlog large enough for every connection.
+fn namespace(server_ip: [u8; 4]) -> Result<Netns, NetnsError> {
+    let id = std::process::id() % 100_000;
+    let net = Netns::create(
+        &format!("nmbench{id}"),
+        &format!("nmb{id}o"),
+        &format!("nmb{id}i"),
+    )?;
+    net.configure(&format!("{}/24", ip4(server_ip)))?;
+    net.run(&["sysctl", "-qw", "net.core.somaxconn=4096"])?;
+    net.run(&["sysctl", "-qw", "net.ipv4.tcp_max_syn_backlog=4096"])?;
+    Ok(net)
 }
 
 /// The nicemu client on DPDK: its NIC lcore, host context, and the DPDK topology (devices
@@ -168,15 +104,15 @@ impl KernelBench {
             prefix: format!("nicemu-bench-{}", std::process::id()),
             net: None,
         };
-        let net = kb.net.insert(Netns::create()?);
-        net.configure(SERVER_IP)?;
-        let (ns, outer) = (net.ns.clone(), net.outer.clone());
+        let net = kb
+            .net
+            .insert(namespace(SERVER_IP).map_err(|e| e.to_string())?);
+        let outer = net.outer().to_string();
         let exe = std::env::current_exe().map_err(|e| format!("own executable: {e}"))?;
         let exe = exe.to_string_lossy().into_owned();
         let (port, core) = (PORT.to_string(), server_core.to_string());
-        let mut child = Command::new("ip")
-            .args(["netns", "exec", &ns, &exe])
-            .args(["bench", "kernel-echo-server", "--port", &port])
+        let mut child = net
+            .command(&[&exe, "bench", "kernel-echo-server", "--port", &port])
             .args(["--core", &core])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -303,38 +239,20 @@ impl KernelBench {
 
 /// The client's NIC on net_af_packet over `iface`, with its host context.
 fn dpdk_client(iface: &str, prefix: &str, core: usize) -> Result<DpdkClient, String> {
-    let text = format!(
-        r#"
-[eal]
-args = ["--no-huge", "--no-pci", "-m", "512", "-l", "{core}", "--file-prefix={prefix}",
-        "--vdev=net_af_packet0,iface={iface},framecnt=4096"]
-[runtime]
-mbufs = 16383
-[[port]]
-name = "p0"
-driver = "dpdk"
-device = "net_af_packet0"
-ipv4 = ["{ip}/24"]
-rss = "off"
-[[lcore]]
-core = {core}
-role = "nic"
-"#,
-        ip = ip4(CLIENT_IP)
-    );
-    let cfg =
-        Config::parse(&text, "nicemu bench echo (kernel round)").map_err(|e| e.to_string())?;
-    let opts = RunOptions {
-        mode: Mode::Nic,
-        host_channels: true,
-        pin: false,
-        link: offload_api::link::LinkConfig {
-            depth: 4096,
-            ..Default::default()
-        },
-        ..RunOptions::default()
+    let afp = AfPacketNic {
+        core,
+        mem_mb: 512,
+        framecnt: Some(4096),
+        mbufs: Some(16383),
+        ..AfPacketNic::new(iface, &format!("{}/24", ip4(CLIENT_IP)), prefix)
     };
-    let mut topo = build_dpdk(&cfg, &opts, &[], None).map_err(|e| e.to_string())?;
+    let link = offload_api::link::LinkConfig {
+        depth: 4096,
+        ..Default::default()
+    };
+    let mut topo = afp
+        .build("nicemu bench echo (kernel round)", link)
+        .map_err(|e| e.to_string())?;
     let nic = topo.lcores.pop().ok_or("no NIC lcore")?;
     let host = topo.host.pop().ok_or("no host link")?;
     let mut hc = HostConfig::new(CLIENT_IP, 0);

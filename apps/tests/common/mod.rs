@@ -2,5 +2,7 @@
 #![allow(dead_code)]
 
 pub mod netns;
+#[cfg(feature = "dpdk")]
+pub mod node;
 pub mod pattern;
 pub mod tonic_wire;

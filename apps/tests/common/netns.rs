@@ -1,103 +1,63 @@
-//! The network namespace of the kernel-interop tests (`netns_tcp`, `netns_tonic`): one end of
-//! a veth pair inside it for the kernel, the other left outside for DPDK's net_af_packet, and
-//! a dead-end veth pair inside for loss filters. Removed when dropped, also on failure.
+//! The network namespace of the kernel-interop tests (`netns_tcp`, `netns_tonic`): the one
+//! of [`dataplane::netns`] (one end of a veth pair inside it for the kernel, the other left
+//! outside for DPDK's net_af_packet), plus a dead-end veth pair inside for loss filters.
+//! Removed when dropped, also on failure.
 
-use std::process::{Command, Output};
+use std::ops::Deref;
 
-pub fn sh(args: &[&str]) -> Output {
-    Command::new(args[0])
-        .args(&args[1..])
-        .output()
-        .unwrap_or_else(|e| panic!("{args:?}: {e}"))
-}
+use dataplane::netns::{self, test_name};
 
-pub fn must(args: &[&str]) -> String {
-    let out = sh(args);
-    assert!(
-        out.status.success(),
-        "{args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// A namespace holding one end of a veth pair (the other end stays here, for af_packet), and
-/// a second veth pair inside it that leads nowhere (where the tests' loss filters send the
-/// frames they drop). Dropping it deletes the namespace, which deletes both pairs.
+/// A [`netns::Netns`] (which it dereferences to) with a second veth pair inside it that leads
+/// nowhere (where the tests' loss filters send the frames they drop). Dropping it deletes
+/// the namespace, which deletes both pairs.
 pub struct Netns {
-    pub ns: String,
-    pub outer: String,
-    pub inner: String,
-    pub sink: String,
-    pub sink_peer: String,
+    net: netns::Netns,
+    sink: String,
+    sink_peer: String,
 }
 
 impl Netns {
-    /// Names are `nmt` + `tag` (one letter, one per test of this file) + a kind letter +
-    /// the process id: unique per test, at most 15 bytes, and caught by ci/cleanup.sh.
-    pub fn new(tag: char) -> Netns {
-        let id = std::process::id() % 100_000;
-        let n = Netns {
-            ns: format!("nmt{tag}{id}"),
-            outer: format!("nmt{tag}o{id}"),
-            inner: format!("nmt{tag}i{id}"),
-            sink: format!("nmt{tag}x{id}"),
-            sink_peer: format!("nmt{tag}y{id}"),
-        };
-        // Leftovers of an earlier run with the same process id.
-        let _ = sh(&["ip", "netns", "del", &n.ns]);
-        let _ = sh(&["ip", "link", "del", &n.outer]);
-        must(&["ip", "netns", "add", &n.ns]);
-        must(&[
-            "ip", "link", "add", &n.outer, "type", "veth", "peer", "name", &n.inner,
-        ]);
-        must(&["ip", "link", "set", &n.inner, "netns", &n.ns]);
-        n
+    /// Names are [`test_name`]s with `tag` (one letter, one per test of this file); the
+    /// dead-end pair's kinds are `x` and `y`. Leftovers of an earlier run with the same
+    /// process id are deleted first.
+    pub fn new(tag: &str) -> Netns {
+        Netns {
+            net: netns::Netns::for_test(tag).unwrap_or_else(|e| panic!("{e}")),
+            sink: test_name(tag, "x"),
+            sink_peer: test_name(tag, "y"),
+        }
     }
 
-    pub fn argv(&self, args: &[&str]) -> Vec<String> {
-        ["ip", "netns", "exec", &self.ns]
-            .iter()
-            .chain(args)
-            .map(|s| s.to_string())
-            .collect()
+    /// The dead-end veth end inside the namespace, where loss filters redirect what they
+    /// drop.
+    pub fn sink(&self) -> &str {
+        &self.sink
     }
 
-    /// Runs a command inside the namespace (for set-up, when no traffic is expected).
-    pub fn run(&self, args: &[&str]) -> String {
-        let v = self.argv(args);
-        must(&v.iter().map(String::as_str).collect::<Vec<_>>())
-    }
-
-    /// No IPv6 (no stray traffic), no transmit offloads on the veth (so the kernel sends
-    /// complete checksums and segments of at most one MTU), no receive checksum offload on the
-    /// kernel's end (so the kernel verifies the checksums the NIC writes), addresses up, and a
-    /// clsact qdisc on the kernel's end for the tests' loss filters.
+    /// [`netns::Netns::configure`] (IPv6 off, no transmit offloads on the veth, the kernel's
+    /// address, links up), then: no receive checksum offload on the kernel's end (so the
+    /// kernel verifies the checksums the NIC writes), the dead-end pair (IPv6 off, up), and
+    /// a clsact qdisc on the kernel's end for the tests' loss filters.
     pub fn configure(&self, kernel_cidr: &str) {
-        let (outer, inner) = (self.outer.as_str(), self.inner.as_str());
-        let (sink, sink_peer) = (self.sink.as_str(), self.sink_peer.as_str());
-        let off = |dev: &str| format!("net.ipv6.conf.{dev}.disable_ipv6=1");
-        must(&["sysctl", "-qw", &off(outer)]);
-        must(&["ethtool", "-K", outer, "tx", "off"]);
-        must(&["ip", "link", "set", outer, "up"]);
-        self.run(&[
+        let net = &self.net;
+        net.configure(kernel_cidr).unwrap_or_else(|e| panic!("{e}"));
+        let (inner, sink, sink_peer) = (net.inner(), self.sink.as_str(), self.sink_peer.as_str());
+        net.must(&["ethtool", "-K", inner, "rx", "off"]);
+        net.must(&[
             "ip", "link", "add", sink, "type", "veth", "peer", "name", sink_peer,
         ]);
-        for dev in [inner, sink, sink_peer] {
-            self.run(&["sysctl", "-qw", &off(dev)]);
+        for dev in [sink, sink_peer] {
+            net.disable_ipv6(dev).unwrap_or_else(|e| panic!("{e}"));
+            net.must(&["ip", "link", "set", dev, "up"]);
         }
-        self.run(&["ethtool", "-K", inner, "tx", "off", "rx", "off"]);
-        self.run(&["ip", "addr", "add", kernel_cidr, "dev", inner]);
-        for dev in ["lo", inner, sink, sink_peer] {
-            self.run(&["ip", "link", "set", dev, "up"]);
-        }
-        self.run(&["tc", "qdisc", "add", "dev", inner, "clsact"]);
+        net.must(&["tc", "qdisc", "add", "dev", inner, "clsact"]);
     }
 }
 
-impl Drop for Netns {
-    fn drop(&mut self) {
-        let _ = sh(&["ip", "netns", "del", &self.ns]);
-        let _ = sh(&["ip", "link", "del", &self.outer]);
+impl Deref for Netns {
+    type Target = netns::Netns;
+
+    fn deref(&self) -> &netns::Netns {
+        &self.net
     }
 }

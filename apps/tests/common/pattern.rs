@@ -6,6 +6,22 @@
 /// Length of the table: a prime.
 pub const PERIOD: usize = 65_521;
 
+/// The same table in python, for the peers of the kernel-interop tests: defines `P`
+/// ([`PERIOD`]) and `table(seed)`, one period of the stream of `seed` (as [`Pattern::new`]).
+/// Goes before the script that uses them (`python3 -c`).
+pub const PYTHON_TABLE: &str = r#"
+P, M = 65521, (1 << 64) - 1
+
+def table(seed):
+    x, out = seed, bytearray(P)
+    for i in range(P):
+        x ^= (x << 13) & M
+        x ^= x >> 7
+        x ^= (x << 17) & M
+        out[i] = (x >> 24) & 0xFF
+    return bytes(out)
+"#;
+
 /// The endless stream of one seed.
 pub struct Pattern {
     /// The table twice over.

@@ -13,6 +13,7 @@
 pub mod cc;
 pub mod isn;
 pub mod recvbuf;
+pub mod ring;
 pub mod rtt;
 pub mod sack;
 pub mod segment;

@@ -10,14 +10,14 @@
 //! Each range remembers when it last grew, so that SACK blocks can be reported most recent
 //! first (RFC 2018 §4).
 //!
-//! Storage is lazy and grows by doubling up to the capacity, as for the send buffer.
+//! Storage is the lazy [`Ring`] (allocated on first use, grown by doubling up to the
+//! capacity), as for the send buffer.
+
+use super::ring::Ring;
 
 /// Most out-of-order ranges (holes) remembered; a segment that would need another one is
 /// dropped (the peer retransmits it).
 pub const MAX_OOO_RANGES: usize = 16;
-
-/// Smallest storage allocated on first use.
-const MIN_ALLOC: usize = 2048;
 
 /// Out-of-order bytes `[start, end)`, offsets from RCV.NXT.
 #[derive(Clone, Copy, Default, Debug)]
@@ -40,17 +40,13 @@ pub enum WriteOutcome {
     Dropped,
 }
 
-/// Receive ring with out-of-order ranges.
+/// Receive ring with out-of-order ranges: the ring's bytes held in order are the readable
+/// ones; the out-of-order bytes sit behind them at their offsets from RCV.NXT.
+pub type RecvBuf = Ring<Reassembly>;
+
+/// The receive buffer's own state besides its ring: which out-of-order offsets are present.
 #[derive(Debug)]
-pub struct RecvBuf {
-    /// Ring storage; its length is the current ring size (0 until first use).
-    buf: Vec<u8>,
-    /// Largest size the ring may grow to.
-    cap: usize,
-    /// Index of the first readable byte.
-    head: usize,
-    /// Readable (in-order) bytes.
-    len: usize,
+pub struct Reassembly {
     /// Out-of-order ranges, sorted, disjoint and not adjacent.
     ooo: [Range; MAX_OOO_RANGES],
     /// Valid entries of `ooo`.
@@ -59,88 +55,86 @@ pub struct RecvBuf {
     stamp: u32,
 }
 
+impl Reassembly {
+    /// In-order bytes now end at offset `end`: joins the out-of-order ranges reached and
+    /// rebases the others on the new RCV.NXT; returns the bytes that became readable.
+    fn join(&mut self, end: u32) -> u32 {
+        let mut adv = end;
+        let mut k = 0;
+        let n = self.n_ooo as usize;
+        while k < n && self.ooo[k].start <= adv {
+            adv = adv.max(self.ooo[k].end);
+            k += 1;
+        }
+        self.ooo.copy_within(k..n, 0);
+        self.n_ooo = (n - k) as u8;
+        for r in &mut self.ooo[..n - k] {
+            r.start -= adv;
+            r.end -= adv;
+        }
+        adv
+    }
+
+    /// Records out-of-order bytes `[start, end)`, merged with the ranges they overlap or
+    /// touch; false (nothing changed) when that needs a slot and none is free.
+    fn insert(&mut self, start: u32, end: u32) -> bool {
+        let n = self.n_ooo as usize;
+        let first = self.ooo[..n].partition_point(|r| r.end < start);
+        let mut last = first;
+        while last < n && self.ooo[last].start <= end {
+            last += 1;
+        }
+        if first == last && n == MAX_OOO_RANGES {
+            return false;
+        }
+        self.stamp = self.stamp.wrapping_add(1);
+        let merged = if first == last {
+            Range {
+                start,
+                end,
+                stamp: self.stamp,
+            }
+        } else {
+            Range {
+                start: start.min(self.ooo[first].start),
+                end: end.max(self.ooo[last - 1].end),
+                stamp: self.stamp,
+            }
+        };
+        // Replace ooo[first..last] by `merged`.
+        if first == last {
+            self.ooo.copy_within(first..n, first + 1);
+            self.n_ooo += 1;
+        } else {
+            self.ooo.copy_within(last..n, first + 1);
+            self.n_ooo = (n - (last - first) + 1) as u8;
+        }
+        self.ooo[first] = merged;
+        true
+    }
+}
+
 impl RecvBuf {
     /// An empty buffer of capacity `cap` bytes; allocates nothing.
     pub fn new(cap: usize) -> Self {
-        RecvBuf {
-            buf: Vec::new(),
-            cap: cap.min(u32::MAX as usize / 2),
-            head: 0,
-            len: 0,
+        let ooo = Reassembly {
             ooo: [Range::default(); MAX_OOO_RANGES],
             n_ooo: 0,
             stamp: 0,
-        }
-    }
-
-    /// Readable bytes.
-    #[inline]
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// True when nothing is readable.
-    #[inline]
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// The configured capacity.
-    #[inline]
-    pub fn capacity(&self) -> usize {
-        self.cap
-    }
-
-    /// Space after the readable bytes: the most the receive window may cover.
-    #[inline]
-    pub fn free(&self) -> usize {
-        self.cap - self.len
-    }
-
-    /// Bytes of storage currently allocated (≤ capacity).
-    #[inline]
-    pub fn allocated(&self) -> usize {
-        self.buf.len()
+        };
+        Ring::with_state(cap.min(u32::MAX as usize / 2), ooo)
     }
 
     /// True when out-of-order data is held.
     #[inline]
     pub fn has_ooo(&self) -> bool {
-        self.n_ooo != 0
+        self.state.n_ooo != 0
     }
 
     /// Number of out-of-order ranges held.
     #[inline]
     pub fn ooo_ranges(&self) -> usize {
-        self.n_ooo as usize
-    }
-
-    /// Grows the ring (linearising the readable bytes and the window behind them) so that
-    /// `need` bytes from the head fit.
-    fn grow(&mut self, need: usize) {
-        let size = need.max(self.buf.len() * 2).max(MIN_ALLOC).min(self.cap);
-        let mut nb = vec![0u8; size];
-        let old = self.buf.len();
-        if old > 0 {
-            // Everything the old ring holds, in logical order from the head.
-            let first = old - self.head;
-            nb[..first].copy_from_slice(&self.buf[self.head..]);
-            nb[first..old].copy_from_slice(&self.buf[..self.head]);
-        }
-        self.buf = nb;
-        self.head = 0;
-    }
-
-    /// Copies `data` to logical offset `pos` from the head (the ring must be big enough).
-    fn put(&mut self, pos: usize, data: &[u8]) {
-        let size = self.buf.len();
-        let mut at = self.head + pos;
-        if at >= size {
-            at -= size;
-        }
-        let first = data.len().min(size - at);
-        self.buf[at..at + first].copy_from_slice(&data[..first]);
-        self.buf[..data.len() - first].copy_from_slice(&data[first..]);
+        self.state.n_ooo as usize
     }
 
     /// Stores `data`, which starts `off` bytes after RCV.NXT. Bytes past the free space are
@@ -159,91 +153,40 @@ impl RecvBuf {
             };
         }
         let end = (off + data.len()) as u32;
-        let off32 = off as u32;
         if off == 0 {
-            self.ensure(self.len + data.len());
-            self.put(self.len, data);
-            // Join the out-of-order ranges now reached.
-            let mut adv = end;
-            let mut k = 0;
-            let n = self.n_ooo as usize;
-            while k < n && self.ooo[k].start <= adv {
-                adv = adv.max(self.ooo[k].end);
-                k += 1;
-            }
-            self.ooo.copy_within(k..n, 0);
-            self.n_ooo = (n - k) as u8;
-            for r in &mut self.ooo[..n - k] {
-                r.start -= adv;
-                r.end -= adv;
-            }
-            self.len += adv as usize;
-            return WriteOutcome::InOrder(adv as usize);
+            self.reserve(self.len() + data.len());
+            self.put(self.len(), data);
+            let adv = self.state.join(end) as usize;
+            self.commit(adv);
+            return WriteOutcome::InOrder(adv);
         }
-        // Out of order: merge with the ranges it overlaps or touches.
-        let n = self.n_ooo as usize;
-        let first = self.ooo[..n].partition_point(|r| r.end < off32);
-        let mut last = first;
-        while last < n && self.ooo[last].start <= end {
-            last += 1;
-        }
-        if first == last && n == MAX_OOO_RANGES {
+        if !self.state.insert(off as u32, end) {
             return WriteOutcome::Dropped;
         }
-        self.stamp = self.stamp.wrapping_add(1);
-        let merged = if first == last {
-            Range {
-                start: off32,
-                end,
-                stamp: self.stamp,
-            }
-        } else {
-            Range {
-                start: off32.min(self.ooo[first].start),
-                end: end.max(self.ooo[last - 1].end),
-                stamp: self.stamp,
-            }
-        };
-        // Replace ooo[first..last] by `merged`.
-        if first == last {
-            self.ooo.copy_within(first..n, first + 1);
-            self.n_ooo += 1;
-        } else {
-            self.ooo.copy_within(last..n, first + 1);
-            self.n_ooo = (n - (last - first) + 1) as u8;
-        }
-        self.ooo[first] = merged;
-        self.ensure(self.len + end as usize);
-        self.put(self.len + off, data);
+        self.reserve(self.len() + end as usize);
+        self.put(self.len() + off, data);
         WriteOutcome::Queued
-    }
-
-    /// Makes sure storage holds `need` bytes from the head.
-    #[inline]
-    fn ensure(&mut self, need: usize) {
-        if need > self.buf.len() {
-            self.grow(need);
-        }
     }
 
     /// The out-of-order ranges as `(start, end)` offsets from RCV.NXT, most recently
     /// extended first (RFC 2018 §4), at most `out.len()`; returns how many were written.
     pub fn sack_ranges(&self, out: &mut [(u32, u32)]) -> usize {
-        let n = self.n_ooo as usize;
+        let s = &self.state;
+        let n = s.n_ooo as usize;
         let mut taken = 0u32; // bit i: ooo[i] already reported
         let mut k = 0;
         while k < out.len() && k < n {
             let mut best = usize::MAX;
             let mut best_age = u32::MAX;
-            for (i, r) in self.ooo[..n].iter().enumerate() {
-                let age = self.stamp.wrapping_sub(r.stamp);
+            for (i, r) in s.ooo[..n].iter().enumerate() {
+                let age = s.stamp.wrapping_sub(r.stamp);
                 if taken & (1 << i) == 0 && age < best_age {
                     best = i;
                     best_age = age;
                 }
             }
             taken |= 1 << best;
-            out[k] = (self.ooo[best].start, self.ooo[best].end);
+            out[k] = (s.ooo[best].start, s.ooo[best].end);
             k += 1;
         }
         k
@@ -251,37 +194,20 @@ impl RecvBuf {
 
     /// The end of the highest out-of-order range (offset from RCV.NXT), 0 when none.
     pub fn ooo_end(&self) -> u32 {
-        if self.n_ooo == 0 {
-            0
-        } else {
-            self.ooo[self.n_ooo as usize - 1].end
+        match self.state.n_ooo {
+            0 => 0,
+            n => self.state.ooo[n as usize - 1].end,
         }
     }
 
     /// The readable bytes, as two slices.
     pub fn peek(&self) -> (&[u8], &[u8]) {
-        if self.len == 0 {
-            return (&[], &[]);
-        }
-        let size = self.buf.len();
-        let first = self.len.min(size - self.head);
-        (
-            &self.buf[self.head..self.head + first],
-            &self.buf[..self.len - first],
-        )
+        self.view(0, self.len())
     }
 
     /// Drops `n` readable bytes (clamped to what is readable).
     pub fn consume(&mut self, n: usize) {
-        let n = n.min(self.len);
-        self.len -= n;
-        self.head += n;
-        if self.head >= self.buf.len() {
-            self.head -= self.buf.len();
-        }
-        if self.len == 0 && self.n_ooo == 0 {
-            self.head = 0;
-        }
+        self.pop_front(n, self.state.n_ooo == 0);
     }
 
     /// Copies readable bytes into `out` and drops them; returns how many.
@@ -297,10 +223,8 @@ impl RecvBuf {
 
     /// Empties the buffer (readable and out-of-order bytes) and frees its storage.
     pub fn release(&mut self) {
-        self.buf = Vec::new();
-        self.head = 0;
-        self.len = 0;
-        self.n_ooo = 0;
+        self.clear();
+        self.state.n_ooo = 0;
     }
 }
 

@@ -2,78 +2,20 @@
 //! SND.UNA to the last byte the application queued (RFC 9293 §3.3.1, Figure 3): bytes sent
 //! and not yet acknowledged, then bytes not yet sent.
 //!
-//! Storage is lazy (AccelTCP §5.2's "lazy TCB"): nothing is allocated until the first
-//! [`SendBuf::write`], and the ring then grows by doubling up to the configured capacity
-//! (SO_SNDBUF), so connections that carry little data stay small. Growth is the only
-//! allocation; the per-segment paths ([`SendBuf::write`] within the current size,
+//! Storage is the lazy [`Ring`]: nothing is allocated until the first [`SendBuf::write`],
+//! and the ring then grows by doubling up to the configured capacity (SO_SNDBUF). Growth is
+//! the only allocation; the per-segment paths ([`SendBuf::write`] within the current size,
 //! [`SendBuf::slices`], [`SendBuf::consume`]) never allocate.
 
-/// Smallest storage allocated on first use.
-const MIN_ALLOC: usize = 2048;
+use super::ring::Ring;
 
-/// A byte ring of bounded capacity.
-#[derive(Debug)]
-pub struct SendBuf {
-    /// Ring storage; its length is the current ring size (0 until first use).
-    buf: Vec<u8>,
-    /// Largest size the ring may grow to.
-    cap: usize,
-    /// Index of the oldest byte (SND.UNA).
-    head: usize,
-    /// Bytes held.
-    len: usize,
-}
+/// A byte ring of bounded capacity holding SND.UNA onwards (the oldest byte at its head).
+pub type SendBuf = Ring<()>;
 
 impl SendBuf {
     /// An empty buffer that may hold up to `cap` bytes; allocates nothing.
     pub fn new(cap: usize) -> Self {
-        SendBuf {
-            buf: Vec::new(),
-            cap,
-            head: 0,
-            len: 0,
-        }
-    }
-
-    /// Bytes held (unacknowledged plus unsent).
-    #[inline]
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// True when nothing is held.
-    #[inline]
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// The configured capacity.
-    #[inline]
-    pub fn capacity(&self) -> usize {
-        self.cap
-    }
-
-    /// Bytes that [`SendBuf::write`] would still accept.
-    #[inline]
-    pub fn free(&self) -> usize {
-        self.cap - self.len
-    }
-
-    /// Bytes of storage currently allocated (≤ capacity).
-    #[inline]
-    pub fn allocated(&self) -> usize {
-        self.buf.len()
-    }
-
-    /// Grows the ring (linearising it) so that it can hold `need` bytes.
-    fn grow(&mut self, need: usize) {
-        let size = need.max(self.buf.len() * 2).max(MIN_ALLOC).min(self.cap);
-        let mut nb = vec![0u8; size];
-        let (a, b) = self.slices(0, self.len);
-        nb[..a.len()].copy_from_slice(a);
-        nb[a.len()..a.len() + b.len()].copy_from_slice(b);
-        self.buf = nb;
-        self.head = 0;
+        Ring::with_state(cap, ())
     }
 
     /// Appends as much of `data` as fits; returns the number of bytes taken.
@@ -82,62 +24,34 @@ impl SendBuf {
         if n == 0 {
             return 0;
         }
-        if self.len + n > self.buf.len() {
-            self.grow(self.len + n);
-        }
-        let size = self.buf.len();
-        let mut tail = self.head + self.len;
-        if tail >= size {
-            tail -= size;
-        }
-        let first = n.min(size - tail);
-        self.buf[tail..tail + first].copy_from_slice(&data[..first]);
-        self.buf[..n - first].copy_from_slice(&data[first..n]);
-        self.len += n;
+        self.reserve(self.len() + n);
+        self.put(self.len(), &data[..n]);
+        self.commit(n);
         n
     }
 
     /// Drops `n` bytes from the front (they were acknowledged); `n` is clamped to the length.
     pub fn consume(&mut self, n: usize) {
-        let n = n.min(self.len);
-        self.len -= n;
-        if self.len == 0 {
-            self.head = 0;
-        } else {
-            self.head += n;
-            if self.head >= self.buf.len() {
-                self.head -= self.buf.len();
-            }
-        }
+        self.pop_front(n, true);
     }
 
     /// The `n` bytes starting `off` bytes after the front, as two slices (the second one
     /// non-empty only when the range wraps). The range is clamped to what is held.
     pub fn slices(&self, off: usize, n: usize) -> (&[u8], &[u8]) {
-        let off = off.min(self.len);
-        let n = n.min(self.len - off);
-        if n == 0 {
-            return (&[], &[]);
-        }
-        let size = self.buf.len();
-        let mut start = self.head + off;
-        if start >= size {
-            start -= size;
-        }
-        let first = n.min(size - start);
-        (&self.buf[start..start + first], &self.buf[..n - first])
+        let off = off.min(self.len());
+        let n = n.min(self.len() - off);
+        self.view(off, n)
     }
 
     /// Empties the buffer and frees its storage.
     pub fn release(&mut self) {
-        self.buf = Vec::new();
-        self.head = 0;
-        self.len = 0;
+        self.clear();
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::ring::MIN_ALLOC;
     use super::*;
     use proptest::prelude::*;
 
