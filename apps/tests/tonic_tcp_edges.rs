@@ -134,6 +134,23 @@ fn two_way_transfer_during_the_tonic_phase_sack() {
     two_way("sack", 23);
 }
 
+/// A (`TCP_TONIC` newreno, 1 MB to send) and B (64 KiB receive buffer) on a clean wire;
+/// B's application does not read, so its window shuts and A's NIC sends its first window
+/// probe. Returns (pair, B's listener, A's socket, B's accepted socket, A's stream, idle).
+fn shut_window() -> (Pair, Fd, Fd, Fd, Stream, u32) {
+    let mut p = pair(clean(), clean(), 1 << 20, 64 << 10);
+    let (l, c) = open_tonic(&mut p, Some("newreno"), None);
+    let (mut s, mut idle) = (None::<Fd>, 0);
+    let mut ab = Stream::new(0, 1_000_000);
+    let shut = run_until(&mut p, &mut idle, 2_000_000, |p| {
+        accept_one(&mut p.b.host, l, &mut s);
+        ab.write_some(&mut p.a.host, c).expect("A writes");
+        p.a.nic.tonic().stats().window_probes >= 1
+    });
+    assert!(shut, "B's window never shut: {ab:?}");
+    (p, l, c, s.expect("B accepted"), ab, idle)
+}
+
 /// The peer's window rides on its data segments too (RFC 9293 §3.10.7.4 takes SND.WND from
 /// any acceptable segment): B's application stops reading until B's window shuts (A's NIC has
 /// nothing in flight and sends window probes), then reads everything and at once writes to
@@ -141,20 +158,11 @@ fn two_way_transfer_during_the_tonic_phase_sack() {
 /// window and sends again without waiting for its next window probe.
 #[test]
 fn a_window_update_on_the_peers_data_reopens_the_nic_sender() {
-    let mut p = pair(clean(), clean(), 1 << 20, 64 << 10);
-    let (l, c) = open_tonic(&mut p, Some("newreno"), None);
-    let (mut s, mut idle) = (None::<Fd>, 0);
-    let (mut ab, mut ba) = (Stream::new(0, 1_000_000), Stream::new(B_ORIGIN, 32 << 10));
+    // 1. B does not read: its window shuts and A's NIC probes it.
+    let (mut p, l, c, fd, mut ab, mut idle) = shut_window();
+    let mut ba = Stream::new(B_ORIGIN, 32 << 10);
     let probes = |p: &Pair| p.a.nic.tonic().stats().window_probes;
     let sent = |p: &Pair| p.a.nic.tonic().stats().segments_tx;
-    // 1. B does not read: its window shuts and A's NIC probes it.
-    let shut = run_until(&mut p, &mut idle, 2_000_000, |p| {
-        accept_one(&mut p.b.host, l, &mut s);
-        ab.write_some(&mut p.a.host, c).expect("A writes");
-        probes(p) >= 1
-    });
-    assert!(shut, "B's window never shut: {ab:?}");
-    let fd = s.unwrap();
     // ... and B's answer to that probe has arrived (no probe or answer on the wire).
     assert!(run_until(&mut p, &mut idle, 100_000, |p| p.wire_idle()));
     // 2. B reads everything and writes to A before its stack runs again: its window update
@@ -195,18 +203,8 @@ fn a_window_update_on_the_peers_data_reopens_the_nic_sender() {
 /// the flow and a later shut window would probe afresh.
 #[test]
 fn window_probes_back_off_exponentially() {
-    let mut p = pair(clean(), clean(), 1 << 20, 64 << 10);
-    let (l, c) = open_tonic(&mut p, Some("newreno"), None);
-    let (mut s, mut idle) = (None::<Fd>, 0);
-    let mut ab = Stream::new(0, 1_000_000);
+    let (mut p, l, c, fd, mut ab, mut idle) = shut_window();
     let probes = |p: &Pair| p.a.nic.tonic().stats().window_probes;
-    let shut = run_until(&mut p, &mut idle, 2_000_000, |p| {
-        accept_one(&mut p.b.host, l, &mut s);
-        ab.write_some(&mut p.a.host, c).expect("A writes");
-        probes(p) >= 1
-    });
-    assert!(shut, "B's window never shut: {ab:?}");
-    let fd = s.unwrap();
     // A minute of virtual time; the virtual time of every probe.
     let start = p.clock.now_ns();
     let mut at = vec![start];
