@@ -10,8 +10,10 @@ use std::sync::Arc;
 use dataplane::clock::Clock;
 use dataplane::lcore::{LcoreSetup, Mode, NicLcore, PortSlot};
 use dataplane::net::stack::{IfaceConfig, NicStack, StackConfig};
+use dataplane::offload;
 use dataplane::port::wire::{self, Impairments, LinkCounters, WireConfig, WireQueue};
 use dataplane::port::Port;
+use dataplane::tonic::nic::TonicNic;
 use hoststack::{Context, HostConfig};
 use offload_api::link::{link, HostEnd, LinkConfig};
 
@@ -61,7 +63,7 @@ impl<P: Port> Node<P> {
     /// A node whose NIC owns `port` (as port index 0), with clock `clock`.
     pub fn new(spec: NodeSpec, port: P, clock: &Clock) -> Self {
         let (host_end, nic_end) = link(&spec.link);
-        let nic = NicLcore::new(
+        let mut nic = NicLcore::new(
             LcoreSetup {
                 name: spec.name.clone(),
                 core: None,
@@ -82,12 +84,20 @@ impl<P: Port> Node<P> {
                 spec.stack,
             ),
         );
+        nic.set_offloads(offload::default_chain());
         let mut hc = spec.host;
         hc.ip = spec.ip;
         hc.port = 0;
         let c = clock.clone();
         let host = Context::new(hc, host_end, Arc::new(move || c.now_ns()));
         Node { nic, host }
+    }
+
+    /// The Tonic offload on the NIC's chain (its flows, counters and traces).
+    pub fn tonic(&self) -> &TonicNic {
+        self.nic
+            .offload()
+            .expect("every node's chain has Tonic (offload::default_chain)")
     }
 
     /// One NIC iteration then one host poll; returns the work done (frames and timers).

@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 
 use dataplane::tonic::bench::{bench_decisions_with, BenchOptions};
+use dataplane::tonic::plugin as tonic_plugin;
 use dataplane::tonic::registry::Registry;
-use dataplane::tonic_plugin;
 
 /// The built-in registry plus the modules in `plugins` (shared libraries through the C ABI
 /// of `offload_api::tonic_abi`). A library that does not load is an error naming it.

@@ -33,7 +33,7 @@ use std::sync::mpsc::{self, Receiver};
 use std::time::{Duration, Instant};
 
 use dataplane::netns::AfPacketNic;
-use dataplane::tonic_nic::TracePoint;
+use dataplane::tonic::nic::TracePoint;
 use hoststack::stack::{Shutdown, SockOpt};
 use hoststack::{Errno, Fd, HostConfig};
 use offload_api::msg::ModuleName;
@@ -224,7 +224,7 @@ fn transfer(node: &mut Node, ns: &Netns, module: &str, port: u16, pattern: &Patt
             start.elapsed() < LIMIT,
             "{module}: {sent} of {TOTAL} bytes written after {:?}; NIC {:?}; receiver {:?}",
             start.elapsed(),
-            node.nic.tonic().stats(),
+            node.tonic().stats(),
             py.out
         );
         let mut app = 0;
@@ -292,7 +292,7 @@ fn transfer(node: &mut Node, ns: &Netns, module: &str, port: u16, pattern: &Patt
     let dropped = loss_filter_drops(ns);
     remove_loss_filter(ns);
     let flow = flow.expect("the connection was handed to the NIC");
-    let tonic = node.nic.tonic();
+    let tonic = node.tonic();
     let trace = tonic.trace(flow).expect("trace").to_vec();
     let csv = std::env::temp_dir().join(format!("nicemu-netns-tonic-{module}.csv"));
     let mut f = std::fs::File::create(&csv).unwrap();

@@ -12,7 +12,7 @@ use common::tonic_wire::{
     accept_one, assert_nic_sent, close_all, open_tonic, pair, run_until, Stream,
 };
 use dataplane::port::wire::Impairments;
-use dataplane::tonic_nic::TracePoint;
+use dataplane::tonic::nic::TracePoint;
 use hoststack::tcp::tcb::State;
 use hoststack::Fd;
 
@@ -72,16 +72,16 @@ fn transfer_with(module: &str, ab: Impairments, ba: Impairments, total: u64) -> 
 
     // A's host TCB sent no data: the NIC did (Tonic §5).
     let wscales = p.a.host.tcb(c).unwrap().window_scales();
-    let (_, ns) = assert_nic_sent(&p.a.host, p.a.nic.tonic(), c, module, total);
+    let (_, ns) = assert_nic_sent(&p.a.host, p.a.tonic(), c, module, total);
     let bstats = p.b.host.tcb(s).unwrap().stats();
     assert_eq!(bstats.bytes_in, total);
 
     // Both close; both connections end.
     close_all(&mut p, &mut idle, &[c], &[s, l]);
-    let trace = p.a.nic.tonic().trace(flow).expect("trace").to_vec();
+    let trace = p.a.tonic().trace(flow).expect("trace").to_vec();
     let csv = std::env::temp_dir().join(format!("nicemu-tonic-tcp-{module}.csv"));
     let mut f = std::fs::File::create(&csv).unwrap();
-    p.a.nic.tonic().write_trace_csv(flow, &mut f).unwrap();
+    p.a.tonic().write_trace_csv(flow, &mut f).unwrap();
     Run {
         trace,
         csv,
@@ -197,7 +197,7 @@ fn a_lost_window_update_is_recovered_by_a_window_probe() {
     let mut p = pair(d.clone(), d, 1 << 20, 256 << 10);
     let (l, c) = open_tonic(&mut p, Some("newreno"), None);
     let (mut s, mut st, mut idle) = (None::<Fd>, Stream::new(0, 1_500_000), 0u32);
-    let probes = |p: &Pair| p.a.nic.tonic().stats().window_probes;
+    let probes = |p: &Pair| p.a.tonic().stats().window_probes;
     // 1. B does not read: its window shuts and A's NIC probes it.
     run_until(&mut p, &mut idle, 2_000_000, |p| {
         accept_one(&mut p.b.host, l, &mut s);
@@ -206,7 +206,7 @@ fn a_lost_window_update_is_recovered_by_a_window_probe() {
     });
     let fd = s.expect("B accepted");
     assert!(probes(&p) >= 2, "no window probe while B's window was shut");
-    let e = *p.a.nic.tonic().engine("newreno").unwrap().stats();
+    let e = *p.a.tonic().engine("newreno").unwrap().stats();
     assert_eq!(e.timeouts, 0, "a shut window is not a loss: {e:?}");
     // 2. B reads everything while B → A is down: its window update is lost.
     p.links[1].down.store(true, Relaxed);
@@ -246,7 +246,7 @@ fn a_lost_window_update_is_recovered_by_a_window_probe() {
         st.got, st.total
     );
     assert!(probes(&p) > probes_before, "recovered without a probe");
-    let e = *p.a.nic.tonic().engine("newreno").unwrap().stats();
+    let e = *p.a.tonic().engine("newreno").unwrap().stats();
     assert_eq!(e.timeouts, 0, "{e:?}");
     println!("window probes {}, engine {e:?}", probes(&p));
 }

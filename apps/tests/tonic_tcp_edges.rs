@@ -1,5 +1,5 @@
 //! `TCP_TONIC` beyond the one-way transfer of `tonic_tcp.rs` (Tonic NSDI '20 §5; see
-//! `hoststack/src/stack/tonic.rs` and `dataplane/src/tonic_nic.rs`), on the in-memory wire in
+//! `hoststack/src/stack/tonic.rs` and `dataplane/src/tonic/nic.rs`), on the in-memory wire in
 //! virtual time:
 //!
 //! - the peer sends data while A's NIC owns A's sender (a two-way transfer through loss both
@@ -99,7 +99,7 @@ fn two_way(module: &str, seed: u64) {
     );
 
     assert_clean_close(&mut p, &mut idle, c, s);
-    let (_, ns) = assert_nic_sent(&p.a.host, p.a.nic.tonic(), c, module, TOTAL);
+    let (_, ns) = assert_nic_sent(&p.a.host, p.a.tonic(), c, module, TOTAL);
     assert!(ns.retransmits > 0, "1% loss and no retransmission: {ns:?}");
     // B's data segments went on to A's host; A's host ACKed them through the NIC, which
     // wrote its snd.nxt into them.
@@ -145,7 +145,7 @@ fn shut_window() -> (Pair, Fd, Fd, Fd, Stream, u32) {
     let shut = run_until(&mut p, &mut idle, 2_000_000, |p| {
         accept_one(&mut p.b.host, l, &mut s);
         ab.write_some(&mut p.a.host, c).expect("A writes");
-        p.a.nic.tonic().stats().window_probes >= 1
+        p.a.tonic().stats().window_probes >= 1
     });
     assert!(shut, "B's window never shut: {ab:?}");
     (p, l, c, s.expect("B accepted"), ab, idle)
@@ -161,13 +161,13 @@ fn a_window_update_on_the_peers_data_reopens_the_nic_sender() {
     // 1. B does not read: its window shuts and A's NIC probes it.
     let (mut p, l, c, fd, mut ab, mut idle) = shut_window();
     let mut ba = Stream::new(B_ORIGIN, 32 << 10);
-    let probes = |p: &Pair| p.a.nic.tonic().stats().window_probes;
-    let sent = |p: &Pair| p.a.nic.tonic().stats().segments_tx;
+    let probes = |p: &Pair| p.a.tonic().stats().window_probes;
+    let sent = |p: &Pair| p.a.tonic().stats().segments_tx;
     // ... and B's answer to that probe has arrived (no probe or answer on the wire).
     assert!(run_until(&mut p, &mut idle, 100_000, |p| p.wire_idle()));
     // 2. B reads everything and writes to A before its stack runs again: its window update
     // goes out on its data.
-    let data_acks = p.a.nic.tonic().stats().data_acks;
+    let data_acks = p.a.tonic().stats().data_acks;
     let (probes_before, sent_before) = (probes(&p), sent(&p));
     ab.read_all(&mut p.b.host, fd).expect("B reads");
     ba.write_some(&mut p.b.host, fd).expect("B writes");
@@ -177,7 +177,7 @@ fn a_window_update_on_the_peers_data_reopens_the_nic_sender() {
         ba.read_all(&mut p.a.host, c).expect("A reads");
         sent(p) > sent_before || probes(p) > probes_before
     });
-    let ns = *p.a.nic.tonic().stats();
+    let ns = *p.a.tonic().stats();
     assert!(resumed, "A's NIC is stuck: {ns:?}");
     assert_eq!(
         probes(&p),
@@ -204,7 +204,7 @@ fn a_window_update_on_the_peers_data_reopens_the_nic_sender() {
 #[test]
 fn window_probes_back_off_exponentially() {
     let (mut p, l, c, fd, mut ab, mut idle) = shut_window();
-    let probes = |p: &Pair| p.a.nic.tonic().stats().window_probes;
+    let probes = |p: &Pair| p.a.tonic().stats().window_probes;
     // A minute of virtual time; the virtual time of every probe.
     let start = p.clock.now_ns();
     let mut at = vec![start];
@@ -217,7 +217,7 @@ fn window_probes_back_off_exponentially() {
         p.clock.now_ns() - start >= 60_000_000_000
     });
     let gaps: Vec<u64> = at.windows(2).map(|w| w[1] - w[0]).collect();
-    let ns = *p.a.nic.tonic().stats();
+    let ns = *p.a.tonic().stats();
     // The first gap is one timeout (200 ms by default), then each doubles; the sweep fires a
     // little late at times, so allow a tenth either way.
     assert!(
@@ -287,11 +287,11 @@ fn listener_tonic_option_applies_to_accepted_connections() {
     assert!(done, "close unfinished: B {:?}", tb.state());
     assert_eq!(tb.error(), None);
     assert_eq!(p.a.host.stats().rst_sent + p.b.host.stats().rst_sent, 0);
-    let (_, ns) = assert_nic_sent(&p.b.host, p.b.nic.tonic(), s, "newreno", TOTAL);
+    let (_, ns) = assert_nic_sent(&p.b.host, p.b.tonic(), s, "newreno", TOTAL);
     assert!(ns.retransmits > 0, "1% loss and no retransmission: {ns:?}");
     // A is an ordinary TCP client: nothing of Tonic on its side.
     assert_eq!(p.a.host.tonic_stats().flows_added, 0);
-    assert_eq!(p.a.nic.tonic().stats().flows_added, 0);
+    assert_eq!(p.a.tonic().stats().flows_added, 0);
 
     close_all(&mut p, &mut idle, &[], &[s, l]);
 }
@@ -319,7 +319,7 @@ fn peer_reset_during_the_tonic_phase_removes_the_flow() {
     let fd = s.unwrap();
     assert!(p.a.host.tcb(c).unwrap().nic_owns_sender());
     assert!(p.a.host.tonic_flow(c).is_some());
-    let engine_flows = |p: &Pair| p.a.nic.tonic().engine("newreno").unwrap().dd().live_flows();
+    let engine_flows = |p: &Pair| p.a.tonic().engine("newreno").unwrap().dd().live_flows();
     assert_eq!(engine_flows(&p), 1);
 
     // 2. B aborts.
@@ -329,7 +329,7 @@ fn peer_reset_during_the_tonic_phase_removes_the_flow() {
         p.a.host.tcb(c).unwrap().error().is_some()
     });
     assert!(reset, "A saw no reset");
-    let (t_reset, tx_reset) = (p.clock.now_ns(), p.a.nic.tonic().stats().segments_tx);
+    let (t_reset, tx_reset) = (p.clock.now_ns(), p.a.tonic().stats().segments_tx);
     assert_eq!(
         p.a.host.getsockopt(c, SockOptName::Error),
         Ok(SockOpt::Error(Some(Errno::ConnReset)))
@@ -339,14 +339,14 @@ fn peer_reset_during_the_tonic_phase_removes_the_flow() {
 
     // 3. A's host removed the flow; A's NIC forgot it.
     let removed = run_until(&mut p, &mut idle, 100_000, |p| {
-        p.a.nic.tonic().stats().flows_removed == 1
+        p.a.tonic().stats().flows_removed == 1
     });
     assert!(removed, "A's NIC still has the flow");
     // At once: one trip over the PCIe link, a few loop iterations, far below a
     // retransmission timeout.
     let (dt, dtx) = (
         p.clock.now_ns() - t_reset,
-        p.a.nic.tonic().stats().segments_tx - tx_reset,
+        p.a.tonic().stats().segments_tx - tx_reset,
     );
     println!("flow removed {dt} ns after A saw the reset; {dtx} segments sent meanwhile");
     assert!(
@@ -356,17 +356,17 @@ fn peer_reset_during_the_tonic_phase_removes_the_flow() {
     let ts = *p.a.host.tonic_stats();
     assert_eq!((ts.flows_added, ts.flows_removed), (1, 1), "{ts:?}");
     assert_eq!(p.a.host.tonic_flow(c), None);
-    assert!(!p.a.nic.tonic().has_flows());
+    assert!(!p.a.tonic().has_flows());
     assert_eq!(engine_flows(&p), 0);
 
     // 4. Nothing more from A's NIC for 1 s: five of its retransmission timeouts (200 ms by
     // default), with A's data unacknowledged when B reset.
-    let ns = *p.a.nic.tonic().stats();
+    let ns = *p.a.tonic().stats();
     let wire = p.links[0].snapshot().offered;
     let until = p.clock.now_ns() + 1_000_000_000;
     run_until(&mut p, &mut idle, 1_000_000, |p| p.clock.now_ns() >= until);
     assert!(p.clock.now_ns() >= until);
-    let after = *p.a.nic.tonic().stats();
+    let after = *p.a.tonic().stats();
     assert_eq!(
         (after.segments_tx, after.window_probes, after.timeouts),
         (ns.segments_tx, ns.window_probes, ns.timeouts),

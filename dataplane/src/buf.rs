@@ -14,7 +14,7 @@ pub const DEFAULT_BUF_SIZE: usize = 2048 + DEFAULT_HEADROOM;
 ///
 /// Invariant: `headroom() + len() + tailroom()` is constant for the life of the buffer;
 /// the operations below only move the frame's start and end within that room.
-pub trait PacketBuf: Send + Sized {
+pub trait PacketBuf: Send + Sized + 'static {
     /// The frame bytes.
     fn data(&self) -> &[u8];
     /// The frame bytes, writable.

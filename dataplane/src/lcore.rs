@@ -1,24 +1,30 @@
 //! The NIC lcore: a busy-poll, run-to-completion loop over the port queues it owns
-//! (DESIGN.md "Data path"): rx burst → parse → classify → handlers → tx burst, with the
-//! cycles of each stage counted.
+//! (DESIGN.md "Data path"; `docs/architecture.md` "Life of a frame"): rx burst → parse →
+//! classify → the offload chain → tx burst, with the cycles of each stage counted.
 //!
-//! One [`NicLcore`] owns one queue of every port and its own [`NicStack`], so the loop takes
-//! no locks. What it reports is published every [`PUBLISH_EVERY`] iterations into a shared
-//! [`LcoreReport`] so that the main thread can print periodic statistics.
+//! One [`NicLcore`] owns one queue of every port, its own [`NicStack`] and its own
+//! [`OffloadChain`], so the loop takes no locks. The loop knows no offload by name: frames
+//! that pass the NIC stack's own duties (ARP, ICMP echo, validation), control messages and
+//! TCP frames from the host, and the periodic poll all go to the chain, whose verdicts say
+//! where each frame goes. What it reports is published every [`PUBLISH_EVERY`] iterations
+//! into a shared [`LcoreReport`] so that the main thread can print periodic statistics.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use offload_api::link::NicEnd;
+use offload_api::msg::{classify, FrameKind};
 
 use crate::buf::PacketBuf;
 use crate::clock::Clock;
 use crate::cycles::{rdtsc, Stage, StageClock, StageCycles};
-use crate::net::parse::DropReason;
+use crate::net::parse::{parse_headers, DropReason};
 use crate::net::stack::{Disposition, NicStack, StackCounters};
+use crate::offload::{
+    HostTcp, Offload, OffloadChain, OffloadCtx, OffloadIo, OffloadReport, RxFrame, Verdict,
+};
 use crate::pcap::PcapWriter;
 use crate::port::{Port, QueueStats};
-use crate::tonic_nic::{RxVerdict, TonicNic};
 
 /// Loop iterations between publications of the report and checks of the stop flag.
 pub const PUBLISH_EVERY: u64 = 1024;
@@ -96,10 +102,14 @@ pub struct LcoreReport {
     pub to_host_dropped: u64,
     /// Frames taken from the host.
     pub from_host: u64,
-    /// Frames of Tonic flows from the wire that ended on the NIC (pure ACKs, Tonic §5).
-    pub tonic_consumed: u64,
-    /// Tonic messages taken from the host (flow add / remove, tail updates).
-    pub tonic_msgs: u64,
+    /// One report per offload on the chain, in chain order: the verdicts it returned and
+    /// its own counters.
+    pub offloads: Vec<OffloadReport>,
+    /// Control messages from the host that no offload took, or whose header was unusable
+    /// (dropped: a host ↔ NIC EtherType never goes to a wire).
+    pub control_unhandled: u64,
+    /// Frames an offload sent out of a port this lcore does not serve (dropped).
+    pub offload_out_dropped: u64,
     /// Frames from the host for a port this lcore does not serve (the stack's counters hold
     /// the other drops: no buffer, unresolved, too large, ...).
     pub from_host_dropped: u64,
@@ -110,6 +120,11 @@ pub struct LcoreReport {
 }
 
 impl LcoreReport {
+    /// The report of the offload called `name`, if the chain has one.
+    pub fn offload(&self, name: &str) -> Option<&OffloadReport> {
+        self.offloads.iter().find(|o| o.name == name)
+    }
+
     /// Frames received on all ports.
     pub fn rx_packets(&self) -> u64 {
         self.ports.iter().map(|p| p.queue.rx_packets).sum()
@@ -153,8 +168,8 @@ pub struct NicLcore<P: Port> {
     /// What the stack decided for each frame of the current rx burst.
     verdicts: Vec<Disposition>,
     tx: Vec<Vec<P::Buf>>,
-    /// The Tonic engines and the TCP flows they send for (idle until a flow is added).
-    tonic: TonicNic,
+    /// The offloads, in order (empty: the NIC does only its L2/L3 duties).
+    chain: OffloadChain<P::Buf>,
     /// TSC at the start of the last iteration (0 before the first).
     last_start: u64,
     /// Whether the last iteration did anything.
@@ -200,20 +215,35 @@ impl<P: Port> NicLcore<P> {
             burst: burst.max(1),
             clock,
             host,
-            tonic: TonicNic::default(),
+            chain: OffloadChain::new(),
             last_start: 0,
             last_busy: false,
         }
     }
 
-    /// The Tonic side (flows, counters, cwnd traces).
-    pub fn tonic(&self) -> &TonicNic {
-        &self.tonic
+    /// Installs the offload chain (replacing the current one, empty at first).
+    pub fn set_offloads(&mut self, chain: OffloadChain<P::Buf>) {
+        self.chain = chain;
     }
 
-    /// The Tonic side, writable (configuration, module registry).
-    pub fn tonic_mut(&mut self) -> &mut TonicNic {
-        &mut self.tonic
+    /// The offload chain.
+    pub fn offloads(&self) -> &OffloadChain<P::Buf> {
+        &self.chain
+    }
+
+    /// The offload chain, writable.
+    pub fn offloads_mut(&mut self) -> &mut OffloadChain<P::Buf> {
+        &mut self.chain
+    }
+
+    /// The first offload of type `T` on the chain (its state and counters).
+    pub fn offload<T: Offload<P::Buf>>(&self) -> Option<&T> {
+        self.chain.get()
+    }
+
+    /// The earliest deadline of any offload (for callers that jump in virtual time).
+    pub fn next_deadline(&self) -> Option<u64> {
+        self.chain.next_deadline()
     }
 
     /// The shared report the loop publishes into.
@@ -278,6 +308,7 @@ impl<P: Port> NicLcore<P> {
 
     fn publish(&mut self) {
         self.report.stack = *self.stack.counters();
+        self.chain.report(&mut self.report.offloads);
         for (r, s) in self.report.ports.iter_mut().zip(&self.slots) {
             r.queue = s.port.stats();
         }
@@ -355,33 +386,70 @@ impl<P: Port> NicLcore<P> {
                 self.tx[p].append(&mut rx);
             }
             _ => {
-                for (k, buf) in rx.drain(..).enumerate() {
-                    let verdict = self.verdicts.get(k).copied();
+                let NicLcore {
+                    slots,
+                    tx,
+                    host,
+                    stack,
+                    chain,
+                    report,
+                    verdicts,
+                    ..
+                } = self;
+                for (k, mut buf) in rx.drain(..).enumerate() {
+                    let verdict = verdicts.get(k).copied();
                     match verdict.unwrap_or(Disposition::Drop(DropReason::Unsupported)) {
-                        Disposition::Pass => match fwd {
-                            Some(p) => {
-                                self.report.forwarded += 1;
-                                self.tx[p].push(buf);
+                        Disposition::Pass => {
+                            if let Some(p) = fwd {
+                                report.forwarded += 1;
+                                tx[p].push(buf);
+                                continue;
                             }
-                            // ACKs of Tonic flows go to the engines first (data path step 3).
-                            None if self.tonic.has_flows()
-                                && self.tonic.rx(buf.data(), now) == RxVerdict::Consumed =>
-                            {
-                                self.report.tonic_consumed += 1;
-                            }
-                            None => {
-                                let sent = self
-                                    .host
-                                    .as_mut()
-                                    .is_some_and(|h| h.send(index as u16, buf.data()).is_ok());
-                                if sent {
-                                    self.report.to_host += 1
-                                } else {
-                                    self.report.to_host_dropped += 1
+                            // The offload chain (data path step 3), when some offload has
+                            // state that traffic can hit; the headers are parsed once for all.
+                            let parsed = match chain.any_active() {
+                                true => parse_headers(buf.data()).ok(),
+                                false => None,
+                            };
+                            let v = match parsed {
+                                Some(hdr) => {
+                                    let mut io = LcoreIo { slots, tx, host };
+                                    let mut cx = OffloadCtx {
+                                        now,
+                                        stack,
+                                        io: &mut io,
+                                    };
+                                    let mut f = RxFrame {
+                                        port: index,
+                                        buf: &mut buf,
+                                        hdr: &hdr,
+                                    };
+                                    chain.wire_rx(&mut cx, &mut f)
+                                }
+                                _ => Verdict::Pass,
+                            };
+                            match v {
+                                Verdict::Pass | Verdict::ToHost => {
+                                    let sent = host
+                                        .as_mut()
+                                        .is_some_and(|h| h.send(index as u16, buf.data()).is_ok());
+                                    if sent {
+                                        report.to_host += 1
+                                    } else {
+                                        report.to_host_dropped += 1
+                                    }
+                                }
+                                Verdict::Consumed => {}
+                                Verdict::Reply => tx[i].push(buf),
+                                Verdict::Out(p) => {
+                                    match slots.iter().position(|s| s.index == p as usize) {
+                                        Some(j) => tx[j].push(buf),
+                                        None => report.offload_out_dropped += 1,
+                                    }
                                 }
                             }
-                        },
-                        Disposition::Reply => self.tx[i].push(buf),
+                        }
+                        Disposition::Reply => tx[i].push(buf),
                         Disposition::Consumed | Disposition::Drop(_) => {}
                     }
                 }
@@ -418,31 +486,61 @@ impl<P: Port> NicLcore<P> {
         if self.host.is_some() {
             let mut took = 0;
             while took < self.burst {
-                let Some((port, mut frame)) = self.host.as_mut().and_then(|h| h.recv()) else {
+                let Some((mut port, mut frame)) = self.host.as_mut().and_then(|h| h.recv()) else {
                     break;
                 };
                 took += 1;
                 self.report.from_host += 1;
-                if frame.get(12..14) == Some(&offload_api::ETHERTYPE_CONTROL.to_be_bytes()[..])
-                    && is_tonic_msg(&frame)
-                {
-                    let now = *now_ns.get_or_insert_with(|| self.clock.now_ns());
-                    self.report.tonic_msgs += 1;
-                    let reply = self.tonic.host_message(&frame, &mut self.stack, now);
-                    if let Some(h) = self.host.as_mut() {
-                        h.recycle(frame);
-                        if let Some(m) = reply {
-                            if let Some(mut b) = h.alloc() {
-                                if m.write_frame([0; 6], [0; 6], &[], b.as_vec_mut()).is_ok() {
-                                    let _ = h.send_buf(port, b);
-                                }
-                            }
+                let NicLcore {
+                    slots,
+                    tx,
+                    host,
+                    stack,
+                    chain,
+                    report,
+                    clock: lclock,
+                    ..
+                } = self;
+                let kind = classify(&frame);
+                let control = matches!(kind, FrameKind::Control(_) | FrameKind::BadControl(_));
+                if control || chain.any_active() {
+                    let now = *now_ns.get_or_insert_with(|| lclock.now_ns());
+                    let mut io = LcoreIo { slots, tx, host };
+                    let mut cx = OffloadCtx {
+                        now,
+                        stack,
+                        io: &mut io,
+                    };
+                    let v = match kind {
+                        FrameKind::Control(ty) => chain.host_control(&mut cx, port, ty, &frame),
+                        FrameKind::BadControl(_) => Verdict::Pass,
+                        _ => match HostTcp::find(&frame) {
+                            Some(t) => chain.host_tcp(&mut cx, port, frame.as_vec_mut(), t),
+                            None => Verdict::Pass,
+                        },
+                    };
+                    let out = match (control, v) {
+                        (true, Verdict::Pass) => {
+                            report.control_unhandled += 1;
+                            None
                         }
-                    }
-                    continue;
-                }
-                if self.tonic.has_flows() {
-                    self.tonic.host_tcp_frame(frame.as_vec_mut());
+                        (true, _) | (false, Verdict::Consumed) => None,
+                        (false, Verdict::Pass) => Some(port),
+                        (false, Verdict::Out(p)) => Some(p),
+                        (false, Verdict::Reply | Verdict::ToHost) => {
+                            if let Some(h) = host.as_mut() {
+                                let _ = h.send(port, &frame);
+                            }
+                            None
+                        }
+                    };
+                    let Some(out) = out else {
+                        if let Some(h) = host.as_mut() {
+                            h.recycle(frame);
+                        }
+                        continue;
+                    };
+                    port = out;
                 }
                 let port = port as usize;
                 let Some(slot) = self.slots.iter().position(|s| s.index == port) else {
@@ -480,34 +578,24 @@ impl<P: Port> NicLcore<P> {
             }
         }
 
-        // Tonic: Periodic Updates, transmission, delivery notifications (steps 5 and 6).
-        if self.tonic.has_flows() {
+        // Offloads: timers, transmission, notifications to the host (steps 5 and 6).
+        if self.chain.any_active() {
             let now = now_ns.unwrap_or_else(|| self.clock.now_ns());
             let NicLcore {
                 slots,
                 tx,
-                tonic,
+                chain,
                 stack,
                 host,
                 ..
             } = self;
             let before: usize = tx.iter().map(Vec::len).sum();
-            let mut emit = |port: u16, frame: &[u8]| {
-                let Some(i) = slots.iter().position(|s| s.index == port as usize) else {
-                    return false;
-                };
-                let Some(mut b) = slots[i].port.alloc() else {
-                    return false;
-                };
-                let ok = b.set_frame(frame);
-                if ok {
-                    tx[i].push(b);
-                }
-                ok
-            };
-            let mut to_host =
-                |frame: &[u8]| host.as_mut().is_some_and(|h| h.send(0, frame).is_ok());
-            tonic.poll(now, stack, &mut emit, &mut to_host);
+            let mut io = LcoreIo { slots, tx, host };
+            chain.poll(&mut OffloadCtx {
+                now,
+                stack,
+                io: &mut io,
+            });
             if self.tx.iter().map(Vec::len).sum::<usize>() != before {
                 clock.mark(&mut self.report.cycles, Stage::Timers);
             }
@@ -573,13 +661,33 @@ impl Marks {
     }
 }
 
-/// True for the Tonic messages a host sends the NIC (flow add / remove, tail update).
-fn is_tonic_msg(frame: &[u8]) -> bool {
-    use offload_api::msg::{classify, FrameKind, MsgType};
-    matches!(
-        classify(frame),
-        FrameKind::Control(MsgType::TonicFlowAdd | MsgType::TonicFlowRemove | MsgType::TonicTail)
-    )
+/// The lcore's ports and PCIe link as the offloads see them ([`OffloadIo`]).
+struct LcoreIo<'a, P: Port> {
+    slots: &'a mut [PortSlot<P>],
+    tx: &'a mut [Vec<P::Buf>],
+    host: &'a mut Option<NicEnd>,
+}
+
+impl<P: Port> OffloadIo for LcoreIo<'_, P> {
+    fn to_port(&mut self, port: u16, frame: &[u8]) -> bool {
+        let Some(i) = self.slots.iter().position(|s| s.index == port as usize) else {
+            return false;
+        };
+        let Some(mut b) = self.slots[i].port.alloc() else {
+            return false;
+        };
+        let ok = b.set_frame(frame);
+        if ok {
+            self.tx[i].push(b);
+        }
+        ok
+    }
+
+    fn to_host(&mut self, port: u16, frame: &[u8]) -> bool {
+        self.host
+            .as_mut()
+            .is_some_and(|h| h.send(port, frame).is_ok())
+    }
 }
 
 /// Cycles per packet: busy cycles over frames received (0 when none).

@@ -13,6 +13,7 @@ pub mod gen;
 pub mod lcore;
 pub mod net;
 pub mod netns;
+pub mod offload;
 pub mod pcap;
 pub mod port;
 pub mod rss;
@@ -21,8 +22,6 @@ pub mod runtime;
 pub mod runtime_dpdk;
 pub mod sys;
 pub mod tonic;
-pub mod tonic_nic;
-pub mod tonic_plugin;
 
 pub use buf::{HeapBuf, PacketBuf};
 pub use port::{Port, QueueStats};

@@ -14,6 +14,7 @@ use crate::clock::Clock;
 use crate::config::{Config, ConfigError, Driver};
 use crate::lcore::{LcoreReport, LcoreSetup, Mode, NicLcore, PortSlot};
 use crate::net::stack::{IfaceConfig, L4Checksum, NicStack, StackConfig};
+use crate::offload::{build_chain, LoadedPlugins, OffloadError};
 use crate::pcap::PcapWriter;
 use crate::port::wire::{wire_pair, Impairments, LinkCounters, WireConfig, WireEnd, WireQueue};
 use crate::port::Port;
@@ -250,6 +251,8 @@ pub fn build_lcores<P: Port>(
 ) -> Result<Lcores<P>, RunError> {
     let nic = cfg.nic_lcores();
     let captures = open_captures(cfg, opts)?;
+    // Every lcore gets the offloads of the configuration; plugins load once per process.
+    let plugins = LoadedPlugins::load(&cfg.tonic).map_err(offload_error(cfg))?;
     let mut host = Vec::new();
     let mut nic_ends = Vec::new();
     if opts.host_channels {
@@ -271,7 +274,7 @@ pub fn build_lcores<P: Port>(
                 pcap: captures[i].clone(),
             });
         }
-        lcores.push(NicLcore::new(
+        let mut lcore = NicLcore::new(
             LcoreSetup {
                 name: format!("nic{k}"),
                 core: Some(l.core),
@@ -282,9 +285,20 @@ pub fn build_lcores<P: Port>(
             },
             slots,
             NicStack::new(ifaces(cfg, macs), stack_config(opts)),
-        ));
+        );
+        lcore.set_offloads(build_chain(&cfg.tonic, &plugins).map_err(offload_error(cfg))?);
+        lcores.push(lcore);
     }
     Ok((lcores, host))
+}
+
+/// An offload that could not be built, as a configuration error naming the file and key.
+fn offload_error(cfg: &Config) -> impl Fn(OffloadError) -> RunError + '_ {
+    move |e| match e {
+        OffloadError::Plugin { path, message } => {
+            ConfigError::new(&cfg.source, "tonic.plugins", format!("{path}: {message}")).into()
+        }
+    }
 }
 
 /// Runs `lcores` on their own threads until `stop` is set or `opts.duration` passes, calling

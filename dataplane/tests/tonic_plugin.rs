@@ -15,9 +15,9 @@ use dataplane::tonic::module::{
     SegRange,
 };
 use dataplane::tonic::modules::ModuleParams;
+use dataplane::tonic::plugin::{factory, load, load_boxed, PluginError};
 use dataplane::tonic::registry::Registry;
 use dataplane::tonic::{EngineParams, TonicEngine, TxSegment};
-use dataplane::tonic_plugin::{factory, load, load_boxed, PluginError};
 
 /// The workspace root.
 fn workspace() -> PathBuf {

@@ -7,7 +7,7 @@
 //! This file defines how a module built *outside* nicemu, in any language with a C ABI, plugs
 //! into the same interface: `#[repr(C)]` mirrors of the hook inputs and outputs and of the
 //! configuration (fixed-size arrays and integers only), the two symbols a module library
-//! exports, and the rules both sides follow. `dataplane::tonic_plugin` is the loading side;
+//! exports, and the rules both sides follow. `dataplane::tonic::plugin` is the loading side;
 //! `dataplane/tonic-example` is an example module crate, and
 //! `dataplane/tonic-example/include/nicemu_tonic.h` is the same ABI as a C header.
 //!

@@ -7,6 +7,7 @@ use std::time::Duration;
 use dataplane::lcore::NicLcore;
 use dataplane::port::dpdk::DpdkQueue;
 use dataplane::runtime_dpdk::DpdkTopology;
+use dataplane::tonic::nic::TonicNic;
 use hoststack::{Context, HostConfig};
 use offload_api::link::HostEnd;
 
@@ -34,6 +35,11 @@ impl Node {
             idle: 0,
             nap_after,
         }
+    }
+
+    /// The Tonic offload on the NIC's chain.
+    pub fn tonic(&self) -> &TonicNic {
+        self.nic.offload().expect("the NIC's chain has Tonic")
     }
 
     /// One NIC iteration and one host-stack run. After a stretch with nothing to do (no

@@ -7,7 +7,7 @@ use std::net::SocketAddrV4;
 
 use apps::node::{pair_specs, wire_pair, Pair, B_IP};
 use dataplane::port::wire::Impairments;
-use dataplane::tonic_nic::{TonicNic, TonicNicStats};
+use dataplane::tonic::nic::{TonicNic, TonicNicStats};
 use hoststack::stack::{Shutdown, SockOpt, SockOptName, TonicHostStats};
 use hoststack::{Context, Errno, Fd};
 use offload_api::link::HostEnd;
@@ -55,8 +55,8 @@ pub fn step(p: &mut Pair, idle: &mut u32, quantum: u64) {
     let next = [
         p.a.host.next_timer(),
         p.b.host.next_timer(),
-        p.a.nic.tonic().next_deadline(),
-        p.b.nic.tonic().next_deadline(),
+        p.a.tonic().next_deadline(),
+        p.b.tonic().next_deadline(),
     ]
     .into_iter()
     .flatten()

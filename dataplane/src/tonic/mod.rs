@@ -25,6 +25,10 @@
 //! state of the flows a few round-robin steps ahead. A decision allocates nothing and costs
 //! O(1) whatever the number of flows ([`bench`] measures it).
 //!
+//! On a NIC lcore, [`nic::TonicNic`] runs the engines for the sender side of `TCP_TONIC`
+//! connections (§5) as an offload on the lcore's offload chain ([`crate::offload`]), and
+//! [`plugin`] loads out-of-tree modules from shared libraries.
+//!
 //! Everything here is sans-I/O: flow ids, segment numbers and an explicit `now` in
 //! nanoseconds; no DPDK, no threads, no clock.
 
@@ -35,6 +39,8 @@ pub mod dd;
 pub mod engine;
 pub mod module;
 pub mod modules;
+pub mod nic;
+pub mod plugin;
 pub mod rate;
 pub mod registry;
 pub mod rrset;

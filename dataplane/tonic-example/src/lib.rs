@@ -1,6 +1,6 @@
 //! An example out-of-tree Tonic protocol module: Reno-like window congestion control (RFC 5681
 //! in segments), built as a `cdylib` against the C ABI of `offload_api::tonic_abi` and loaded
-//! by `dataplane::tonic_plugin::load`.
+//! by `dataplane::tonic::plugin::load`.
 //!
 //! The protocol, on the window credit scheme:
 //! - **New cumulative ack**: slow start (`cwnd += newly acked`) below `ssthresh`, else

@@ -59,10 +59,13 @@ use offload_api::msg::{
 use crate::buf::PacketBuf;
 use crate::net::csum;
 use crate::net::stack::NicStack;
+use crate::offload::{HostTcp, OffloadIo};
 use crate::tonic::module::{IncomingPkt, PktType, SegRange, MAX_SACK_BLOCKS};
 use crate::tonic::modules::{ModuleParams, TcpState};
 use crate::tonic::registry::Registry;
 use crate::tonic::{EngineParams, FlowId, Nanos, TonicEngine};
+
+mod offload;
 
 const ETH: usize = 14;
 /// Longest gap between two window probes of one flow: 60 s, RFC 6298 §2.5's least bound
@@ -152,6 +155,8 @@ pub struct TonicNicStats {
     pub delivered_msgs: u64,
     /// Host frames of Tonic flows whose sequence number the NIC wrote.
     pub host_frames: u64,
+    /// Install acks that could not go to the host (PCIe link ring full or no host link).
+    pub acks_unsent: u64,
 }
 
 /// One point of a flow's trace.
@@ -582,18 +587,17 @@ impl TonicNic {
         true
     }
 
-    /// A host frame for the wire (`frame` is IPv4, checksums not yet filled): when it belongs
-    /// to a Tonic flow, learn the ACK number and window it carries and write the NIC's
-    /// snd.nxt into its sequence number (the host does not know it, §5).
-    pub fn host_tcp_frame(&mut self, frame: &mut [u8]) {
-        let Some((l4, _)) = tcp_bounds(frame) else {
+    /// A host frame for the wire (`frame` is IPv4 with its TCP segment at `tcp`, checksums
+    /// not yet filled): when it belongs to a Tonic flow, learn the ACK number and window it
+    /// carries and write the NIC's snd.nxt into its sequence number (the host does not know
+    /// it, §5).
+    pub fn host_tcp_frame(&mut self, frame: &mut [u8], tcp: HostTcp) {
+        let l4 = tcp.l4_off;
+        let Some(t) = frame.get(l4..l4 + tcp.l4_len) else {
             return;
         };
-        let ip = &frame[ETH..];
-        let dst = [ip[16], ip[17], ip[18], ip[19]];
-        let t = &frame[l4..];
         let (sport, dport) = (be16(t, 0), be16(t, 2));
-        let Some(&slot) = self.by_tuple.get(&key(dst, dport, sport)) else {
+        let Some(&slot) = self.by_tuple.get(&key(tcp.dst, dport, sport)) else {
             return;
         };
         let Some(f) = self.flows[slot].as_mut() else {
@@ -608,15 +612,12 @@ impl TonicNic {
         self.stats.host_frames += 1;
     }
 
-    /// A frame from the wire (already validated by the NIC stack): an ACK of a Tonic flow
-    /// goes to its engine (§3.2.2, data path step 3).
-    pub fn rx(&mut self, frame: &[u8], now: Nanos) -> RxVerdict {
-        let Some((l4, end)) = tcp_bounds(frame) else {
+    /// A TCP segment `t` (header and payload) from `src`, from the wire, already validated by
+    /// the NIC stack: an ACK of a Tonic flow goes to its engine (§3.2.2, data path step 3).
+    pub fn rx(&mut self, src: [u8; 4], t: &[u8], now: Nanos) -> RxVerdict {
+        if t.len() < 20 {
             return RxVerdict::NotTonic;
-        };
-        let ip = &frame[ETH..];
-        let src = [ip[12], ip[13], ip[14], ip[15]];
-        let t = &frame[l4..end];
+        }
         let Some(&slot) = self.by_tuple.get(&key(src, be16(t, 0), be16(t, 2))) else {
             return RxVerdict::NotTonic;
         };
@@ -762,14 +763,14 @@ impl TonicNic {
     }
 
     /// Periodic Updates, transmission and delivery notifications (data path steps 5 and 6).
-    /// `emit(port, frame)` sends one built frame out of a port (false: not sent); `to_host`
+    /// `io.to_port(port, frame)` sends one built frame out of a port (false: not sent);
+    /// `io.to_host`
     /// sends one message frame over the PCIe link (false: ring full, retried next time).
     pub fn poll<B: PacketBuf>(
         &mut self,
         now: Nanos,
         stack: &mut NicStack<B>,
-        emit: &mut dyn FnMut(u16, &[u8]) -> bool,
-        to_host: &mut dyn FnMut(&[u8]) -> bool,
+        io: &mut dyn OffloadIo,
     ) {
         for ei in 0..self.engines.len() {
             let rep = self.engines[ei]
@@ -780,7 +781,7 @@ impl TonicNic {
                 self.note_timeouts(ei, now);
             }
             while let Some(ef) = self.engines[ei].engine.pop_probe() {
-                self.send_probe(ei, ef, now, stack, emit);
+                self.send_probe(ei, ef, now, stack, io);
             }
         }
         let mut sent = 0;
@@ -803,7 +804,7 @@ impl TonicNic {
                     continue;
                 };
                 build_segment(&mut self.scratch, f, dst_mac, ack, tx.offset, tx.len, false);
-                if !emit(f.port, &self.scratch) {
+                if !io.to_port(f.port, &self.scratch) {
                     self.stats.tx_failed += 1;
                     continue;
                 }
@@ -815,7 +816,7 @@ impl TonicNic {
                 f.hi_sent = f.hi_sent.max(tx.offset + tx.len as u64);
             }
         }
-        self.report(to_host);
+        self.report(io);
     }
 
     /// Sends a window probe for flow `ef` of engine `ei`: an ACK one byte below `snd.una`,
@@ -826,7 +827,7 @@ impl TonicNic {
         ef: FlowId,
         now: Nanos,
         stack: &mut NicStack<B>,
-        emit: &mut dyn FnMut(u16, &[u8]) -> bool,
+        io: &mut dyn OffloadIo,
     ) {
         let Some(&slot) = self.engines[ei].slot_of.get(ef as usize) else {
             return;
@@ -848,7 +849,7 @@ impl TonicNic {
             return;
         };
         build_segment(&mut self.scratch, f, dst_mac, ack, f.acked, 0, true);
-        if emit(f.port, &self.scratch) {
+        if io.to_port(f.port, &self.scratch) {
             self.stats.window_probes += 1;
             let period = self.engines[ei]
                 .engine
@@ -877,7 +878,7 @@ impl TonicNic {
     }
 
     /// `TonicDelivered` for every flow whose cumulative acknowledgment advanced.
-    fn report(&mut self, to_host: &mut dyn FnMut(&[u8]) -> bool) {
+    fn report(&mut self, io: &mut dyn OffloadIo) {
         let mut i = 0;
         while i < self.to_report.len() {
             let slot = self.to_report[i];
@@ -897,7 +898,7 @@ impl TonicNic {
             {
                 continue;
             }
-            if !to_host(&self.scratch) {
+            if !io.to_host(f.port, &self.scratch) {
                 // Ring full: keep the rest for the next iteration.
                 self.to_report.drain(..i - 1);
                 return;
@@ -917,25 +918,6 @@ fn be16(b: &[u8], i: usize) -> u16 {
 #[inline(always)]
 fn be32(b: &[u8], i: usize) -> u32 {
     u32::from_be_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]])
-}
-
-/// `(TCP header offset, end of the TCP segment)` of an Ethernet/IPv4/TCP frame with a whole
-/// 20-byte TCP header; `None` for anything else.
-#[inline]
-fn tcp_bounds(frame: &[u8]) -> Option<(usize, usize)> {
-    if frame.len() < ETH + 40 || be16(frame, 12) != offload_api::ETHERTYPE_IPV4 {
-        return None;
-    }
-    let ip = &frame[ETH..];
-    if ip[0] >> 4 != 4 || ip[9] != 6 {
-        return None;
-    }
-    let ihl = (ip[0] & 0x0f) as usize * 4;
-    let total = (be16(ip, 2) as usize).min(ip.len());
-    if ihl < 20 || total < ihl + 20 {
-        return None;
-    }
-    Some((ETH + ihl, ETH + total))
 }
 
 /// Calls `each(i, left, right)` for the SACK blocks (RFC 2018) in TCP options `opts`;

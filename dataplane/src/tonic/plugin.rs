@@ -170,7 +170,7 @@ pub fn load_boxed(path: &Path) -> Result<Box<dyn TonicModule>, PluginError> {
 ///
 /// ```no_run
 /// # use dataplane::tonic::registry::Registry;
-/// # use dataplane::tonic_plugin::{factory, load};
+/// # use dataplane::tonic::plugin::{factory, load};
 /// let mut registry = Registry::builtin();
 /// let m = load("./libmy_module.so".as_ref())?;
 /// let name = m.name().to_owned();

@@ -1,0 +1,519 @@
+//! The NIC offload seam: an ordered chain of offloads on each NIC lcore (DESIGN.md "Data
+//! path" step 3, `docs/architecture.md` "The offload seam").
+//!
+//! An offload is one piece of smart-NIC work that sits between the wire and the host: Tonic's
+//! sender engines (Tonic §5), and AccelTCP's SYN-cookie responder, teardown engine and splice
+//! table (AccelTCP §4.1–§4.3). Each implements [`Offload`], one small trait with a hook per
+//! place where the lcore meets traffic:
+//!
+//! | hook | called with | typical use |
+//! |---|---|---|
+//! | [`Offload::wire_rx`] | a validated frame from a wire port and its parsed headers | consume ACKs, answer SYNs, translate spliced segments |
+//! | [`Offload::host_control`] | a control message from the host (AccelTCP App. A EtherTypes) | flow add / remove, splice install, listen registration |
+//! | [`Offload::host_tcp`] | an IPv4/TCP frame from the host, before checksum fill and TSO | rewrite fields the host does not know |
+//! | [`Offload::poll`] | once per loop iteration while the offload is [active](Offload::active) | timers, transmission, notifications |
+//! | [`Offload::next_deadline`] | — | virtual-time drivers jump to it |
+//!
+//! Each data hook returns a [`Verdict`]; the [`OffloadChain`] offers a frame to its offloads
+//! in order until one returns something other than [`Verdict::Pass`], counts every verdict
+//! per offload, and tells the lcore what to do with the frame. The lcore loop
+//! ([`crate::lcore`]) knows no offload by name: it parses a frame once, calls the chain, and
+//! moves the buffer where the verdict says.
+//!
+//! The shape follows packet-graph designs (VPP's graph nodes, DPDK's `rte_graph`: a frame
+//! travels with its parsed metadata from node to node, and each node names the next) and
+//! smoltcp's `Interface` dispatch, kept as small as today's offloads need: a fixed order, no
+//! graph, one frame at a time. Everything here is sans-I/O (DESIGN.md principle 1): the
+//! caller passes `now`, the NIC stack and an [`OffloadIo`] to send frames through.
+//!
+//! Adding an offload: implement [`Offload`] for its state, push it on the chain that
+//! [`build_chain`] (or a test) assembles, and read its counters back from
+//! [`crate::lcore::LcoreReport::offloads`] or with [`OffloadChain::get`].
+
+use std::any::Any;
+use std::path::Path;
+use std::sync::Arc;
+
+use offload_api::msg::MsgType;
+
+use crate::buf::PacketBuf;
+use crate::config::TonicConfig;
+use crate::net::parse::Parsed;
+use crate::net::stack::NicStack;
+use crate::tonic::module::TonicModule;
+use crate::tonic::nic::{TonicNic, TonicNicConfig};
+use crate::tonic::plugin::{self, PluginError};
+use crate::tonic::registry::{params_from_config, Registry};
+
+/// What an offload decided about a frame (or message) it was offered.
+///
+/// For frames from the wire every verdict applies. For frames from the host
+/// ([`Offload::host_tcp`]), [`Verdict::Reply`] and [`Verdict::ToHost`] both return the frame
+/// to the host over the PCIe link, and [`Verdict::Out`] sends it out of another port than the
+/// host asked for. For control messages ([`Offload::host_control`]) only [`Verdict::Pass`]
+/// (not mine) and [`Verdict::Consumed`] (taken; any answer went out through
+/// [`OffloadIo::to_host`]) are meaningful; the others count as consumed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Not for this offload: offer it to the next one, then the lcore's default (hand wire
+    /// frames to the host, send host frames to the wire).
+    Pass,
+    /// The offload used (or dropped, and counted) the frame: free the buffer.
+    Consumed,
+    /// The buffer was rewritten in place: send it back out of the port it came in on.
+    Reply,
+    /// The buffer was rewritten in place: send it out of port N (a port index of the
+    /// configuration, e.g. the other side of a splice).
+    Out(u16),
+    /// Hand the frame to the host now, without offering it to the offloads after this one.
+    ToHost,
+}
+
+/// How an offload sends frames it builds itself (retransmissions, window probes, messages to
+/// the host). Implemented by the lcore over its port queues and PCIe link.
+pub trait OffloadIo {
+    /// Copies `frame` (a whole Ethernet frame, checksums filled) into a buffer of port `port`
+    /// and queues it for this iteration's tx burst. False: not sent (no such port on this
+    /// lcore, or no buffer).
+    fn to_port(&mut self, port: u16, frame: &[u8]) -> bool;
+    /// Sends `frame` to the host core over the PCIe link, tagged with NIC port `port`. False:
+    /// not sent (no host link, or its ring is full; the offload retries or counts it).
+    fn to_host(&mut self, port: u16, frame: &[u8]) -> bool;
+}
+
+/// What every hook gets besides its frame: the time, the lcore's NIC stack (interfaces, ARP
+/// table) and the way out.
+pub struct OffloadCtx<'a, B: PacketBuf> {
+    /// The lcore's clock, nanoseconds.
+    pub now: u64,
+    /// The lcore's L2/L3 stack: interface addresses, ARP lookups and resolution.
+    pub stack: &'a mut NicStack<B>,
+    /// Frames the offload builds itself go out through this.
+    pub io: &'a mut dyn OffloadIo,
+}
+
+/// A frame from a wire port, as the chain offers it to [`Offload::wire_rx`].
+pub struct RxFrame<'a, B: PacketBuf> {
+    /// Index of the port it arrived on.
+    pub port: usize,
+    /// The buffer; an offload that answers [`Verdict::Reply`] or [`Verdict::Out`] rewrites it.
+    pub buf: &'a mut B,
+    /// Its headers, parsed once by the lcore (Ethernet, IPv4, the L4 offsets) and validated:
+    /// lengths, the IPv4 header checksum and, where the NIC stack checks it, the L4 checksum.
+    pub hdr: &'a Parsed,
+}
+
+/// Where the TCP segment sits in a frame from the host (found once by the lcore for all
+/// offloads; the host leaves checksums to the NIC, so they are not checked).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HostTcp {
+    /// IPv4 source address.
+    pub src: [u8; 4],
+    /// IPv4 destination address.
+    pub dst: [u8; 4],
+    /// Offset of the TCP header in the frame.
+    pub l4_off: usize,
+    /// Length of the TCP header and payload (up to the IPv4 total length).
+    pub l4_len: usize,
+}
+
+impl HostTcp {
+    /// The TCP segment of an Ethernet/IPv4 frame without IP options or fragmentation whose
+    /// lengths are consistent (RFC 791 §3.1) and whose TCP header is whole (RFC 9293 §3.1);
+    /// `None` for anything else.
+    pub fn find(frame: &[u8]) -> Option<HostTcp> {
+        let ip = frame.get(crate::net::parse::ETH_HDR_LEN..)?;
+        if frame.get(12..14)? != offload_api::ETHERTYPE_IPV4.to_be_bytes()
+            || ip.len() < 20
+            || ip[0] >> 4 != 4
+            || ip[9] != crate::net::parse::IPPROTO_TCP
+        {
+            return None;
+        }
+        let ihl = (ip[0] & 0x0f) as usize * 4;
+        let total = (u16::from_be_bytes([ip[2], ip[3]]) as usize).min(ip.len());
+        if ihl < 20 || total < ihl {
+            return None;
+        }
+        crate::net::parse::check_l4_header(crate::net::parse::IPPROTO_TCP, &ip[ihl..total]).ok()?;
+        Some(HostTcp {
+            src: [ip[12], ip[13], ip[14], ip[15]],
+            dst: [ip[16], ip[17], ip[18], ip[19]],
+            l4_off: crate::net::parse::ETH_HDR_LEN + ihl,
+            l4_len: total - ihl,
+        })
+    }
+}
+
+/// The counters an offload reports, as `(name, value)` pairs in a stable order.
+pub type CounterSink<'a> = &'a mut dyn FnMut(&'static str, u64);
+
+/// One NIC offload on the chain. See the module documentation for the hooks.
+///
+/// Every hook but [`Offload::host_control`] runs only while [`Offload::active`] is true, so
+/// an offload with nothing to do costs the per-frame path nothing but one flag test.
+/// Invariant: hooks never panic on any frame or message; what they cannot use they count and
+/// pass on or drop.
+pub trait Offload<B: PacketBuf>: Any + Send {
+    /// Short name in reports (`tonic`, `syn-cookie`, `splice`, ...).
+    fn name(&self) -> &'static str;
+
+    /// True while the offload has state that traffic can hit (flows, listeners, spliced
+    /// pairs). Asked after every hook call; while false only control messages reach it.
+    fn active(&self) -> bool;
+
+    /// A validated frame from a wire port.
+    fn wire_rx(&mut self, cx: &mut OffloadCtx<'_, B>, rx: &mut RxFrame<'_, B>) -> Verdict {
+        let _ = (cx, rx);
+        Verdict::Pass
+    }
+
+    /// A control message from the host (a frame with one of the host ↔ NIC EtherTypes of
+    /// AccelTCP App. A, `msg` its type). Answers go through [`OffloadIo::to_host`].
+    fn host_control(
+        &mut self,
+        cx: &mut OffloadCtx<'_, B>,
+        port: u16,
+        msg: MsgType,
+        frame: &[u8],
+    ) -> Verdict {
+        let _ = (cx, port, msg, frame);
+        Verdict::Pass
+    }
+
+    /// An IPv4/TCP frame from the host for port `port`, before the NIC fills checksums and
+    /// segments it; the offload may rewrite it in place.
+    fn host_tcp(
+        &mut self,
+        cx: &mut OffloadCtx<'_, B>,
+        port: u16,
+        frame: &mut Vec<u8>,
+        tcp: HostTcp,
+    ) -> Verdict {
+        let _ = (cx, port, frame, tcp);
+        Verdict::Pass
+    }
+
+    /// Periodic work: timers, transmission, notifications to the host (data path steps 5
+    /// and 6). Runs once per lcore iteration while active.
+    fn poll(&mut self, cx: &mut OffloadCtx<'_, B>) {
+        let _ = cx;
+    }
+
+    /// The earliest time the offload has work to do without new traffic (none: idle).
+    fn next_deadline(&self) -> Option<u64> {
+        None
+    }
+
+    /// Reports the offload's own counters, each as `(name, value)`, always the same names in
+    /// the same order.
+    fn counters(&self, out: CounterSink<'_>) {
+        let _ = out;
+    }
+}
+
+/// What the chain counted for one offload: the verdicts it returned, by hook.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct VerdictCounts {
+    /// Wire frames it consumed.
+    pub wire_consumed: u64,
+    /// Wire frames it answered on the same port.
+    pub wire_replied: u64,
+    /// Wire frames it sent out of another port.
+    pub wire_out: u64,
+    /// Wire frames it handed straight to the host.
+    pub wire_to_host: u64,
+    /// Control messages from the host it took.
+    pub control: u64,
+    /// Host frames it consumed or redirected (anything but pass).
+    pub host_taken: u64,
+}
+
+/// The report of one offload: its name, the chain's counts of its verdicts, and its own
+/// counters.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OffloadReport {
+    /// [`Offload::name`].
+    pub name: &'static str,
+    /// Verdicts it returned.
+    pub verdicts: VerdictCounts,
+    /// [`Offload::counters`], in its order.
+    pub counters: Vec<(&'static str, u64)>,
+}
+
+impl OffloadReport {
+    /// The counter called `name` (0 when it has none).
+    pub fn counter(&self, name: &str) -> u64 {
+        self.counters
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map_or(0, |&(_, v)| v)
+    }
+}
+
+struct Slot<B: PacketBuf> {
+    offload: Box<dyn Offload<B>>,
+    verdicts: VerdictCounts,
+}
+
+/// The ordered offloads of one NIC lcore (AccelTCP §4 order: splice, teardown, Tonic, SYN
+/// cookies; whatever passes goes to the host).
+///
+/// Invariant: `any_active` is true exactly when some offload reported [`Offload::active`]
+/// after its last hook call.
+pub struct OffloadChain<B: PacketBuf> {
+    slots: Vec<Slot<B>>,
+    any_active: bool,
+}
+
+impl<B: PacketBuf> Default for OffloadChain<B> {
+    fn default() -> Self {
+        OffloadChain {
+            slots: Vec::new(),
+            any_active: false,
+        }
+    }
+}
+
+impl<B: PacketBuf> OffloadChain<B> {
+    /// An empty chain: every wire frame goes to the host, every host frame to the wire.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Appends `offload` at the end of the chain (it sees what the earlier ones pass).
+    pub fn push(&mut self, offload: Box<dyn Offload<B>>) {
+        self.any_active |= offload.active();
+        self.slots.push(Slot {
+            offload,
+            verdicts: VerdictCounts::default(),
+        });
+    }
+
+    /// Builder form of [`OffloadChain::push`].
+    pub fn with(mut self, offload: Box<dyn Offload<B>>) -> Self {
+        self.push(offload);
+        self
+    }
+
+    /// Number of offloads.
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// True without offloads.
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    /// True while some offload is active: only then do frames visit the chain.
+    #[inline(always)]
+    pub fn any_active(&self) -> bool {
+        self.any_active
+    }
+
+    fn refresh(&mut self) {
+        self.any_active = self.slots.iter().any(|s| s.offload.active());
+    }
+
+    /// The first offload of type `T`, for reading its state (tests, reports).
+    pub fn get<T: Offload<B>>(&self) -> Option<&T> {
+        self.slots.iter().find_map(|s| {
+            let any: &dyn Any = s.offload.as_ref();
+            any.downcast_ref::<T>()
+        })
+    }
+
+    /// The first offload of type `T`, writable (configuration between runs, tests).
+    pub fn get_mut<T: Offload<B>>(&mut self) -> Option<&mut T> {
+        let r = self.slots.iter_mut().find_map(|s| {
+            let any: &mut dyn Any = s.offload.as_mut();
+            any.downcast_mut::<T>()
+        });
+        self.any_active = true; // the caller may change what is active; re-read next time
+        r
+    }
+
+    /// Offers a wire frame to the active offloads in order; returns the first verdict that
+    /// is not [`Verdict::Pass`] (or `Pass` when all passed).
+    pub fn wire_rx(&mut self, cx: &mut OffloadCtx<'_, B>, rx: &mut RxFrame<'_, B>) -> Verdict {
+        let mut verdict = Verdict::Pass;
+        for s in &mut self.slots {
+            if !s.offload.active() {
+                continue;
+            }
+            verdict = s.offload.wire_rx(cx, rx);
+            let v = &mut s.verdicts;
+            match verdict {
+                Verdict::Pass => continue,
+                Verdict::Consumed => v.wire_consumed += 1,
+                Verdict::Reply => v.wire_replied += 1,
+                Verdict::Out(_) => v.wire_out += 1,
+                Verdict::ToHost => v.wire_to_host += 1,
+            }
+            break;
+        }
+        self.refresh();
+        verdict
+    }
+
+    /// Offers a control message from the host to every offload in order until one takes it;
+    /// `Pass` when none did (the lcore counts it as unhandled).
+    pub fn host_control(
+        &mut self,
+        cx: &mut OffloadCtx<'_, B>,
+        port: u16,
+        msg: MsgType,
+        frame: &[u8],
+    ) -> Verdict {
+        let mut verdict = Verdict::Pass;
+        for s in &mut self.slots {
+            verdict = s.offload.host_control(cx, port, msg, frame);
+            if verdict != Verdict::Pass {
+                s.verdicts.control += 1;
+                break;
+            }
+        }
+        self.refresh();
+        verdict
+    }
+
+    /// Offers an IPv4/TCP frame from the host to the active offloads in order; returns the
+    /// first verdict that is not [`Verdict::Pass`].
+    pub fn host_tcp(
+        &mut self,
+        cx: &mut OffloadCtx<'_, B>,
+        port: u16,
+        frame: &mut Vec<u8>,
+        tcp: HostTcp,
+    ) -> Verdict {
+        let mut verdict = Verdict::Pass;
+        for s in &mut self.slots {
+            if !s.offload.active() {
+                continue;
+            }
+            verdict = s.offload.host_tcp(cx, port, frame, tcp);
+            if verdict != Verdict::Pass {
+                s.verdicts.host_taken += 1;
+                break;
+            }
+        }
+        self.refresh();
+        verdict
+    }
+
+    /// Periodic work of every active offload.
+    pub fn poll(&mut self, cx: &mut OffloadCtx<'_, B>) {
+        for s in &mut self.slots {
+            if s.offload.active() {
+                s.offload.poll(cx);
+            }
+        }
+        self.refresh();
+    }
+
+    /// The earliest deadline of any offload.
+    pub fn next_deadline(&self) -> Option<u64> {
+        self.slots
+            .iter()
+            .filter_map(|s| s.offload.next_deadline())
+            .min()
+    }
+
+    /// Writes one report per offload into `out`, reusing its allocations.
+    pub fn report(&self, out: &mut Vec<OffloadReport>) {
+        out.truncate(self.slots.len());
+        while out.len() < self.slots.len() {
+            out.push(OffloadReport::default());
+        }
+        for (r, s) in out.iter_mut().zip(&self.slots) {
+            r.name = s.offload.name();
+            r.verdicts = s.verdicts;
+            r.counters.clear();
+            s.offload.counters(&mut |n, v| r.counters.push((n, v)));
+        }
+    }
+}
+
+/// Why the offloads of a configuration could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum OffloadError {
+    /// A Tonic plugin (`[tonic] plugins`) did not load or register.
+    #[error("[tonic] plugins: {path}: {message}")]
+    Plugin {
+        /// The library's path as configured.
+        path: String,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+/// The Tonic modules loaded from shared libraries, loaded once per process and registered
+/// on every lcore's registry.
+#[derive(Clone, Default)]
+pub struct LoadedPlugins {
+    modules: Vec<(String, Arc<dyn TonicModule>)>,
+}
+
+impl LoadedPlugins {
+    /// Loads every library of `[tonic] plugins` (the C ABI of `offload_api::tonic_abi`).
+    pub fn load(cfg: &TonicConfig) -> Result<Self, OffloadError> {
+        let mut modules = Vec::new();
+        for p in &cfg.plugins {
+            let m = plugin::load(Path::new(p)).map_err(|e: PluginError| OffloadError::Plugin {
+                path: p.clone(),
+                message: e.to_string(),
+            })?;
+            modules.push((p.clone(), m));
+        }
+        Ok(LoadedPlugins { modules })
+    }
+
+    /// The built-in modules plus the loaded ones.
+    pub fn registry(&self) -> Result<Registry, OffloadError> {
+        let mut reg = Registry::builtin();
+        for (path, m) in &self.modules {
+            let name = m.name().to_string();
+            reg.register(
+                &name,
+                &format!("loaded from {path}"),
+                plugin::factory(m.clone()),
+            )
+            .map_err(|e| OffloadError::Plugin {
+                path: path.clone(),
+                message: e.to_string(),
+            })?;
+        }
+        Ok(reg)
+    }
+}
+
+/// The Tonic side of a NIC lcore as `[tonic]` configures it: engine sizes and module
+/// parameters from the configuration, the loaded plugins in its registry.
+pub fn tonic_from_config(
+    cfg: &TonicConfig,
+    plugins: &LoadedPlugins,
+) -> Result<TonicNic, OffloadError> {
+    let (module, engine) = params_from_config(cfg);
+    let mut nic = TonicNic::new(TonicNicConfig {
+        engine,
+        module,
+        ..TonicNicConfig::default()
+    });
+    *nic.registry_mut() = plugins.registry()?;
+    Ok(nic)
+}
+
+/// The offload chain of one NIC lcore for a configuration: Tonic (idle until the host adds
+/// a flow), configured from `[tonic]`.
+pub fn build_chain<B: PacketBuf>(
+    cfg: &TonicConfig,
+    plugins: &LoadedPlugins,
+) -> Result<OffloadChain<B>, OffloadError> {
+    Ok(OffloadChain::new().with(Box::new(tonic_from_config(cfg, plugins)?)))
+}
+
+/// The chain every lcore gets without a configuration: Tonic with its defaults.
+pub fn default_chain<B: PacketBuf>() -> OffloadChain<B> {
+    OffloadChain::new().with(Box::new(TonicNic::default()))
+}
