@@ -119,6 +119,7 @@ pub fn summary(reports: &[LcoreReport], elapsed: Duration, tsc_hz: u64) -> Strin
         if drops.is_empty() { "" } else { ": " },
         drops.join(", ")
     );
+    s.push_str(&offloads_block(reports));
     for r in reports {
         let busy = r.cycles.busy().max(1) as f64;
         let stages: Vec<String> = Stage::ALL
@@ -153,4 +154,62 @@ pub fn link(l: &dataplane::port::wire::LinkSnapshot) -> String {
         "offered {} delivered {} lost {} duplicated {} reordered {} dropped (ring full {}, rate {})",
         l.offered, l.delivered, l.lost, l.duplicated, l.reordered, l.dropped_full, l.dropped_rate
     )
+}
+
+/// One line per offload on the lcores' chains, its counters summed over the lcores (only the
+/// non-zero ones), and the control messages no offload took.
+pub fn offloads_block(reports: &[LcoreReport]) -> String {
+    let mut s = String::new();
+    let mut names: Vec<&'static str> = Vec::new();
+    for r in reports {
+        for o in &r.offloads {
+            if !names.contains(&o.name) {
+                names.push(o.name);
+            }
+        }
+    }
+    for name in names {
+        let mut sums: Vec<(&'static str, u64)> = Vec::new();
+        for o in reports.iter().filter_map(|r| r.offload(name)) {
+            let v = &o.verdicts;
+            let verdicts = [
+                ("consumed", v.wire_consumed),
+                ("replied", v.wire_replied),
+                ("sent_out", v.wire_out),
+                ("handed_to_host", v.wire_to_host),
+                ("control_msgs", v.control),
+                ("host_frames_taken", v.host_taken),
+            ];
+            for (n, x) in verdicts.into_iter().chain(o.counters.iter().copied()) {
+                match sums.iter_mut().find(|(m, _)| *m == n) {
+                    Some((_, t)) => *t += x,
+                    None => sums.push((n, x)),
+                }
+            }
+        }
+        let shown: Vec<String> = sums
+            .iter()
+            .filter(|(_, v)| *v > 0)
+            .map(|(n, v)| format!("{n} {v}"))
+            .collect();
+        let _ = writeln!(
+            s,
+            "offload {name}: {}",
+            if shown.is_empty() {
+                "idle".to_string()
+            } else {
+                shown.join(", ")
+            }
+        );
+    }
+    let unhandled: u64 = reports.iter().map(|r| r.control_unhandled).sum();
+    let out_dropped: u64 = reports.iter().map(|r| r.offload_out_dropped).sum();
+    if unhandled + out_dropped > 0 {
+        let _ = writeln!(
+            s,
+            "offloads: control messages no offload took {unhandled}, frames sent to a port \
+             this lcore does not serve {out_dropped}"
+        );
+    }
+    s
 }

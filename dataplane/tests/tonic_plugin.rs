@@ -677,3 +677,121 @@ fn other_defects_are_refused() {
         .to_string()
         .starts_with(&format!("{}: cannot load", not_a_lib.display())));
 }
+
+/// Sends a `TonicFlowAdd` for module `module` and remote port `rport` over the host link and
+/// returns the status of the install ack the lcore answers with.
+fn flow_add_status(
+    lcore: &mut dataplane::lcore::NicLcore<dataplane::port::wire::WireQueue>,
+    host: &mut offload_api::link::HostEnd,
+    flow_id: u32,
+    module: &str,
+    rport: u16,
+) -> offload_api::msg::AckStatus {
+    use offload_api::msg::{FourTuple, Message, ModuleName, TonicFlowAddRepr};
+    let add = Message::TonicFlowAdd(TonicFlowAddRepr {
+        request_id: flow_id + 100,
+        flow_id,
+        tuple: FourTuple {
+            local_ip: [192, 0, 2, 1],
+            local_port: 5001,
+            remote_ip: [192, 0, 2, 10],
+            remote_port: rport,
+        },
+        local_mac: [0; 6],
+        remote_mac: [2, 0, 0, 0, 0, 10],
+        port: 0,
+        mss: 1448,
+        init_seq: 1,
+        init_cwnd: 0,
+        init_rate_bps: 0,
+        init_credit: 0,
+        snd_wscale: 0,
+        module: ModuleName::new(module).unwrap(),
+    });
+    let mut f = Vec::new();
+    add.write_frame([0; 6], [0; 6], &[], &mut f).unwrap();
+    host.send(0, &f).unwrap();
+    for _ in 0..10 {
+        lcore.poll_once();
+        while let Some((_, r)) = host.recv() {
+            if let Ok(p) = offload_api::msg::parse_frame(&r) {
+                if let Message::InstallAck(a) = p.message {
+                    assert_eq!(a.request_id, flow_id + 100);
+                    return a.status;
+                }
+            }
+        }
+    }
+    panic!("no install ack for flow {flow_id}");
+}
+
+/// `[tonic]` reaches the NIC lcores that `nicemu run` builds: the configured plugin's module
+/// serves flows (unknown to a default lcore) and the configured table size bounds them.
+#[test]
+fn run_configuration_reaches_every_lcore() {
+    use dataplane::clock::Clock;
+    use dataplane::config::Config;
+    use dataplane::lcore::Mode;
+    use dataplane::runtime::{build_wire, RunOptions};
+    use offload_api::msg::AckStatus;
+
+    let lib = example_lib();
+    let cfg_text = format!(
+        r#"
+[[port]]
+name = "p0"
+driver = "wire"
+wire = "left"
+ipv4 = ["192.0.2.1/24"]
+[[lcore]]
+core = 0
+role = "nic"
+[[lcore]]
+core = 1
+role = "nic"
+[tonic]
+max_flows = 1
+plugins = ["{}"]
+"#,
+        lib.display()
+    );
+    let opts = RunOptions {
+        mode: Mode::Nic,
+        pin: false,
+        host_channels: true,
+        ..RunOptions::default()
+    };
+    let cfg = Config::parse(&cfg_text, "test.toml").unwrap();
+    let mut topo = build_wire(&cfg, &opts, Clock::real()).unwrap();
+    assert_eq!(topo.lcores.len(), 2);
+    for (k, (lcore, host)) in topo.lcores.iter_mut().zip(&mut topo.host).enumerate() {
+        let name = "reno-example"; // the example module's registry name
+        assert_eq!(
+            flow_add_status(lcore, host, 1, name, 40_000),
+            AckStatus::Ok,
+            "lcore {k}: the plugin's module is registered"
+        );
+        assert_eq!(
+            flow_add_status(lcore, host, 2, "newreno", 40_001),
+            AckStatus::Ok,
+            "lcore {k}: a second module gets an engine of its own"
+        );
+        assert_eq!(
+            flow_add_status(lcore, host, 3, name, 40_002),
+            AckStatus::TableFull,
+            "lcore {k}: [tonic] max_flows = 1 bounds each engine"
+        );
+    }
+
+    // A plugin that does not load is an error naming the file and the key.
+    let bad = cfg_text.replace(&lib.display().to_string(), "/nonexistent/libnothing.so");
+    let cfg = Config::parse(&bad, "test.toml").unwrap();
+    let err = build_wire(&cfg, &opts, Clock::real())
+        .err()
+        .expect("refused");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("test.toml") && msg.contains("tonic.plugins") && msg.contains("libnothing"),
+        "{msg}"
+    );
+}
