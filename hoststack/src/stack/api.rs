@@ -257,7 +257,7 @@ impl<L: HostLink> Context<L> {
         let tonic = self.sock(fd)?.opts.tonic;
         let mut tcb = Tcb::connect(&cfg, ep, iss, now);
         if tonic.is_some() {
-            tcb.prepare_nic_sender();
+            tcb.prepare_tonic_sender();
         }
         let cid = self.alloc_conn(tcb);
         let c = self.conns[cid as usize].as_mut().expect("new");

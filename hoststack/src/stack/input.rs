@@ -135,7 +135,7 @@ impl<L: HostLink> Context<L> {
             .isn((ep.local_ip, ep.local_port), (remote_ip, seg.src_port), now);
         let mut tcb = Tcb::accept(&opts, ep, seg, iss, now);
         if tonic.is_some() {
-            tcb.prepare_nic_sender();
+            tcb.prepare_tonic_sender();
         }
         let cid = self.alloc_conn(tcb);
         {

@@ -3,7 +3,7 @@
 //!
 //! A socket with [`SockOpt::Tonic`](super::SockOpt::Tonic) set opens its connection as usual.
 //! When the handshake completes, the context maps the connection to a flow id, hands the TCB's
-//! sender to the NIC ([`Tcb::hand_sender_to_nic`](crate::tcp::tcb::Tcb::hand_sender_to_nic))
+//! sender to the NIC ([`Tcb::hand_sender_to_tonic`](crate::tcp::tcb::Tcb::hand_sender_to_tonic))
 //! and registers the flow with a `TonicFlowAdd` (4-tuple, MSS, first sequence number, module
 //! name) over the PCIe link. From then on:
 //!
@@ -19,7 +19,7 @@
 //! If the NIC refuses the flow (install ack other than OK: an unknown module, a full table, no
 //! Tonic on this NIC), the TCB takes its sender back and sends everything itself.
 //!
-//! Limits (documented in `tcp/tcb/nic.rs`): no timestamps on these connections (window
+//! Limits (documented in `tcp/tcb/tonic.rs`): no timestamps on these connections (window
 //! scaling is negotiated; the NIC applies the peer's shift). Data the peer sends during the
 //! Tonic phase is received and acknowledged by the host (the NIC writes its own snd.nxt into
 //! those ACKs), but the peer's window and ACK numbers on such data segments are taken by the
@@ -99,7 +99,7 @@ impl<L: HostLink> Context<L> {
         if t.flow.is_some() || t.done || c.tcb.state() != State::Established {
             return;
         }
-        let Some(h) = c.tcb.hand_sender_to_nic() else {
+        let Some(h) = c.tcb.hand_sender_to_tonic() else {
             // Not possible (options negotiated, data in flight): the host keeps the sender.
             if let Some(t) = c.tonic.as_mut() {
                 t.done = true;
@@ -173,7 +173,7 @@ impl<L: HostLink> Context<L> {
         if !closed {
             loop {
                 let c = self.conns[cid as usize].as_mut().expect("live conn");
-                let Some(len) = c.tcb.nic_tail_due(now, TAIL_CHUNK) else {
+                let Some(len) = c.tcb.tonic_tail_due(now, TAIL_CHUNK) else {
                     break;
                 };
                 let port = self.cfg.port;
@@ -185,7 +185,7 @@ impl<L: HostLink> Context<L> {
                     ..
                 } = self;
                 let tcb = &conns[cid as usize].as_ref().expect("live conn").tcb;
-                let (tail, data) = tcb.nic_tail_data(len);
+                let (tail, data) = tcb.tonic_tail_data(len);
                 let m = Message::TonicTail(TonicTailRepr {
                     flow_id: flow,
                     tail: tail.0,
@@ -201,11 +201,11 @@ impl<L: HostLink> Context<L> {
                     .as_mut()
                     .expect("live conn")
                     .tcb
-                    .nic_tail_sent(len);
+                    .tonic_tail_sent(len);
             }
         }
         let c = self.conns[cid as usize].as_ref().expect("live conn");
-        if !(closed || c.tcb.nic_sender_done()) {
+        if !(closed || c.tcb.tonic_sender_done()) {
             return false;
         }
         let rm = Message::TonicFlowRemove(TonicFlowRemoveRepr {
@@ -264,7 +264,7 @@ impl<L: HostLink> Context<L> {
                 let Some(c) = self.conns[cid as usize].as_mut() else {
                     return true;
                 };
-                let ev = c.tcb.nic_delivered(Seq(d.delivered));
+                let ev = c.tcb.tonic_delivered(Seq(d.delivered));
                 let fd = c.fd;
                 self.mark_dirty(cid);
                 if let (Some(fd), true) = (fd, ev.writable) {

@@ -274,7 +274,7 @@ impl Tcb {
     /// The ACK field (RFC 9293 §3.10.7.4 fifth check, RFC 5961 §5). Returns false when the
     /// segment must be dropped.
     fn process_ack(&mut self, seg: &Segment<'_>, now: u64) -> bool {
-        if self.nic.is_some() {
+        if self.tonic.is_some() {
             // The NIC owns snd.una, snd.nxt and snd.wnd (Tonic §5): it processed this ACK.
             return true;
         }

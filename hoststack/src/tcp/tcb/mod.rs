@@ -10,17 +10,18 @@
 //! - `input.rs`: segment arrival (RFC 9293 §3.10.7, RFC 5961, RFC 7323
 //!   PAWS, ACK processing, NewReno and SACK loss detection, reassembly, FIN);
 //! - `output.rs`: timers and transmission (SYN, data with Nagle/SWS/TSO, FIN, fast
-//!   retransmit, RFC 6675 NextSeg, RTO go-back-N, zero-window probes, ACKs, RST).
+//!   retransmit, RFC 6675 NextSeg, RTO go-back-N, zero-window probes, ACKs, RST);
+//! - `tonic.rs`: the handover of the sender side to Tonic on the NIC (Tonic §5).
 //!
 //! Buffers ([`SendBuf`], [`RecvBuf`]) allocate on first use and grow up to the configured
 //! sizes; the congestion controller is built when the handshake completes. Nothing on the
 //! per-segment path allocates.
 
 mod input;
-mod nic;
 mod output;
 #[cfg(test)]
 mod tests;
+mod tonic;
 mod types;
 
 use super::cc::{CcAlgorithm, CongestionControl};
@@ -32,7 +33,7 @@ use super::sendbuf::SendBuf;
 use super::seq::Seq;
 use super::TcpConfig;
 
-pub use nic::{NicHandover, SMALL_HOLD_NS};
+pub use tonic::{TonicHandover, SMALL_HOLD_NS};
 pub use types::{Endpoints, Events, Outgoing, State, TcbStats, TcpError};
 
 /// Which timer runs (one slot: they never run together).
@@ -75,7 +76,7 @@ pub struct Tcb {
     max_seg_payload: u32,
     want_ws: u8,
     /// Offer window scaling on our SYN (off for connections that hand their sender to the
-    /// NIC: [`Tcb::prepare_nic_sender`]).
+    /// NIC: [`Tcb::prepare_tonic_sender`]).
     offer_ws: bool,
     want_sack: bool,
     want_ts: bool,
@@ -188,9 +189,9 @@ pub struct Tcb {
     stats: TcbStats,
     pending: Events,
 
-    /// The NIC owns the sender side (Tonic §5; see `nic.rs`): none while the TCB sends
+    /// The NIC owns the sender side (Tonic §5; see `tonic.rs`): none while the TCB sends
     /// itself.
-    nic: Option<nic::NicSend>,
+    tonic: Option<tonic::TonicSend>,
 }
 
 impl Tcb {
@@ -282,7 +283,7 @@ impl Tcb {
             chal_n: 0,
             stats: TcbStats::default(),
             pending: Events::default(),
-            nic: None,
+            tonic: None,
         }
     }
 
@@ -367,7 +368,7 @@ impl Tcb {
         if self.tlp_at != 0 {
             t = t.min(self.tlp_at);
         }
-        if let Some(h) = self.nic_hold_at() {
+        if let Some(h) = self.tonic_hold_at() {
             t = t.min(h);
         }
         (t != u64::MAX).then_some(t)

@@ -213,7 +213,7 @@ impl Tcb {
             State::FinWait2 if self.read_closed => Timer::FinWait2,
             State::FinWait2 => Timer::Off,
             // The NIC runs the retransmission timer (Tonic §3.2.3).
-            _ if self.nic.is_some() => Timer::Off,
+            _ if self.tonic.is_some() => Timer::Off,
             State::SynSent | State::SynReceived => {
                 if self.syn_sent {
                     Timer::Rto
@@ -288,7 +288,7 @@ impl Tcb {
 
     fn send_data(&mut self, now: u64, emit: &mut dyn FnMut(&Outgoing<'_>)) -> usize {
         // The NIC owns the sender (Tonic §5): data, retransmissions and the FIN wait.
-        if self.cc.is_none() || self.nic.is_some() {
+        if self.cc.is_none() || self.tonic.is_some() {
             return 0;
         }
         let mut n = 0;
