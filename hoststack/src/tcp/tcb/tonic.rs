@@ -69,13 +69,13 @@ impl Tcb {
     /// ([`TonicHandover::snd_wscale`]). Call before the first [`Tcb::poll_transmit`] (for an
     /// active open) or right after [`Tcb::accept`].
     pub fn prepare_tonic_sender(&mut self) {
-        self.want_ts = false;
-        if self.state == State::SynReceived && !self.syn_sent {
-            self.ts_ok = false;
-            if self.base_opt_len != 0 {
-                self.base_opt_len = 0;
-                self.smss = self.eff_mss;
-                self.rcv_mss = self.smss;
+        self.cfg.want_ts = false;
+        if self.state == State::SynReceived && !self.flags.syn_sent {
+            self.opt.ts_ok = false;
+            if self.opt.base_opt_len != 0 {
+                self.opt.base_opt_len = 0;
+                self.opt.smss = self.opt.eff_mss;
+                self.rcv.mss = self.opt.smss;
             }
         }
     }
@@ -90,33 +90,37 @@ impl Tcb {
     pub fn hand_sender_to_tonic(&mut self) -> Option<TonicHandover> {
         if self.tonic.is_some()
             || !matches!(self.state, State::Established | State::CloseWait)
-            || self.fin_queued
-            || self.snd_una != self.snd_max
-            || self.ts_ok
+            || self.flags.fin_queued
+            || self.snd.una != self.snd.max
+            || self.opt.ts_ok
             || self.error.is_some()
         {
             return None;
         }
         self.tonic = Some(TonicSend {
-            tail: self.snd_una,
+            tail: self.snd.una,
             small_pending: false,
             hold_until: 0,
         });
-        self.snd_nxt = self.snd_una;
-        self.in_recovery = false;
-        self.rexmit_pending = false;
-        self.dupacks = 0;
-        self.sb.clear();
-        if matches!(self.timer, Timer::Rto | Timer::Persist) {
-            self.timer = Timer::Off;
+        self.snd.nxt = self.snd.una;
+        self.rec.in_recovery = false;
+        self.flags.rexmit_pending = false;
+        self.rec.dupacks = 0;
+        self.rec.sb.clear();
+        if matches!(self.timers.running, Timer::Rto | Timer::Persist) {
+            self.timers.running = Timer::Off;
         }
-        self.rtt_timed = None;
-        self.ack_now = true;
+        self.timers.rtt_timed = None;
+        self.flags.ack_now = true;
         Some(TonicHandover {
-            init_seq: self.snd_una,
-            mss: self.smss.min(u16::MAX as u32) as u16,
-            snd_wnd: self.snd_wnd,
-            snd_wscale: if self.ws_ok { self.snd_wscale } else { 0 },
+            init_seq: self.snd.una,
+            mss: self.opt.smss.min(u16::MAX as u32) as u16,
+            snd_wnd: self.snd.wnd,
+            snd_wscale: if self.opt.ws_ok {
+                self.opt.snd_wscale
+            } else {
+                0
+            },
         })
     }
 
@@ -136,9 +140,9 @@ impl Tcb {
     /// [`SMALL_HOLD_NS`] or the write side is shut, the final small segment. `None` when
     /// nothing is to be offered (also while a small segment is undelivered).
     pub fn tonic_tail_due(&mut self, now: u64, max: usize) -> Option<u32> {
-        let mss = self.smss.max(1);
-        let end = self.snd_end;
-        let fin = self.fin_queued;
+        let mss = self.opt.smss.max(1);
+        let end = self.snd.end;
+        let fin = self.flags.fin_queued;
         let n = self.tonic.as_mut()?;
         if n.small_pending {
             return None;
@@ -167,9 +171,9 @@ impl Tcb {
     /// message.
     pub fn tonic_tail_data(&self, len: u32) -> (Seq, [&[u8]; 2]) {
         let Some(n) = self.tonic else {
-            return (self.snd_una, [&[], &[]]);
+            return (self.snd.una, [&[], &[]]);
         };
-        let off = (n.tail - self.snd_una).max(0) as usize;
+        let off = (n.tail - self.snd.una).max(0) as usize;
         let (a, b) = self.sbuf.slices(off, len as usize);
         (n.tail + len, [a, b])
     }
@@ -177,15 +181,15 @@ impl Tcb {
     /// The NIC was told about `len` more bytes (after [`Tcb::tonic_tail_due`] and a successful
     /// send): `tonic-tail` moves; a piece shorter than one MSS is the final small segment.
     pub fn tonic_tail_sent(&mut self, len: u32) {
-        let mss = self.smss.max(1);
+        let mss = self.opt.smss.max(1);
         if let Some(n) = self.tonic.as_mut() {
             n.tail += len;
             n.hold_until = 0;
             if !len.is_multiple_of(mss) {
                 n.small_pending = true;
             }
-            if self.snd_max.lt(n.tail) {
-                self.snd_max = n.tail;
+            if self.snd.max.lt(n.tail) {
+                self.snd.max = n.tail;
             }
         }
     }
@@ -198,16 +202,16 @@ impl Tcb {
         let Some(n) = self.tonic.as_mut() else {
             return ev;
         };
-        if !(self.snd_una.lt(delivered) && delivered.le(n.tail)) {
+        if !(self.snd.una.lt(delivered) && delivered.le(n.tail)) {
             return ev;
         }
         if n.small_pending && delivered == n.tail {
             n.small_pending = false;
         }
-        self.sbuf.consume((delivered - self.snd_una) as usize);
-        self.snd_una = delivered;
-        self.snd_nxt = delivered;
-        self.retries = 0;
+        self.sbuf.consume((delivered - self.snd.una) as usize);
+        self.snd.una = delivered;
+        self.snd.nxt = delivered;
+        self.timers.retries = 0;
         ev.writable = true;
         ev
     }
@@ -215,7 +219,7 @@ impl Tcb {
     /// True when the NIC owns the sender, the write side is shut and every byte was
     /// delivered: time to remove the flow from the NIC and [`Tcb::resume_sender`] for the FIN.
     pub fn tonic_sender_done(&self) -> bool {
-        self.tonic.is_some() && self.fin_queued && self.snd_una == self.snd_end
+        self.tonic.is_some() && self.flags.fin_queued && self.snd.una == self.snd.end
     }
 
     /// Takes the sender side back from the NIC (after the flow was removed there, or when the
@@ -224,16 +228,16 @@ impl Tcb {
         if self.tonic.take().is_none() {
             return;
         }
-        self.snd_nxt = self.snd_una;
-        self.snd_max = self.snd_una;
-        self.recover = self.snd_una;
-        self.rxt_next = self.snd_una;
-        self.in_recovery = false;
-        self.dupacks = 0;
-        self.sb.clear();
-        self.snd_wl2 = self.snd_una;
-        if self.snd_wnd == 0 {
-            self.snd_wnd = self.max_snd_wnd.max(self.smss);
+        self.snd.nxt = self.snd.una;
+        self.snd.max = self.snd.una;
+        self.rec.recover = self.snd.una;
+        self.rec.rxt_next = self.snd.una;
+        self.rec.in_recovery = false;
+        self.rec.dupacks = 0;
+        self.rec.sb.clear();
+        self.snd.wl2 = self.snd.una;
+        if self.snd.wnd == 0 {
+            self.snd.wnd = self.snd.max_wnd.max(self.opt.smss);
         }
     }
 
