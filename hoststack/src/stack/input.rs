@@ -142,12 +142,7 @@ impl<L: HostLink> Context<L> {
             let c = self.conns[cid as usize].as_mut().expect("just allocated");
             c.listener = Some(lfd);
             c.half_open = true;
-            c.tonic = tonic.map(|module| super::TonicConn {
-                module,
-                flow: None,
-                request: 0,
-                done: false,
-            });
+            c.owner = tonic.map_or(super::Owner::Host, super::Owner::tonic);
         }
         if let Ok(s) = self.sock_mut(lfd) {
             if let SockState::Listening(l) = &mut s.state {

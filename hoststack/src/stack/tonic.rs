@@ -30,7 +30,7 @@ use offload_api::msg::{
     TonicTailRepr,
 };
 
-use super::{Context, TonicConn};
+use super::{Context, Owner, TonicPhase};
 use crate::frame::HostLink;
 use crate::tcp::seq::Seq;
 use crate::tcp::tcb::State;
@@ -69,7 +69,7 @@ impl<L: HostLink> Context<L> {
     /// The NIC flow id of a connected socket whose sender the NIC runs.
     pub fn tonic_flow(&self, fd: super::Fd) -> Option<u32> {
         match self.sock(fd).ok()?.state {
-            super::SockState::Conn(cid) => self.conns[cid as usize].as_ref()?.tonic?.flow,
+            super::SockState::Conn(cid) => self.conns[cid as usize].as_ref()?.owner.tonic_flow(),
             _ => None,
         }
     }
@@ -95,15 +95,13 @@ impl<L: HostLink> Context<L> {
         let Some(c) = self.conns[cid as usize].as_mut() else {
             return;
         };
-        let Some(t) = c.tonic else { return };
-        if t.flow.is_some() || t.done || c.tcb.state() != State::Established {
+        let Owner::Tonic(t) = c.owner else { return };
+        if t.phase != TonicPhase::Pending || c.tcb.state() != State::Established {
             return;
         }
         let Some(h) = c.tcb.hand_sender_to_tonic() else {
             // Not possible (options negotiated, data in flight): the host keeps the sender.
-            if let Some(t) = c.tonic.as_mut() {
-                t.done = true;
-            }
+            c.owner.set_tonic_phase(TonicPhase::Over);
             return;
         };
         let ep = c.tcb.endpoints();
@@ -141,19 +139,15 @@ impl<L: HostLink> Context<L> {
             // No room on the link: the host keeps the sender for this connection.
             let c = self.conns[cid as usize].as_mut().expect("live conn");
             c.tcb.resume_sender();
-            if let Some(t) = c.tonic.as_mut() {
-                t.done = true;
-            }
+            c.owner.set_tonic_phase(TonicPhase::Over);
             self.free_flow_ids.push(flow);
             return;
         }
         self.tonic_stats.flows_added += 1;
         self.tonic_flows.insert(flow, cid);
         let c = self.conns[cid as usize].as_mut().expect("live conn");
-        if let Some(t) = c.tonic.as_mut() {
-            t.flow = Some(flow);
-            t.request = req;
-        }
+        c.owner
+            .set_tonic_phase(TonicPhase::Active { flow, request: req });
     }
 
     /// Tonic work of connection `cid` after its TCB transmitted: new data to the NIC
@@ -163,10 +157,7 @@ impl<L: HostLink> Context<L> {
         let Some(c) = self.conns[cid as usize].as_ref() else {
             return false;
         };
-        let Some(TonicConn {
-            flow: Some(flow), ..
-        }) = c.tonic
-        else {
+        let Some(flow) = c.owner.tonic_flow() else {
             return false;
         };
         let closed = c.tcb.state() == State::Closed;
@@ -228,12 +219,8 @@ impl<L: HostLink> Context<L> {
             self.tonic_flows.remove(&flow);
             self.free_flow_ids.push(flow);
         }
-        if let Some(t) = self.conns[cid as usize]
-            .as_mut()
-            .and_then(|c| c.tonic.as_mut())
-        {
-            t.flow = None;
-            t.done = true;
+        if let Some(c) = self.conns[cid as usize].as_mut() {
+            c.owner.set_tonic_phase(TonicPhase::Over);
         }
     }
 
@@ -241,8 +228,7 @@ impl<L: HostLink> Context<L> {
     pub(super) fn tonic_forget(&mut self, cid: u32) {
         let flow = self.conns[cid as usize]
             .as_ref()
-            .and_then(|c| c.tonic)
-            .and_then(|t| t.flow);
+            .and_then(|c| c.owner.tonic_flow());
         if let Some(f) = flow {
             self.release_flow(cid, f);
         }
@@ -274,8 +260,13 @@ impl<L: HostLink> Context<L> {
             }
             Message::InstallAck(a) if a.request_type == MsgType::TonicFlowAdd => {
                 let found = self.tonic_flows.iter().find_map(|(&flow, &cid)| {
-                    let t = self.conns[cid as usize].as_ref()?.tonic?;
-                    (t.request == a.request_id).then_some((flow, cid))
+                    let Owner::Tonic(t) = self.conns[cid as usize].as_ref()?.owner else {
+                        return None;
+                    };
+                    let TonicPhase::Active { request, .. } = t.phase else {
+                        return None;
+                    };
+                    (request == a.request_id).then_some((flow, cid))
                 });
                 let Some((flow, cid)) = found else {
                     return true;
