@@ -108,10 +108,17 @@ pub struct HostStats {
     pub frames_out: u64,
     /// Frames the link refused (ring full).
     pub link_full: u64,
-    /// Frames that were not IPv4/TCP (control messages included, until handled).
+    /// Frames that were neither IPv4/TCP nor a host ↔ NIC control message (ARP, IPv6,
+    /// IPv4 other than TCP, ...).
     pub not_tcp: u64,
-    /// Malformed frames or segments.
+    /// Malformed frames or segments, control messages with an unusable header or fields
+    /// included.
     pub malformed: u64,
+    /// Well-formed host ↔ NIC control messages (EtherTypes 0x090A–0x090E, AccelTCP App. A)
+    /// that this host does not handle yet, counted and dropped: setup notifications
+    /// (0x090A, AccelTCP §4.1), splice closure reports (0x090D, §4.3), teardown counts,
+    /// install acks of requests other than Tonic flow adds, and host → NIC types.
+    pub control_unhandled: u64,
     /// TCP segments to an address that is not ours.
     pub not_ours: u64,
     /// RSTs sent for segments to no connection or listener.

@@ -26,8 +26,8 @@
 //! NIC only. A listener's `TCP_TONIC` applies to the connections it accepts.
 
 use offload_api::msg::{
-    self, AckStatus, FourTuple, Message, MsgType, TonicFlowAddRepr, TonicFlowRemoveRepr,
-    TonicTailRepr,
+    self, AckStatus, FourTuple, InstallAckRepr, Message, TonicDeliveredRepr, TonicFlowAddRepr,
+    TonicFlowRemoveRepr, TonicTailRepr,
 };
 
 use super::{Context, Owner, TonicPhase};
@@ -54,7 +54,8 @@ pub struct TonicHostStats {
     pub tail_bytes: u64,
     /// `TonicDelivered` messages taken.
     pub delivered_msgs: u64,
-    /// Tonic messages for no known flow, or malformed.
+    /// Delivery notifications for no known flow (a malformed Tonic message counts in
+    /// [`HostStats::malformed`](super::HostStats::malformed)).
     pub stray: u64,
     /// Messages the link refused (retried on the next flush).
     pub link_full: u64,
@@ -234,56 +235,49 @@ impl<L: HostLink> Context<L> {
         }
     }
 
-    /// A control frame from the NIC (EtherType 0x090E): Tonic delivery notifications and the
-    /// install acks of flow adds. Returns false when it is not one of those.
-    pub(super) fn tonic_input(&mut self, f: &[u8]) -> bool {
-        let Ok(p) = msg::parse_frame(f) else {
-            return false;
+    /// A delivery notification from the NIC (`TonicDelivered`): the flow's snd.una moved;
+    /// the TCB frees that send-buffer space and the socket becomes writable.
+    pub(super) fn tonic_delivered(&mut self, d: TonicDeliveredRepr) {
+        self.tonic_stats.delivered_msgs += 1;
+        let Some(&cid) = self.tonic_flows.get(&d.flow_id) else {
+            self.tonic_stats.stray += 1;
+            return;
         };
-        match p.message {
-            Message::TonicDelivered(d) => {
-                self.tonic_stats.delivered_msgs += 1;
-                let Some(&cid) = self.tonic_flows.get(&d.flow_id) else {
-                    self.tonic_stats.stray += 1;
-                    return true;
-                };
-                let Some(c) = self.conns[cid as usize].as_mut() else {
-                    return true;
-                };
-                let ev = c.tcb.tonic_delivered(Seq(d.delivered));
-                let fd = c.fd;
-                self.mark_dirty(cid);
-                if let (Some(fd), true) = (fd, ev.writable) {
-                    self.notify(fd);
-                }
-                true
+        let Some(c) = self.conns[cid as usize].as_mut() else {
+            return;
+        };
+        let ev = c.tcb.tonic_delivered(Seq(d.delivered));
+        let fd = c.fd;
+        self.mark_dirty(cid);
+        if let (Some(fd), true) = (fd, ev.writable) {
+            self.notify(fd);
+        }
+    }
+
+    /// The NIC's answer to a `TonicFlowAdd` (`a.request_type` is `TonicFlowAdd`). A refusal
+    /// gives the sender back to the TCB, which sends the data itself from snd.una. An ack
+    /// for no active flow is ignored.
+    pub(super) fn tonic_install_ack(&mut self, a: InstallAckRepr) {
+        let found = self.tonic_flows.iter().find_map(|(&flow, &cid)| {
+            let Owner::Tonic(t) = self.conns[cid as usize].as_ref()?.owner else {
+                return None;
+            };
+            let TonicPhase::Active { request, .. } = t.phase else {
+                return None;
+            };
+            (request == a.request_id).then_some((flow, cid))
+        });
+        let Some((flow, cid)) = found else {
+            return;
+        };
+        if a.status != AckStatus::Ok {
+            // Refused: the host sends the data itself, from snd.una.
+            self.tonic_stats.flows_refused += 1;
+            self.release_flow(cid, flow);
+            if let Some(c) = self.conns[cid as usize].as_mut() {
+                c.tcb.resume_sender();
             }
-            Message::InstallAck(a) if a.request_type == MsgType::TonicFlowAdd => {
-                let found = self.tonic_flows.iter().find_map(|(&flow, &cid)| {
-                    let Owner::Tonic(t) = self.conns[cid as usize].as_ref()?.owner else {
-                        return None;
-                    };
-                    let TonicPhase::Active { request, .. } = t.phase else {
-                        return None;
-                    };
-                    (request == a.request_id).then_some((flow, cid))
-                });
-                let Some((flow, cid)) = found else {
-                    return true;
-                };
-                if a.status != AckStatus::Ok {
-                    // Refused: the host sends the data itself, from snd.una.
-                    self.tonic_stats.flows_refused += 1;
-                    self.release_flow(cid, flow);
-                    if let Some(c) = self.conns[cid as usize].as_mut() {
-                        c.tcb.resume_sender();
-                    }
-                    self.mark_dirty(cid);
-                }
-                true
-            }
-            Message::InstallAck(_) => true,
-            _ => false,
+            self.mark_dirty(cid);
         }
     }
 }
