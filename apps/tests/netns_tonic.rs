@@ -282,7 +282,7 @@ fn transfer(node: &mut Node, ns: &Netns, module: &str, port: u16, pattern: &Patt
         0,
         "{module}: the host TCB sent data itself"
     );
-    assert!(!tcb.nic_owns_sender());
+    assert!(!tcb.tonic_owns_sender());
     let mss = tcb.send_mss() as u64;
     node.ctx.close(fd).unwrap();
     let t2 = Instant::now();

@@ -178,7 +178,7 @@ fn unknown_module_falls_back_to_the_host_sender() {
     assert_eq!(p.a.host.tonic_stats().flows_refused, 1);
     let tcb = p.a.host.tcb(c).unwrap();
     assert_eq!(tcb.state(), State::Established);
-    assert!(!tcb.nic_owns_sender());
+    assert!(!tcb.tonic_owns_sender());
     assert_eq!(tcb.stats().bytes_out, st.total);
 }
 

@@ -82,7 +82,7 @@ fn two_way(module: &str, seed: u64) {
         ab.write_then_shut(&mut p.a.host, c).expect("A writes");
         let before = ba.got;
         ba.read_all(&mut p.a.host, c).expect("A reads");
-        if p.a.host.tcb(c).unwrap().nic_owns_sender() {
+        if p.a.host.tcb(c).unwrap().tonic_owns_sender() {
             got_in_tonic_phase += ba.got - before;
         }
         if let Some(fd) = s {
@@ -317,7 +317,7 @@ fn peer_reset_during_the_tonic_phase_removes_the_flow() {
     });
     assert!(sending, "{st:?}");
     let fd = s.unwrap();
-    assert!(p.a.host.tcb(c).unwrap().nic_owns_sender());
+    assert!(p.a.host.tcb(c).unwrap().tonic_owns_sender());
     assert!(p.a.host.tonic_flow(c).is_some());
     let engine_flows = |p: &Pair| p.a.tonic().engine("newreno").unwrap().dd().live_flows();
     assert_eq!(engine_flows(&p), 1);

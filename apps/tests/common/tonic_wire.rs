@@ -223,7 +223,7 @@ pub fn assert_nic_sent(
     let tcb = host.tcb(fd).expect("connection");
     assert_eq!(tcb.stats().bytes_out, 0, "the TCB sent data itself");
     assert_eq!(tcb.stats().retransmits, 0, "the TCB retransmitted");
-    assert!(!tcb.nic_owns_sender(), "the sender came back for the FIN");
+    assert!(!tcb.tonic_owns_sender(), "the sender came back for the FIN");
     let ts = *host.tonic_stats();
     assert_eq!(
         (ts.flows_added, ts.flows_removed, ts.flows_refused),

@@ -257,17 +257,12 @@ impl<L: HostLink> Context<L> {
         let tonic = self.sock(fd)?.opts.tonic;
         let mut tcb = Tcb::connect(&cfg, ep, iss, now);
         if tonic.is_some() {
-            tcb.prepare_nic_sender();
+            tcb.prepare_tonic_sender();
         }
         let cid = self.alloc_conn(tcb);
         let c = self.conns[cid as usize].as_mut().expect("new");
         c.fd = Some(fd);
-        c.tonic = tonic.map(|module| super::TonicConn {
-            module,
-            flow: None,
-            request: 0,
-            done: false,
-        });
+        c.owner = tonic.map_or(super::Owner::Host, super::Owner::tonic);
         self.demux
             .insert(key(remote_ip, addr.port(), local_port), cid);
         self.stats.active_opens += 1;

@@ -1,8 +1,11 @@
 //! Frames from the NIC: demux to connections and listeners, passive opens, RSTs for
-//! segments that reach nothing (RFC 9293 §3.10.7.1).
+//! segments that reach nothing (RFC 9293 §3.10.7.1), and the host ↔ NIC control messages
+//! (AccelTCP App. A EtherTypes 0x090A–0x090D, nicemu control 0x090E), dispatched by type.
+
+use offload_api::msg::{self, FrameKind, Message, MsgType};
 
 use super::{key, Context, SockState};
-use crate::frame::{self, HostLink};
+use crate::frame::{self, FrameError, HostLink};
 use crate::tcp::segment::{self, Flags, Segment};
 use crate::tcp::tcb::{reset_for, Endpoints, Events, Tcb};
 
@@ -25,19 +28,8 @@ impl<L: HostLink> Context<L> {
         self.stats.frames_in += 1;
         let tf = match frame::parse_tcp(f) {
             Ok(tf) => tf,
-            // Tonic messages from the NIC (delivery notifications, install acks).
-            Err(frame::FrameError::NotIpv4 | frame::FrameError::Malformed)
-                if f.get(12..14) == Some(&offload_api::ETHERTYPE_CONTROL.to_be_bytes()[..])
-                    && self.tonic_input(f) =>
-            {
-                return;
-            }
-            Err(frame::FrameError::NotIpv4) | Err(frame::FrameError::NotTcp) => {
-                self.stats.not_tcp += 1;
-                return;
-            }
-            Err(_) => {
-                self.stats.malformed += 1;
+            Err(e) => {
+                self.input_not_tcp(f, e);
                 return;
             }
         };
@@ -74,6 +66,56 @@ impl<L: HostLink> Context<L> {
             return;
         }
         self.send_reset(tf.src_ip, &seg);
+    }
+
+    /// A frame that is not an IPv4/TCP segment (`parse_tcp` said why: `e`): a host ↔ NIC
+    /// control message goes to [`Self::control_input`]; anything else is counted.
+    ///
+    /// A control message shorter than an IPv4 header reads as `Malformed` to `parse_tcp`, so
+    /// the EtherType is looked at whatever `e` is.
+    fn input_not_tcp(&mut self, f: &[u8], e: FrameError) {
+        match msg::classify(f) {
+            FrameKind::Control(ty) => self.control_input(ty, f),
+            FrameKind::BadControl(_) => self.stats.malformed += 1,
+            FrameKind::Ipv4 | FrameKind::Arp | FrameKind::Unknown(_) | FrameKind::Runt => match e {
+                FrameError::NotIpv4 | FrameError::NotTcp => self.stats.not_tcp += 1,
+                FrameError::Malformed | FrameError::Fragment => self.stats.malformed += 1,
+            },
+        }
+    }
+
+    /// A host ↔ NIC control message of type `ty` (its common header checked by
+    /// [`msg::classify`]), dispatched by type: Tonic's delivery notifications and the install
+    /// acks of its flow adds go to the Tonic code (Tonic §5); every other type is counted in
+    /// `control_unhandled`: the NIC → host messages of offloads the host does not drive yet
+    /// (setup notifications, AccelTCP §4.1; splice closure reports, §4.3; teardown counts,
+    /// §4.2; acks of other requests) and the host → NIC types, which a NIC never sends.
+    fn control_input(&mut self, ty: MsgType, f: &[u8]) {
+        match ty {
+            MsgType::TonicDelivered | MsgType::InstallAck => {
+                let Ok(p) = msg::parse_frame(f) else {
+                    self.stats.malformed += 1;
+                    return;
+                };
+                match p.message {
+                    Message::TonicDelivered(d) => self.tonic_delivered(d),
+                    Message::InstallAck(a) if a.request_type == MsgType::TonicFlowAdd => {
+                        self.tonic_install_ack(a)
+                    }
+                    _ => self.stats.control_unhandled += 1,
+                }
+            }
+            MsgType::Setup | MsgType::SpliceClose | MsgType::TeardownCount => {
+                self.stats.control_unhandled += 1
+            }
+            MsgType::Teardown
+            | MsgType::SpliceInstall
+            | MsgType::ListenAdd
+            | MsgType::ListenRemove
+            | MsgType::TonicFlowAdd
+            | MsgType::TonicFlowRemove
+            | MsgType::TonicTail => self.stats.control_unhandled += 1,
+        }
     }
 
     fn send_reset(&mut self, remote_ip: [u8; 4], seg: &Segment<'_>) {
@@ -135,19 +177,14 @@ impl<L: HostLink> Context<L> {
             .isn((ep.local_ip, ep.local_port), (remote_ip, seg.src_port), now);
         let mut tcb = Tcb::accept(&opts, ep, seg, iss, now);
         if tonic.is_some() {
-            tcb.prepare_nic_sender();
+            tcb.prepare_tonic_sender();
         }
         let cid = self.alloc_conn(tcb);
         {
             let c = self.conns[cid as usize].as_mut().expect("just allocated");
             c.listener = Some(lfd);
             c.half_open = true;
-            c.tonic = tonic.map(|module| super::TonicConn {
-                module,
-                flow: None,
-                request: 0,
-                done: false,
-            });
+            c.owner = tonic.map_or(super::Owner::Host, super::Owner::tonic);
         }
         if let Ok(s) = self.sock_mut(lfd) {
             if let SockState::Listening(l) = &mut s.state {

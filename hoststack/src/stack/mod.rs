@@ -108,10 +108,17 @@ pub struct HostStats {
     pub frames_out: u64,
     /// Frames the link refused (ring full).
     pub link_full: u64,
-    /// Frames that were not IPv4/TCP (control messages included, until handled).
+    /// Frames that were neither IPv4/TCP nor a host ↔ NIC control message (ARP, IPv6,
+    /// IPv4 other than TCP, ...).
     pub not_tcp: u64,
-    /// Malformed frames or segments.
+    /// Malformed frames or segments, control messages with an unusable header or fields
+    /// included.
     pub malformed: u64,
+    /// Well-formed host ↔ NIC control messages (EtherTypes 0x090A–0x090E, AccelTCP App. A)
+    /// that this host does not handle yet, counted and dropped: setup notifications
+    /// (0x090A, AccelTCP §4.1), splice closure reports (0x090D, §4.3), teardown counts,
+    /// install acks of requests other than Tonic flow adds, and host → NIC types.
+    pub control_unhandled: u64,
     /// TCP segments to an address that is not ours.
     pub not_ours: u64,
     /// RSTs sent for segments to no connection or listener.
@@ -144,8 +151,58 @@ struct Conn {
     dirty: bool,
     /// Counted in the listener's half-open count.
     half_open: bool,
-    /// `TCP_TONIC`: the NIC runs the sender (see `tonic.rs`).
-    tonic: Option<TonicConn>,
+    /// Who drives the connection's sender side.
+    owner: Owner,
+}
+
+/// Who drives a connection's sender side: the host's TCB, or an engine on the NIC.
+///
+/// At any time either the host or the NIC owns a connection's state, never both (AccelTCP
+/// §3); every change of owner is an explicit message over the link. Today the NIC can own
+/// only the sender of a `TCP_TONIC` connection (Tonic §5). Later owners (a teardown
+/// offloaded to the NIC, AccelTCP §4.2; a splice in progress, AccelTCP §4.3) become further
+/// variants, each holding what the host keeps while the NIC has the connection.
+#[derive(Clone, Copy, Debug)]
+enum Owner {
+    /// The host's TCB sends: every connection that is not `TCP_TONIC`.
+    Host,
+    /// A `TCP_TONIC` connection (Tonic §5; see `tonic.rs`): Tonic on the NIC drives the
+    /// sender while the phase is [`TonicPhase::Active`], the host's TCB before and after.
+    Tonic(TonicConn),
+}
+
+impl Owner {
+    /// A `TCP_TONIC` connection running `module`, before its handover.
+    fn tonic(module: offload_api::msg::ModuleName) -> Owner {
+        Owner::Tonic(TonicConn {
+            module,
+            phase: TonicPhase::Pending,
+        })
+    }
+
+    /// True while the Tonic phase is not over: the context has Tonic work around each
+    /// transmit of the connection (the handover, tail updates, the flow removal).
+    fn tonic_live(&self) -> bool {
+        matches!(self, Owner::Tonic(t) if t.phase != TonicPhase::Over)
+    }
+
+    /// The NIC flow id while Tonic on the NIC owns the sender.
+    fn tonic_flow(&self) -> Option<u32> {
+        match self {
+            Owner::Tonic(TonicConn {
+                phase: TonicPhase::Active { flow, .. },
+                ..
+            }) => Some(*flow),
+            _ => None,
+        }
+    }
+
+    /// Moves a `TCP_TONIC` connection to `phase` (nothing for other owners).
+    fn set_tonic_phase(&mut self, phase: TonicPhase) {
+        if let Owner::Tonic(t) = self {
+            t.phase = phase;
+        }
+    }
 }
 
 /// The Tonic side of a `TCP_TONIC` connection (Tonic §5).
@@ -153,12 +210,27 @@ struct Conn {
 struct TonicConn {
     /// The protocol module the NIC runs for it.
     module: offload_api::msg::ModuleName,
-    /// Its flow id on the NIC while the NIC owns the sender.
-    flow: Option<u32>,
-    /// Request id of the flow add (matched with the install ack).
-    request: u32,
-    /// The Tonic phase is over (or never started): the TCB sends itself.
-    done: bool,
+    /// Where the handover stands.
+    phase: TonicPhase,
+}
+
+/// Where the Tonic handover of a connection stands. Goes Pending → Active → Over, or
+/// Pending → Over when the handover is not possible; never back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum TonicPhase {
+    /// Not yet handed over (the handshake is running): the host's TCB sends.
+    Pending,
+    /// Tonic on the NIC owns the sender; the TCB keeps the receive side and the send
+    /// buffer.
+    Active {
+        /// The connection's flow id on the NIC (a key of `Context::tonic_flows`).
+        flow: u32,
+        /// Request id of the flow add (matched with the NIC's install ack).
+        request: u32,
+    },
+    /// The Tonic phase is over (the flow was removed or refused) or never started (the
+    /// handover was not possible): the host's TCB sends.
+    Over,
 }
 
 /// An epoll registration of a socket.
@@ -410,7 +482,7 @@ impl<L: HostLink> Context<L> {
     fn transmit(&mut self, cid: u32, now: u64) {
         let tonic = self.conns[cid as usize]
             .as_ref()
-            .is_some_and(|c| c.tonic.is_some_and(|t| !t.done));
+            .is_some_and(|c| c.owner.tonic_live());
         if tonic {
             self.tonic_before_transmit(cid);
         }
@@ -489,7 +561,7 @@ impl<L: HostLink> Context<L> {
             timer_at: u64::MAX,
             dirty: false,
             half_open: false,
-            tonic: None,
+            owner: Owner::Host,
         };
         self.live_conns += 1;
         match self.free_conns.pop() {

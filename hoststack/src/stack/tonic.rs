@@ -3,7 +3,7 @@
 //!
 //! A socket with [`SockOpt::Tonic`](super::SockOpt::Tonic) set opens its connection as usual.
 //! When the handshake completes, the context maps the connection to a flow id, hands the TCB's
-//! sender to the NIC ([`Tcb::hand_sender_to_nic`](crate::tcp::tcb::Tcb::hand_sender_to_nic))
+//! sender to the NIC ([`Tcb::hand_sender_to_tonic`](crate::tcp::tcb::Tcb::hand_sender_to_tonic))
 //! and registers the flow with a `TonicFlowAdd` (4-tuple, MSS, first sequence number, module
 //! name) over the PCIe link. From then on:
 //!
@@ -19,18 +19,18 @@
 //! If the NIC refuses the flow (install ack other than OK: an unknown module, a full table, no
 //! Tonic on this NIC), the TCB takes its sender back and sends everything itself.
 //!
-//! Limits (documented in `tcp/tcb/nic.rs`): no timestamps on these connections (window
+//! Limits (documented in `tcp/tcb/tonic.rs`): no timestamps on these connections (window
 //! scaling is negotiated; the NIC applies the peer's shift). Data the peer sends during the
 //! Tonic phase is received and acknowledged by the host (the NIC writes its own snd.nxt into
 //! those ACKs), but the peer's window and ACK numbers on such data segments are taken by the
 //! NIC only. A listener's `TCP_TONIC` applies to the connections it accepts.
 
 use offload_api::msg::{
-    self, AckStatus, FourTuple, Message, MsgType, TonicFlowAddRepr, TonicFlowRemoveRepr,
-    TonicTailRepr,
+    self, AckStatus, FourTuple, InstallAckRepr, Message, TonicDeliveredRepr, TonicFlowAddRepr,
+    TonicFlowRemoveRepr, TonicTailRepr,
 };
 
-use super::{Context, TonicConn};
+use super::{Context, Owner, TonicPhase};
 use crate::frame::HostLink;
 use crate::tcp::seq::Seq;
 use crate::tcp::tcb::State;
@@ -54,7 +54,8 @@ pub struct TonicHostStats {
     pub tail_bytes: u64,
     /// `TonicDelivered` messages taken.
     pub delivered_msgs: u64,
-    /// Tonic messages for no known flow, or malformed.
+    /// Delivery notifications for no known flow (a malformed Tonic message counts in
+    /// [`HostStats::malformed`](super::HostStats::malformed)).
     pub stray: u64,
     /// Messages the link refused (retried on the next flush).
     pub link_full: u64,
@@ -69,7 +70,7 @@ impl<L: HostLink> Context<L> {
     /// The NIC flow id of a connected socket whose sender the NIC runs.
     pub fn tonic_flow(&self, fd: super::Fd) -> Option<u32> {
         match self.sock(fd).ok()?.state {
-            super::SockState::Conn(cid) => self.conns[cid as usize].as_ref()?.tonic?.flow,
+            super::SockState::Conn(cid) => self.conns[cid as usize].as_ref()?.owner.tonic_flow(),
             _ => None,
         }
     }
@@ -95,15 +96,13 @@ impl<L: HostLink> Context<L> {
         let Some(c) = self.conns[cid as usize].as_mut() else {
             return;
         };
-        let Some(t) = c.tonic else { return };
-        if t.flow.is_some() || t.done || c.tcb.state() != State::Established {
+        let Owner::Tonic(t) = c.owner else { return };
+        if t.phase != TonicPhase::Pending || c.tcb.state() != State::Established {
             return;
         }
-        let Some(h) = c.tcb.hand_sender_to_nic() else {
+        let Some(h) = c.tcb.hand_sender_to_tonic() else {
             // Not possible (options negotiated, data in flight): the host keeps the sender.
-            if let Some(t) = c.tonic.as_mut() {
-                t.done = true;
-            }
+            c.owner.set_tonic_phase(TonicPhase::Over);
             return;
         };
         let ep = c.tcb.endpoints();
@@ -141,19 +140,15 @@ impl<L: HostLink> Context<L> {
             // No room on the link: the host keeps the sender for this connection.
             let c = self.conns[cid as usize].as_mut().expect("live conn");
             c.tcb.resume_sender();
-            if let Some(t) = c.tonic.as_mut() {
-                t.done = true;
-            }
+            c.owner.set_tonic_phase(TonicPhase::Over);
             self.free_flow_ids.push(flow);
             return;
         }
         self.tonic_stats.flows_added += 1;
         self.tonic_flows.insert(flow, cid);
         let c = self.conns[cid as usize].as_mut().expect("live conn");
-        if let Some(t) = c.tonic.as_mut() {
-            t.flow = Some(flow);
-            t.request = req;
-        }
+        c.owner
+            .set_tonic_phase(TonicPhase::Active { flow, request: req });
     }
 
     /// Tonic work of connection `cid` after its TCB transmitted: new data to the NIC
@@ -163,17 +158,14 @@ impl<L: HostLink> Context<L> {
         let Some(c) = self.conns[cid as usize].as_ref() else {
             return false;
         };
-        let Some(TonicConn {
-            flow: Some(flow), ..
-        }) = c.tonic
-        else {
+        let Some(flow) = c.owner.tonic_flow() else {
             return false;
         };
         let closed = c.tcb.state() == State::Closed;
         if !closed {
             loop {
                 let c = self.conns[cid as usize].as_mut().expect("live conn");
-                let Some(len) = c.tcb.nic_tail_due(now, TAIL_CHUNK) else {
+                let Some(len) = c.tcb.tonic_tail_due(now, TAIL_CHUNK) else {
                     break;
                 };
                 let port = self.cfg.port;
@@ -185,7 +177,7 @@ impl<L: HostLink> Context<L> {
                     ..
                 } = self;
                 let tcb = &conns[cid as usize].as_ref().expect("live conn").tcb;
-                let (tail, data) = tcb.nic_tail_data(len);
+                let (tail, data) = tcb.tonic_tail_data(len);
                 let m = Message::TonicTail(TonicTailRepr {
                     flow_id: flow,
                     tail: tail.0,
@@ -201,11 +193,11 @@ impl<L: HostLink> Context<L> {
                     .as_mut()
                     .expect("live conn")
                     .tcb
-                    .nic_tail_sent(len);
+                    .tonic_tail_sent(len);
             }
         }
         let c = self.conns[cid as usize].as_ref().expect("live conn");
-        if !(closed || c.tcb.nic_sender_done()) {
+        if !(closed || c.tcb.tonic_sender_done()) {
             return false;
         }
         let rm = Message::TonicFlowRemove(TonicFlowRemoveRepr {
@@ -228,12 +220,8 @@ impl<L: HostLink> Context<L> {
             self.tonic_flows.remove(&flow);
             self.free_flow_ids.push(flow);
         }
-        if let Some(t) = self.conns[cid as usize]
-            .as_mut()
-            .and_then(|c| c.tonic.as_mut())
-        {
-            t.flow = None;
-            t.done = true;
+        if let Some(c) = self.conns[cid as usize].as_mut() {
+            c.owner.set_tonic_phase(TonicPhase::Over);
         }
     }
 
@@ -241,58 +229,55 @@ impl<L: HostLink> Context<L> {
     pub(super) fn tonic_forget(&mut self, cid: u32) {
         let flow = self.conns[cid as usize]
             .as_ref()
-            .and_then(|c| c.tonic)
-            .and_then(|t| t.flow);
+            .and_then(|c| c.owner.tonic_flow());
         if let Some(f) = flow {
             self.release_flow(cid, f);
         }
     }
 
-    /// A control frame from the NIC (EtherType 0x090E): Tonic delivery notifications and the
-    /// install acks of flow adds. Returns false when it is not one of those.
-    pub(super) fn tonic_input(&mut self, f: &[u8]) -> bool {
-        let Ok(p) = msg::parse_frame(f) else {
-            return false;
+    /// A delivery notification from the NIC (`TonicDelivered`): the flow's snd.una moved;
+    /// the TCB frees that send-buffer space and the socket becomes writable.
+    pub(super) fn tonic_delivered(&mut self, d: TonicDeliveredRepr) {
+        self.tonic_stats.delivered_msgs += 1;
+        let Some(&cid) = self.tonic_flows.get(&d.flow_id) else {
+            self.tonic_stats.stray += 1;
+            return;
         };
-        match p.message {
-            Message::TonicDelivered(d) => {
-                self.tonic_stats.delivered_msgs += 1;
-                let Some(&cid) = self.tonic_flows.get(&d.flow_id) else {
-                    self.tonic_stats.stray += 1;
-                    return true;
-                };
-                let Some(c) = self.conns[cid as usize].as_mut() else {
-                    return true;
-                };
-                let ev = c.tcb.nic_delivered(Seq(d.delivered));
-                let fd = c.fd;
-                self.mark_dirty(cid);
-                if let (Some(fd), true) = (fd, ev.writable) {
-                    self.notify(fd);
-                }
-                true
+        let Some(c) = self.conns[cid as usize].as_mut() else {
+            return;
+        };
+        let ev = c.tcb.tonic_delivered(Seq(d.delivered));
+        let fd = c.fd;
+        self.mark_dirty(cid);
+        if let (Some(fd), true) = (fd, ev.writable) {
+            self.notify(fd);
+        }
+    }
+
+    /// The NIC's answer to a `TonicFlowAdd` (`a.request_type` is `TonicFlowAdd`). A refusal
+    /// gives the sender back to the TCB, which sends the data itself from snd.una. An ack
+    /// for no active flow is ignored.
+    pub(super) fn tonic_install_ack(&mut self, a: InstallAckRepr) {
+        let found = self.tonic_flows.iter().find_map(|(&flow, &cid)| {
+            let Owner::Tonic(t) = self.conns[cid as usize].as_ref()?.owner else {
+                return None;
+            };
+            let TonicPhase::Active { request, .. } = t.phase else {
+                return None;
+            };
+            (request == a.request_id).then_some((flow, cid))
+        });
+        let Some((flow, cid)) = found else {
+            return;
+        };
+        if a.status != AckStatus::Ok {
+            // Refused: the host sends the data itself, from snd.una.
+            self.tonic_stats.flows_refused += 1;
+            self.release_flow(cid, flow);
+            if let Some(c) = self.conns[cid as usize].as_mut() {
+                c.tcb.resume_sender();
             }
-            Message::InstallAck(a) if a.request_type == MsgType::TonicFlowAdd => {
-                let found = self.tonic_flows.iter().find_map(|(&flow, &cid)| {
-                    let t = self.conns[cid as usize].as_ref()?.tonic?;
-                    (t.request == a.request_id).then_some((flow, cid))
-                });
-                let Some((flow, cid)) = found else {
-                    return true;
-                };
-                if a.status != AckStatus::Ok {
-                    // Refused: the host sends the data itself, from snd.una.
-                    self.tonic_stats.flows_refused += 1;
-                    self.release_flow(cid, flow);
-                    if let Some(c) = self.conns[cid as usize].as_mut() {
-                        c.tcb.resume_sender();
-                    }
-                    self.mark_dirty(cid);
-                }
-                true
-            }
-            Message::InstallAck(_) => true,
-            _ => false,
+            self.mark_dirty(cid);
         }
     }
 }

@@ -33,10 +33,10 @@ impl Tcb {
     /// SYN-SENT (RFC 9293 §3.10.7.3).
     pub(super) fn input_syn_sent(&mut self, seg: &Segment<'_>, now: u64) {
         let f = seg.flags;
-        if f.has(Flags::ACK) && (seg.ack.le(self.iss) || seg.ack.gt(self.snd_max)) {
+        if f.has(Flags::ACK) && (seg.ack.le(self.snd.iss) || seg.ack.gt(self.snd.max)) {
             // An ACK for something we never sent.
             if !f.has(Flags::RST) {
-                self.reply_rst = Some(seg.ack);
+                self.flags.reply_rst = Some(seg.ack);
             }
             return;
         }
@@ -50,45 +50,47 @@ impl Tcb {
         if !f.has(Flags::SYN) {
             return;
         }
-        self.irs = seg.seq;
-        self.rcv_nxt = seg.seq + 1;
-        self.last_ack_sent = self.rcv_nxt;
-        self.rcv_adv = self.rcv_nxt + self.syn_window() as u32;
+        self.rcv.irs = seg.seq;
+        self.rcv.nxt = seg.seq + 1;
+        self.opt.last_ack_sent = self.rcv.nxt;
+        self.rcv.adv = self.rcv.nxt + self.syn_window() as u32;
         self.negotiate(&seg.options, now);
-        self.snd_wnd = seg.window as u32;
-        self.max_snd_wnd = self.snd_wnd;
-        self.snd_wl1 = seg.seq;
-        self.snd_wl2 = seg.ack;
+        self.snd.wnd = seg.window as u32;
+        self.snd.max_wnd = self.snd.wnd;
+        self.snd.wl1 = seg.seq;
+        self.snd.wl2 = seg.ack;
         if f.has(Flags::ACK) {
-            self.snd_una = seg.ack;
+            self.snd.una = seg.ack;
             self.establish(now);
-            self.ack_now = true;
+            self.flags.ack_now = true;
         } else {
             // Simultaneous open: SYN-ACK with our ISS.
             self.state = State::SynReceived;
-            self.syn_pending = true;
+            self.flags.syn_pending = true;
         }
     }
 
     /// The handshake completed: ESTABLISHED (or FIN-WAIT-1 when the application already shut
     /// the write side), controller built, SYN RTT sampled unless it was retransmitted.
     fn establish(&mut self, now: u64) {
-        self.state = if self.fin_queued {
+        self.state = if self.flags.fin_queued {
             State::FinWait1
         } else {
             State::Established
         };
-        if self.snd_nxt.lt(self.snd_una) {
-            self.snd_nxt = self.snd_una;
+        if self.snd.nxt.lt(self.snd.una) {
+            self.snd.nxt = self.snd.una;
         }
-        if !self.syn_rexmitted {
-            self.rtt.sample(now.saturating_sub(self.syn_sent_at));
+        if !self.flags.syn_rexmitted {
+            self.timers
+                .rtt
+                .sample(now.saturating_sub(self.timers.syn_sent_at));
         }
-        self.cc = Some(self.cc_alg.build(self.smss));
-        self.retries = 0;
-        self.timer = Timer::Off;
-        self.recover = self.snd_una;
-        self.rxt_next = self.snd_una;
+        self.rec.cc = Some(self.cfg.cc.build(self.opt.smss));
+        self.timers.retries = 0;
+        self.timers.running = Timer::Off;
+        self.rec.recover = self.snd.una;
+        self.rec.rxt_next = self.snd.una;
         self.pending.established = true;
     }
 
@@ -102,9 +104,9 @@ impl Tcb {
             && f.has(Flags::SYN)
             && !f.has(Flags::ACK)
             && !f.has(Flags::RST)
-            && seg.seq == self.irs
+            && seg.seq == self.rcv.irs
         {
-            self.syn_pending = true;
+            self.flags.syn_pending = true;
             return;
         }
 
@@ -114,30 +116,30 @@ impl Tcb {
             && f.has(Flags::SYN)
             && f.has(Flags::ACK)
             && !f.has(Flags::RST)
-            && seg.seq == self.irs
+            && seg.seq == self.rcv.irs
         {
-            if self.snd_una.lt(seg.ack) && seg.ack.le(self.snd_max) {
-                self.snd_una = seg.ack;
-                self.snd_wnd = seg.window as u32; // SYN windows are not scaled
-                self.max_snd_wnd = self.snd_wnd;
-                self.snd_wl1 = seg.seq;
-                self.snd_wl2 = seg.ack;
+            if self.snd.una.lt(seg.ack) && seg.ack.le(self.snd.max) {
+                self.snd.una = seg.ack;
+                self.snd.wnd = seg.window as u32; // SYN windows are not scaled
+                self.snd.max_wnd = self.snd.wnd;
+                self.snd.wl1 = seg.seq;
+                self.snd.wl2 = seg.ack;
                 self.establish(now);
-                self.ack_now = true;
+                self.flags.ack_now = true;
             } else {
-                self.reply_rst = Some(seg.ack);
+                self.flags.reply_rst = Some(seg.ack);
             }
             return;
         }
 
         let wnd = self.rcv_wnd();
-        let ok = acceptable(seg.seq, seg_len, self.rcv_nxt, wnd);
+        let ok = acceptable(seg.seq, seg_len, self.rcv.nxt, wnd);
 
         // RST (RFC 5961 §3.2): exact match resets, in window challenges, else ignored.
         if f.has(Flags::RST) {
             if !ok {
                 self.stats.rst_ignored += 1;
-            } else if seg.seq == self.rcv_nxt {
+            } else if seg.seq == self.rcv.nxt {
                 self.on_reset();
             } else {
                 self.challenge_ack(now);
@@ -152,17 +154,17 @@ impl Tcb {
         }
 
         // PAWS (RFC 7323 §5.3 R1).
-        let tsval = if self.ts_ok {
+        let tsval = if self.opt.ts_ok {
             seg.options.timestamp.map(|t| t.0)
         } else {
             None
         };
         if let Some(v) = tsval {
-            if ts_before(v.wrapping_add(PAWS_WINDOW), self.ts_recent)
-                && now.saturating_sub(self.ts_recent_at) < PAWS_IDLE_NS
+            if ts_before(v.wrapping_add(PAWS_WINDOW), self.opt.ts_recent)
+                && now.saturating_sub(self.opt.ts_recent_at) < PAWS_IDLE_NS
             {
                 self.stats.paws_rejected += 1;
-                self.ack_now = true;
+                self.flags.ack_now = true;
                 return;
             }
         }
@@ -171,17 +173,17 @@ impl Tcb {
             // Unacceptable: ACK and drop (RFC 9293 §3.10.7.4), but still take a valid ACK
             // from a segment at RCV.NXT when our window is zero.
             self.stats.out_of_window += 1;
-            self.ack_now = true;
+            self.flags.ack_now = true;
             if self.state == State::TimeWait
                 && f.has(Flags::FIN)
-                && seg.seq + seg_len == self.rcv_nxt
+                && seg.seq + seg_len == self.rcv.nxt
             {
                 // A retransmitted FIN: re-ACK it and restart 2·MSL (RFC 9293 §3.10.7.4).
-                self.timer = Timer::TimeWait;
-                self.timer_at = now.saturating_add(self.time_wait_ns);
+                self.timers.running = Timer::TimeWait;
+                self.timers.at = now.saturating_add(self.cfg.time_wait_ns);
             }
             if wnd == 0
-                && seg.seq == self.rcv_nxt
+                && seg.seq == self.rcv.nxt
                 && f.has(Flags::ACK)
                 && self.state != State::SynReceived
             {
@@ -197,22 +199,22 @@ impl Tcb {
 
         // TS.Recent (RFC 7323 §4.3 / §5.3 R3).
         if let Some(v) = tsval {
-            if !ts_before(v, self.ts_recent) && seg.seq.le(self.last_ack_sent) {
-                self.ts_recent = v;
-                self.ts_recent_at = now;
+            if !ts_before(v, self.opt.ts_recent) && seg.seq.le(self.opt.last_ack_sent) {
+                self.opt.ts_recent = v;
+                self.opt.ts_recent_at = now;
             }
         }
 
         if self.state == State::SynReceived {
-            if !(self.snd_una.lt(seg.ack) && seg.ack.le(self.snd_max)) {
-                self.reply_rst = Some(seg.ack);
+            if !(self.snd.una.lt(seg.ack) && seg.ack.le(self.snd.max)) {
+                self.flags.reply_rst = Some(seg.ack);
                 return;
             }
-            self.snd_una = seg.ack;
-            self.snd_wnd = (seg.window as u32) << self.snd_wscale;
-            self.max_snd_wnd = self.snd_wnd;
-            self.snd_wl1 = seg.seq;
-            self.snd_wl2 = seg.ack;
+            self.snd.una = seg.ack;
+            self.snd.wnd = (seg.window as u32) << self.opt.snd_wscale;
+            self.snd.max_wnd = self.snd.wnd;
+            self.snd.wl1 = seg.seq;
+            self.snd.wl2 = seg.ack;
             self.establish(now);
         }
 
@@ -246,7 +248,7 @@ impl Tcb {
     /// State changes on the ACK of our FIN (RFC 9293 §3.10.7.4 fifth check). Returns false
     /// when the connection is gone.
     fn after_ack_state(&mut self, now: u64) -> bool {
-        let fin_acked = self.fin_queued && self.snd_una == self.snd_end + 1;
+        let fin_acked = self.flags.fin_queued && self.snd.una == self.snd.end + 1;
         if !fin_acked {
             return self.state != State::Closed;
         }
@@ -266,67 +268,67 @@ impl Tcb {
 
     fn enter_time_wait(&mut self, now: u64) {
         self.state = State::TimeWait;
-        self.timer = Timer::TimeWait;
-        self.timer_at = now.saturating_add(self.time_wait_ns);
+        self.timers.running = Timer::TimeWait;
+        self.timers.at = now.saturating_add(self.cfg.time_wait_ns);
         self.sbuf.release();
     }
 
     /// The ACK field (RFC 9293 §3.10.7.4 fifth check, RFC 5961 §5). Returns false when the
     /// segment must be dropped.
     fn process_ack(&mut self, seg: &Segment<'_>, now: u64) -> bool {
-        if self.nic.is_some() {
+        if self.tonic.is_some() {
             // The NIC owns snd.una, snd.nxt and snd.wnd (Tonic §5): it processed this ACK.
             return true;
         }
         let ack = seg.ack;
-        let oldest = Seq(self.snd_una.0.wrapping_sub(self.max_snd_wnd));
-        if ack.gt(self.snd_max) || ack.lt(oldest) {
+        let oldest = Seq(self.snd.una.0.wrapping_sub(self.snd.max_wnd));
+        if ack.gt(self.snd.max) || ack.lt(oldest) {
             self.stats.bad_acks += 1;
             self.throttled_ack(now);
             return false;
         }
-        self.probes = 0; // the peer answers
-        let win = (seg.window as u32) << self.snd_wscale;
+        self.timers.probes = 0; // the peer answers
+        let win = (seg.window as u32) << self.opt.snd_wscale;
         let mut new_sack = false;
-        if self.sack_ok && seg.options.sack_len > 0 {
-            new_sack = self.sb.update(
+        if self.opt.sack_ok && seg.options.sack_len > 0 {
+            new_sack = self.rec.sb.update(
                 seg.options.sack_blocks(),
-                ack.max(self.snd_una),
-                self.snd_max,
+                ack.max(self.snd.una),
+                self.snd.max,
             );
         }
-        if ack.gt(self.snd_una) {
+        if ack.gt(self.snd.una) {
             self.on_new_ack(seg, now);
-        } else if ack == self.snd_una
-            && self.snd_max != self.snd_una
-            && (if self.sack_ok {
+        } else if ack == self.snd.una
+            && self.snd.max != self.snd.una
+            && (if self.opt.sack_ok {
                 new_sack
             } else {
                 seg.payload.is_empty()
                     && !seg.flags.has(Flags::FIN)
                     && win != 0
-                    && win == self.snd_wnd
+                    && win == self.snd.wnd
             })
         {
             self.on_dup_ack(now);
         }
         // Window update (RFC 9293 §3.10.7.4: SND.WL1 / SND.WL2 rule).
-        if ack.ge(self.snd_una)
-            && (self.snd_wl1.lt(seg.seq) || (self.snd_wl1 == seg.seq && self.snd_wl2.le(ack)))
+        if ack.ge(self.snd.una)
+            && (self.snd.wl1.lt(seg.seq) || (self.snd.wl1 == seg.seq && self.snd.wl2.le(ack)))
         {
-            let was_zero = self.snd_wnd == 0;
-            self.snd_wnd = win;
-            self.snd_wl1 = seg.seq;
-            self.snd_wl2 = ack;
-            self.max_snd_wnd = self.max_snd_wnd.max(win);
+            let was_zero = self.snd.wnd == 0;
+            self.snd.wnd = win;
+            self.snd.wl1 = seg.seq;
+            self.snd.wl2 = ack;
+            self.snd.max_wnd = self.snd.max_wnd.max(win);
             if was_zero
                 && win > 0
-                && self.snd_nxt.gt(self.snd_una)
-                && self.snd_nxt - self.snd_una <= 1
+                && self.snd.nxt.gt(self.snd.una)
+                && self.snd.nxt - self.snd.una <= 1
             {
                 // The window opened while a probe byte was unacknowledged: send it again
                 // in order.
-                self.snd_nxt = self.snd_una;
+                self.snd.nxt = self.snd.una;
             }
         }
         true
@@ -335,93 +337,93 @@ impl Tcb {
     /// SND.UNA < SEG.ACK ≤ SND.MAX.
     fn on_new_ack(&mut self, seg: &Segment<'_>, now: u64) {
         let ack = seg.ack;
-        let acked = (ack - self.snd_una) as u32;
-        let data_upto = ack.min(self.snd_end);
-        if data_upto.gt(self.snd_una) {
-            self.sbuf.consume((data_upto - self.snd_una) as usize);
+        let acked = (ack - self.snd.una) as u32;
+        let data_upto = ack.min(self.snd.end);
+        if data_upto.gt(self.snd.una) {
+            self.sbuf.consume((data_upto - self.snd.una) as usize);
             self.pending.writable = true;
         }
-        self.snd_una = ack;
-        if self.snd_nxt.lt(ack) {
-            self.snd_nxt = ack;
+        self.snd.una = ack;
+        if self.snd.nxt.lt(ack) {
+            self.snd.nxt = ack;
         }
-        self.retries = 0;
-        self.tlp_done = false;
-        self.tlp_at = 0;
-        self.persist_shift = 0;
-        self.sb.advance(ack);
+        self.timers.retries = 0;
+        self.rec.tlp_done = false;
+        self.rec.tlp_at = 0;
+        self.timers.persist_shift = 0;
+        self.rec.sb.advance(ack);
 
         // RTT (RFC 6298 §3 with Karn's rule; RFC 7323 §4 from TSecr when the timed segment
         // was retransmitted).
         let mut sampled = false;
-        if let Some((end, at)) = self.rtt_timed {
+        if let Some((end, at)) = self.timers.rtt_timed {
             if end.le(ack) {
-                self.rtt.sample(now.saturating_sub(at));
-                self.rtt_timed = None;
-                self.rtt_ambiguous = false;
+                self.timers.rtt.sample(now.saturating_sub(at));
+                self.timers.rtt_timed = None;
+                self.timers.rtt_ambiguous = false;
                 sampled = true;
             }
         }
-        if !sampled && self.rtt_ambiguous && self.ts_ok {
+        if !sampled && self.timers.rtt_ambiguous && self.opt.ts_ok {
             if let Some((_, ecr)) = seg.options.timestamp {
                 let d = self.ts_now(now).wrapping_sub(ecr);
                 if ecr != 0 && d < 120_000 {
-                    self.rtt.sample(d as u64 * 1_000_000);
-                    self.rtt_ambiguous = false;
+                    self.timers.rtt.sample(d as u64 * 1_000_000);
+                    self.timers.rtt_ambiguous = false;
                 }
             }
         }
 
-        let smss = self.smss;
-        let flight = (self.snd_max - self.snd_una) as u32;
+        let smss = self.opt.smss;
+        let flight = (self.snd.max - self.snd.una) as u32;
         let mut restart_rto = true;
-        if self.in_recovery {
-            if ack.ge(self.recover) {
+        if self.rec.in_recovery {
+            if ack.ge(self.rec.recover) {
                 // Full ACK (RFC 6582 §3.2 step 3; RFC 6675 §5 end of recovery).
-                self.in_recovery = false;
-                self.dupacks = 0;
+                self.rec.in_recovery = false;
+                self.rec.dupacks = 0;
                 self.stats.recoveries += 1;
                 self.cc().on_recovery_exit(flight, now);
-            } else if self.sack_ok {
+            } else if self.opt.sack_ok {
                 // Partial ACK with SACK: the scoreboard drives NextSeg (RFC 6675 §5 (C)).
-                self.rxt_next = self.rxt_next.max(ack);
+                self.rec.rxt_next = self.rec.rxt_next.max(ack);
             } else {
                 // Partial ACK (RFC 6582 §3.2 step 5): retransmit the next hole, deflate by
                 // the amount acknowledged, add back one SMSS if that was at least one SMSS.
-                self.rexmit_pending = true;
+                self.flags.rexmit_pending = true;
                 let cc = self.cc();
                 let cw = cc.cwnd().saturating_sub(acked);
                 cc.set_cwnd(cw.saturating_add(if acked >= smss { smss } else { 0 }));
                 // Reset the timer only on the first partial ACK ("Impatient" variant).
-                restart_rto = !self.partial_seen;
-                self.partial_seen = true;
+                restart_rto = !self.rec.partial_seen;
+                self.rec.partial_seen = true;
             }
         } else {
-            self.dupacks = 0;
-            if self.recover.lt(self.snd_una) {
-                self.recover = self.snd_una;
+            self.rec.dupacks = 0;
+            if self.rec.recover.lt(self.snd.una) {
+                self.rec.recover = self.snd.una;
             }
             self.cc().on_ack(acked, now);
         }
 
-        if self.snd_una == self.snd_max {
-            if self.timer == Timer::Rto {
-                self.timer = Timer::Off;
+        if self.snd.una == self.snd.max {
+            if self.timers.running == Timer::Rto {
+                self.timers.running = Timer::Off;
             }
-        } else if restart_rto || self.timer != Timer::Rto {
+        } else if restart_rto || self.timers.running != Timer::Rto {
             // RFC 6298 §5.3.
-            self.timer = Timer::Rto;
-            self.timer_at = now.saturating_add(self.rtt.rto());
+            self.timers.running = Timer::Rto;
+            self.timers.at = now.saturating_add(self.timers.rtt.rto());
         }
     }
 
     /// A duplicate ACK (RFC 5681 §2 definition; with SACK, one that SACKs new data).
     fn on_dup_ack(&mut self, now: u64) {
         self.stats.dup_acks += 1;
-        self.dupacks = self.dupacks.saturating_add(1);
-        let smss = self.smss;
-        if self.in_recovery {
-            if !self.sack_ok {
+        self.rec.dupacks = self.rec.dupacks.saturating_add(1);
+        let smss = self.opt.smss;
+        if self.rec.in_recovery {
+            if !self.opt.sack_ok {
                 // RFC 6582 §3.2 step 4: inflate by one SMSS per duplicate ACK.
                 let cc = self.cc();
                 let cw = cc.cwnd();
@@ -429,26 +431,31 @@ impl Tcb {
             }
             return;
         }
-        let lost = self.sack_ok && self.sb.lost_edge(smss).is_some_and(|e| self.snd_una.lt(e));
+        let lost = self.opt.sack_ok
+            && self
+                .rec
+                .sb
+                .lost_edge(smss)
+                .is_some_and(|e| self.snd.una.lt(e));
         // RFC 6582 §3.2 step 2 / RFC 6675 §5 step (2): only when the cumulative ACK covers
         // the previous recovery point.
-        if (self.dupacks >= DUP_THRESH || lost) && self.snd_una.ge(self.recover) {
+        if (self.rec.dupacks >= DUP_THRESH || lost) && self.snd.una.ge(self.rec.recover) {
             self.enter_recovery(now);
         }
     }
 
     /// Fast retransmit and fast recovery (RFC 6582 §3.2 step 2, RFC 6675 §5 step (4)).
     fn enter_recovery(&mut self, now: u64) {
-        let flight = (self.snd_max - self.snd_una) as u32;
-        let smss = self.smss;
-        self.in_recovery = true;
-        self.recover = self.snd_max;
-        self.partial_seen = false;
-        self.rxt_next = self.snd_una;
-        self.rescue_done = false;
-        self.rexmit_pending = true;
+        let flight = (self.snd.max - self.snd.una) as u32;
+        let smss = self.opt.smss;
+        self.rec.in_recovery = true;
+        self.rec.recover = self.snd.max;
+        self.rec.partial_seen = false;
+        self.rec.rxt_next = self.snd.una;
+        self.rec.rescue_done = false;
+        self.flags.rexmit_pending = true;
         self.stats.fast_retransmits += 1;
-        let sack = self.sack_ok;
+        let sack = self.opt.sack_ok;
         let cc = self.cc();
         cc.on_loss(flight, now);
         if !sack {
@@ -470,20 +477,20 @@ impl Tcb {
         let mut seq = seg.seq;
         let mut fin = seg.flags.has(Flags::FIN);
         // Trim what was already received.
-        if seq.lt(self.rcv_nxt) {
-            let d = (self.rcv_nxt - seq) as usize;
+        if seq.lt(self.rcv.nxt) {
+            let d = (self.rcv.nxt - seq) as usize;
             if d > data.len() {
                 data = &[];
                 fin = false;
             } else {
                 data = &data[d..];
             }
-            seq = self.rcv_nxt;
+            seq = self.rcv.nxt;
         }
         // Trim to the window (never store beyond the advertised right edge, nor beyond the
         // peer's own FIN).
-        let mut limit = self.rcv_adv;
-        if let Some(fs) = self.rcv_fin {
+        let mut limit = self.rcv.adv;
+        if let Some(fs) = self.rcv.fin {
             limit = limit.min(fs);
         }
         let room = (limit - seq).max(0) as usize;
@@ -493,64 +500,64 @@ impl Tcb {
         }
 
         if !data.is_empty() {
-            if self.read_closed {
+            if self.flags.read_closed {
                 // Data after close(): RFC 1122 §4.2.2.13 / RFC 2525 §2.17.
                 self.abort();
                 return;
             }
-            let off = (seq - self.rcv_nxt) as usize;
+            let off = (seq - self.rcv.nxt) as usize;
             let had_ooo = self.rbuf.has_ooo();
             match self.rbuf.write(off, data) {
                 WriteOutcome::InOrder(n) => {
-                    self.rcv_nxt += n as u32;
+                    self.rcv.nxt += n as u32;
                     self.stats.bytes_in += n as u64;
                     self.pending.readable = true;
                     if had_ooo {
                         // Filling a hole: ACK at once (RFC 5681 §4.2).
-                        self.ack_now = true;
+                        self.flags.ack_now = true;
                     } else {
-                        self.unacked_rcv = self.unacked_rcv.saturating_add(data.len() as u32);
-                        if self.unacked_rcv >= 2 * self.rcv_mss {
-                            self.ack_now = true;
-                        } else if self.ack_at == 0 {
-                            self.ack_at = now.saturating_add(self.delayed_ack_ns).max(1);
+                        self.rcv.unacked = self.rcv.unacked.saturating_add(data.len() as u32);
+                        if self.rcv.unacked >= 2 * self.rcv.mss {
+                            self.flags.ack_now = true;
+                        } else if self.timers.ack_at == 0 {
+                            self.timers.ack_at = now.saturating_add(self.cfg.delayed_ack_ns).max(1);
                         }
                     }
                 }
                 WriteOutcome::Queued => {
                     self.stats.ooo_segments += 1;
-                    self.ack_now = true;
+                    self.flags.ack_now = true;
                 }
-                WriteOutcome::Dropped => self.ack_now = true,
+                WriteOutcome::Dropped => self.flags.ack_now = true,
             }
             let len = data.len() as u32;
-            if len > self.rcv_mss && len <= self.cfg_mss as u32 {
-                self.rcv_mss = len;
+            if len > self.rcv.mss && len <= self.cfg.mss as u32 {
+                self.rcv.mss = len;
             }
         }
 
         if fin {
             let fs = seq + data.len() as u32;
-            if fs.gt(self.rcv_nxt) {
-                self.rcv_fin = Some(fs);
-                self.ack_now = true;
-            } else if fs == self.rcv_nxt {
-                self.rcv_fin = Some(fs);
+            if fs.gt(self.rcv.nxt) {
+                self.rcv.fin = Some(fs);
+                self.flags.ack_now = true;
+            } else if fs == self.rcv.nxt {
+                self.rcv.fin = Some(fs);
             }
         }
-        if self.rcv_fin == Some(self.rcv_nxt) {
-            self.rcv_fin = None;
+        if self.rcv.fin == Some(self.rcv.nxt) {
+            self.rcv.fin = None;
             self.on_fin(now);
         }
     }
 
     /// The peer's FIN, in order (RFC 9293 §3.10.7.4 eighth check).
     fn on_fin(&mut self, now: u64) {
-        self.rcv_nxt += 1;
-        self.fin_rcvd = true;
+        self.rcv.nxt += 1;
+        self.flags.fin_rcvd = true;
         self.pending.readable = true;
-        self.ack_now = true;
-        let fin_acked = self.fin_queued && self.snd_una == self.snd_end + 1;
+        self.flags.ack_now = true;
+        let fin_acked = self.flags.fin_queued && self.snd.una == self.snd.end + 1;
         match self.state {
             State::SynReceived | State::Established => self.state = State::CloseWait,
             State::FinWait1 if fin_acked => self.enter_time_wait(now),

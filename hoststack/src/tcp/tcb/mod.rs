@@ -6,48 +6,39 @@
 //!
 //! Layout:
 //! - `types.rs`: the public value types ([`State`], [`Events`], [`TcbStats`], ...);
-//! - this file: the connection state and the application calls;
+//! - this file: the connection and the application calls;
+//! - `vars.rs`: the groups of the connection's variables (RFC 9293 §3.3.1 send and receive
+//!   sequence variables, negotiated options, configuration, pending actions, timers, loss
+//!   recovery);
 //! - `input.rs`: segment arrival (RFC 9293 §3.10.7, RFC 5961, RFC 7323
 //!   PAWS, ACK processing, NewReno and SACK loss detection, reassembly, FIN);
 //! - `output.rs`: timers and transmission (SYN, data with Nagle/SWS/TSO, FIN, fast
-//!   retransmit, RFC 6675 NextSeg, RTO go-back-N, zero-window probes, ACKs, RST).
+//!   retransmit, RFC 6675 NextSeg, RTO go-back-N, zero-window probes, ACKs, RST);
+//! - `tonic.rs`: the handover of the sender side to Tonic on the NIC (Tonic §5).
 //!
 //! Buffers ([`SendBuf`], [`RecvBuf`]) allocate on first use and grow up to the configured
 //! sizes; the congestion controller is built when the handshake completes. Nothing on the
 //! per-segment path allocates.
 
 mod input;
-mod nic;
 mod output;
 #[cfg(test)]
 mod tests;
+mod tonic;
 mod types;
+mod vars;
 
-use super::cc::{CcAlgorithm, CongestionControl};
+use super::cc::CongestionControl;
 use super::recvbuf::RecvBuf;
-use super::rtt::RttEstimator;
-use super::sack::Scoreboard;
 use super::segment::{Flags, Header, Options, Segment};
 use super::sendbuf::SendBuf;
 use super::seq::Seq;
 use super::TcpConfig;
 
-pub use nic::{NicHandover, SMALL_HOLD_NS};
+pub use tonic::{TonicHandover, SMALL_HOLD_NS};
 pub use types::{Endpoints, Events, Outgoing, State, TcbStats, TcpError};
-
-/// Which timer runs (one slot: they never run together).
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Timer {
-    Off,
-    /// Retransmission (RFC 6298), also for SYN / SYN-ACK.
-    Rto,
-    /// Zero-window probe, or the SWS-avoidance override (RFC 9293 §3.8.6.1, §3.8.6.2.1).
-    Persist,
-    /// 2·MSL.
-    TimeWait,
-    /// Orphaned FIN_WAIT_2 (closed by the application, waiting for the peer's FIN).
-    FinWait2,
-}
+use vars::Timer;
+use vars::{AckThrottle, ConnFlags, Negotiated, Recovery, RecvSeq, SendSeq, TcbConfig, Timers};
 
 /// Most challenge ACKs (and ACKs for unacceptable ACK fields) per second (RFC 5961 §7).
 pub const CHALLENGE_ACKS_PER_SEC: u32 = 10;
@@ -62,6 +53,12 @@ const DEFAULT_MSS: u32 = 536;
 const MIN_MSS: u32 = 64;
 
 /// A connection.
+///
+/// The variables are grouped as RFC 9293 §3.3.1 groups them, plus the negotiated options,
+/// the configuration, the pending actions, the timers and the loss-recovery state (see
+/// `vars.rs`): a handover of the connection (AccelTCP §4, Tonic §5) reads and writes whole
+/// groups. Exactly one side drives the sender at a time (AccelTCP §3): this TCB, or, while
+/// `tonic` is set, Tonic on the NIC.
 #[derive(Debug)]
 pub struct Tcb {
     ep: Endpoints,
@@ -70,219 +67,57 @@ pub struct Tcb {
     /// We sent the first SYN.
     active: bool,
 
-    // Configuration.
-    cfg_mss: u16,
-    max_seg_payload: u32,
-    want_ws: u8,
-    /// Offer window scaling on our SYN (off for connections that hand their sender to the
-    /// NIC: [`Tcb::prepare_nic_sender`]).
-    offer_ws: bool,
-    want_sack: bool,
-    want_ts: bool,
-    nodelay: bool,
-    delayed_ack_ns: u64,
-    max_retransmits: u32,
-    tail_loss_probe: bool,
-    syn_retries: u32,
-    time_wait_ns: u64,
-    rto_max_ns: u64,
-    cc_alg: CcAlgorithm,
-
-    // Send sequence space (RFC 9293 §3.3.1). Data starts at ISS + 1; `snd_end` is one past
-    // the last byte queued (the FIN's number once the write side is shut); `snd_max` is one
-    // past the highest number ever sent (SND.NXT before a go-back-N retransmission).
-    iss: Seq,
-    snd_una: Seq,
-    snd_nxt: Seq,
-    snd_max: Seq,
-    snd_end: Seq,
-    snd_wnd: u32,
-    max_snd_wnd: u32,
-    snd_wl1: Seq,
-    snd_wl2: Seq,
-    snd_wscale: u8,
-
-    // Receive sequence space.
-    irs: Seq,
-    rcv_nxt: Seq,
-    /// Right edge of the window we advertised (never moves left).
-    rcv_adv: Seq,
-    rcv_wscale: u8,
-    /// The peer's FIN, received out of order.
-    rcv_fin: Option<Seq>,
-
-    // Negotiated options.
-    ws_ok: bool,
-    ts_ok: bool,
-    sack_ok: bool,
-    ts_recent: u32,
-    ts_recent_at: u64,
-    ts_offset: u32,
-    last_ack_sent: Seq,
-    /// min(peer MSS, our MSS): the largest segment the path takes, options included.
-    eff_mss: u32,
-    /// Sender MSS: payload of a full segment with the usual options (RFC 5681 SMSS).
-    smss: u32,
-    /// Bytes of options on every segment (timestamps).
-    base_opt_len: u32,
-    /// Estimated size of the peer's full segments (for delayed ACKs and window updates).
-    rcv_mss: u32,
-
-    // Flags.
-    fin_queued: bool,
-    read_closed: bool,
-    fin_rcvd: bool,
-    syn_pending: bool,
-    syn_sent: bool,
-    syn_rexmitted: bool,
-    rst_pending: bool,
-    reply_rst: Option<Seq>,
-    ack_now: bool,
-    rexmit_pending: bool,
-    probe_now: bool,
-    override_sws: bool,
-
-    // Timers.
-    timer: Timer,
-    timer_at: u64,
-    ack_at: u64,
-    syn_sent_at: u64,
-    retries: u32,
-    probes: u32,
-    persist_shift: u32,
-    rtt: RttEstimator,
-    /// The segment being timed (its end, its send time), RFC 6298 with Karn's rule.
-    rtt_timed: Option<(Seq, u64)>,
-    /// A retransmission made the running timing invalid: take the next sample from TSecr.
-    rtt_ambiguous: bool,
-
-    // Congestion control and loss recovery.
-    cc: Option<Box<dyn CongestionControl>>,
-    in_recovery: bool,
-    /// RFC 6582 `recover` (one past the highest number sent when recovery began); also
-    /// RFC 6675 RecoveryPoint.
-    recover: Seq,
-    dupacks: u32,
-    partial_seen: bool,
-    /// RFC 6675 HighRxt + 1.
-    rxt_next: Seq,
-    rescue_done: bool,
-    /// Tail-loss probe deadline (0: none), after RFC 8985 §7.
-    tlp_at: u64,
-    /// A probe went out since the last new ACK.
-    tlp_done: bool,
-    /// The probe is due: send it on this poll.
-    tlp_fire: bool,
-    sb: Scoreboard,
+    /// Configuration copied from [`TcpConfig`].
+    cfg: TcbConfig,
+    /// Send sequence variables (RFC 9293 §3.3.1).
+    snd: SendSeq,
+    /// Receive sequence variables (RFC 9293 §3.3.1).
+    rcv: RecvSeq,
+    /// Negotiated options (MSS, RFC 7323 window scale and timestamps, RFC 2018 SACK).
+    opt: Negotiated,
+    /// State flags and pending actions.
+    flags: ConnFlags,
+    /// Timers and RTT estimation (RFC 6298).
+    timers: Timers,
+    /// Congestion control and loss recovery (RFC 5681, 6582, 6675, 8985).
+    rec: Recovery,
+    /// RFC 5961 §7 ACK throttling.
+    chal: AckThrottle,
 
     // Buffers.
     sbuf: SendBuf,
     rbuf: RecvBuf,
-    /// In-order bytes received since our last ACK.
-    unacked_rcv: u32,
-
-    // RFC 5961 §7 ACK throttling.
-    chal_at: u64,
-    chal_n: u32,
 
     stats: TcbStats,
     pending: Events,
 
-    /// The NIC owns the sender side (Tonic §5; see `nic.rs`): none while the TCB sends
-    /// itself.
-    nic: Option<nic::NicSend>,
+    /// Tonic on the NIC owns the sender side (Tonic §5; see `tonic.rs`): none while the TCB
+    /// sends itself.
+    tonic: Option<tonic::TonicSend>,
 }
 
 impl Tcb {
     fn new(cfg: &TcpConfig, ep: Endpoints, iss: Seq, state: State) -> Tcb {
-        let cfg_mss = cfg.mss.max(MIN_MSS as u16);
-        let eff_mss = (cfg_mss as u32).min(DEFAULT_MSS);
+        let tcfg = TcbConfig::new(cfg);
+        let opt = Negotiated::new(iss, tcfg.mss);
         Tcb {
             ep,
             state,
             error: None,
             active: false,
-            cfg_mss,
-            max_seg_payload: cfg.max_segment_payload.min(65_535 - 80) as u32,
-            want_ws: cfg.window_scale.min(14),
-            offer_ws: true,
-            want_sack: cfg.sack,
-            want_ts: cfg.timestamps,
-            nodelay: cfg.nodelay,
-            delayed_ack_ns: cfg.delayed_ack_ns,
-            max_retransmits: cfg.max_retransmits,
-            tail_loss_probe: cfg.tail_loss_probe,
-            syn_retries: cfg.syn_retries,
-            time_wait_ns: cfg.time_wait_ns,
-            rto_max_ns: cfg.rto_max_ns,
-            cc_alg: cfg.cc,
-            iss,
-            snd_una: iss,
-            snd_nxt: iss,
-            snd_max: iss,
-            snd_end: iss + 1,
-            snd_wnd: 0,
-            max_snd_wnd: 0,
-            snd_wl1: Seq(0),
-            snd_wl2: iss,
-            snd_wscale: 0,
-            irs: Seq(0),
-            rcv_nxt: Seq(0),
-            rcv_adv: Seq(0),
-            rcv_wscale: 0,
-            rcv_fin: None,
-            ws_ok: false,
-            ts_ok: false,
-            sack_ok: false,
-            ts_recent: 0,
-            ts_recent_at: 0,
-            ts_offset: iss.0.rotate_left(13) ^ 0x9e37_79b9,
-            last_ack_sent: Seq(0),
-            eff_mss,
-            smss: eff_mss,
-            base_opt_len: 0,
-            rcv_mss: eff_mss,
-            fin_queued: false,
-            read_closed: false,
-            fin_rcvd: false,
-            syn_pending: true,
-            syn_sent: false,
-            syn_rexmitted: false,
-            rst_pending: false,
-            reply_rst: None,
-            ack_now: false,
-            rexmit_pending: false,
-            probe_now: false,
-            override_sws: false,
-            timer: Timer::Off,
-            timer_at: 0,
-            ack_at: 0,
-            syn_sent_at: 0,
-            retries: 0,
-            probes: 0,
-            persist_shift: 0,
-            rtt: RttEstimator::new(cfg.rto_initial_ns, cfg.rto_min_ns, cfg.rto_max_ns),
-            rtt_timed: None,
-            rtt_ambiguous: false,
-            cc: None,
-            in_recovery: false,
-            recover: iss,
-            dupacks: 0,
-            partial_seen: false,
-            rxt_next: iss,
-            rescue_done: false,
-            tlp_at: 0,
-            tlp_done: false,
-            tlp_fire: false,
-            sb: Scoreboard::new(),
+            snd: SendSeq::new(iss),
+            rcv: RecvSeq::new(opt.eff_mss),
+            opt,
+            cfg: tcfg,
+            flags: ConnFlags::new(),
+            timers: Timers::new(cfg),
+            rec: Recovery::new(iss),
+            chal: AckThrottle::default(),
             sbuf: SendBuf::new(cfg.send_buffer),
             rbuf: RecvBuf::new(cfg.recv_buffer),
-            unacked_rcv: 0,
-            chal_at: 0,
-            chal_n: 0,
             stats: TcbStats::default(),
             pending: Events::default(),
-            nic: None,
+            tonic: None,
         }
     }
 
@@ -305,15 +140,15 @@ impl Tcb {
     /// SACK-permitted and timestamps when it carried TSopt, each also only when configured.
     pub fn accept(cfg: &TcpConfig, ep: Endpoints, syn: &Segment<'_>, iss: Seq, now: u64) -> Tcb {
         let mut t = Tcb::new(cfg, ep, iss, State::SynReceived);
-        t.irs = syn.seq;
-        t.rcv_nxt = syn.seq + 1;
-        t.last_ack_sent = t.rcv_nxt;
-        t.rcv_adv = t.rcv_nxt + t.syn_window() as u32;
+        t.rcv.irs = syn.seq;
+        t.rcv.nxt = syn.seq + 1;
+        t.opt.last_ack_sent = t.rcv.nxt;
+        t.rcv.adv = t.rcv.nxt + t.syn_window() as u32;
         t.negotiate(&syn.options, now);
         // The window of a SYN is never scaled (RFC 7323 §2.2).
-        t.snd_wnd = syn.window as u32;
-        t.max_snd_wnd = t.snd_wnd;
-        t.snd_wl1 = syn.seq;
+        t.snd.wnd = syn.window as u32;
+        t.snd.max_wnd = t.snd.wnd;
+        t.snd.wl1 = syn.seq;
         t
     }
 
@@ -348,26 +183,26 @@ impl Tcb {
     /// `Some(0)` means something is due at once (an ACK, RST or retransmission was decided
     /// by an input or application call and [`Tcb::poll_transmit`] was not called since).
     pub fn poll_at(&self) -> Option<u64> {
-        if self.ack_now
-            || self.rst_pending
-            || self.reply_rst.is_some()
-            || (self.syn_pending && matches!(self.state, State::SynSent | State::SynReceived))
-            || self.rexmit_pending
-            || self.probe_now
+        if self.flags.ack_now
+            || self.flags.rst_pending
+            || self.flags.reply_rst.is_some()
+            || (self.flags.syn_pending && matches!(self.state, State::SynSent | State::SynReceived))
+            || self.flags.rexmit_pending
+            || self.flags.probe_now
         {
             return Some(0);
         }
         let mut t = u64::MAX;
-        if self.timer != Timer::Off {
-            t = self.timer_at;
+        if self.timers.running != Timer::Off {
+            t = self.timers.at;
         }
-        if self.ack_at != 0 {
-            t = t.min(self.ack_at);
+        if self.timers.ack_at != 0 {
+            t = t.min(self.timers.ack_at);
         }
-        if self.tlp_at != 0 {
-            t = t.min(self.tlp_at);
+        if self.rec.tlp_at != 0 {
+            t = t.min(self.rec.tlp_at);
         }
-        if let Some(h) = self.nic_hold_at() {
+        if let Some(h) = self.tonic_hold_at() {
             t = t.min(h);
         }
         (t != u64::MAX).then_some(t)
@@ -382,12 +217,12 @@ impl Tcb {
         }
         match self.state {
             State::SynSent | State::SynReceived | State::Established | State::CloseWait
-                if !self.fin_queued => {}
+                if !self.flags.fin_queued => {}
             State::Closed => return Err(TcpError::NotConnected),
             _ => return Err(TcpError::WriteClosed),
         }
         let n = self.sbuf.write(data);
-        self.snd_end += n as u32;
+        self.snd.end += n as u32;
         Ok(n)
     }
 
@@ -426,7 +261,7 @@ impl Tcb {
             self.state,
             State::SynSent | State::SynReceived | State::Established | State::CloseWait
         );
-        if open && !self.fin_queued && self.error.is_none() {
+        if open && !self.flags.fin_queued && self.error.is_none() {
             self.sbuf.free()
         } else {
             0
@@ -441,7 +276,7 @@ impl Tcb {
     /// True once the peer's FIN has been received in order: after the readable bytes, the
     /// stream ends.
     pub fn fin_received(&self) -> bool {
-        self.fin_rcvd
+        self.flags.fin_rcvd
     }
 
     /// shutdown(SHUT_WR): a FIN follows the queued data.
@@ -449,17 +284,17 @@ impl Tcb {
     /// ESTABLISHED → FIN_WAIT_1, CLOSE_WAIT → LAST_ACK (RFC 9293 §3.10.4); before the
     /// handshake completes the FIN is queued and the state changes on completion.
     pub fn shutdown_write(&mut self) {
-        if self.fin_queued {
+        if self.flags.fin_queued {
             return;
         }
         match self.state {
-            State::SynSent | State::SynReceived => self.fin_queued = true,
+            State::SynSent | State::SynReceived => self.flags.fin_queued = true,
             State::Established => {
-                self.fin_queued = true;
+                self.flags.fin_queued = true;
                 self.state = State::FinWait1;
             }
             State::CloseWait => {
-                self.fin_queued = true;
+                self.flags.fin_queued = true;
                 self.state = State::LastAck;
             }
             _ => {}
@@ -470,7 +305,7 @@ impl Tcb {
     /// instead (RFC 9293 §3.10.4, RFC 2525 §2.17); data arriving later also gets a RST
     /// (RFC 1122 §4.2.2.13). In SYN_SENT the connection is simply forgotten.
     pub fn close(&mut self) {
-        self.read_closed = true;
+        self.flags.read_closed = true;
         match self.state {
             State::SynSent => {
                 self.state = State::Closed;
@@ -486,9 +321,9 @@ impl Tcb {
     /// Sends a RST (unless in SynSent/Closed/TimeWait) and goes to Closed.
     pub fn abort(&mut self) {
         if !matches!(self.state, State::SynSent | State::Closed | State::TimeWait) {
-            self.rst_pending = true;
+            self.flags.rst_pending = true;
         }
-        self.read_closed = true;
+        self.flags.read_closed = true;
         self.state = State::Closed;
         self.clear_pending_work();
         self.release_buffers();
@@ -496,7 +331,7 @@ impl Tcb {
 
     /// TCP_NODELAY.
     pub fn set_nodelay(&mut self, on: bool) {
-        self.nodelay = on;
+        self.cfg.nodelay = on;
     }
 
     /// The state.
@@ -512,7 +347,7 @@ impl Tcb {
     /// True when the connection is Closed and has nothing left to send: the socket layer
     /// may free it once the application has closed it.
     pub fn is_finished(&self) -> bool {
-        self.state == State::Closed && !self.rst_pending && self.reply_rst.is_none()
+        self.state == State::Closed && !self.flags.rst_pending && self.flags.reply_rst.is_none()
     }
 
     /// The endpoints.
@@ -529,7 +364,7 @@ impl Tcb {
     ///
     /// Before the handshake completes, `(0, u32::MAX)`: the controller does not exist yet.
     pub fn cwnd(&self) -> (u32, u32) {
-        match &self.cc {
+        match &self.rec.cc {
             Some(cc) => (cc.cwnd(), cc.ssthresh()),
             None => (0, u32::MAX),
         }
@@ -545,17 +380,17 @@ impl Tcb {
     /// timestamp option, RFC 9293 §3.7.1): the segment size for the NIC's TSO when an
     /// emitted payload is larger.
     pub fn send_mss(&self) -> usize {
-        self.smss as usize
+        self.opt.smss as usize
     }
 
     /// Smoothed RTT in nanoseconds, once measured (RFC 6298).
     pub fn srtt(&self) -> Option<u64> {
-        self.rtt.srtt()
+        self.timers.rtt.srtt()
     }
 
     /// The current retransmission timeout, backoff included (RFC 6298).
     pub fn rto(&self) -> u64 {
-        self.rtt.rto()
+        self.timers.rtt.rto()
     }
 
     /// Bytes queued and not yet acknowledged (SIOCOUTQ).
@@ -565,12 +400,12 @@ impl Tcb {
 
     /// What was negotiated on the handshake: (window scaling, SACK, timestamps).
     pub fn negotiated(&self) -> (bool, bool, bool) {
-        (self.ws_ok, self.sack_ok, self.ts_ok)
+        (self.opt.ws_ok, self.opt.sack_ok, self.opt.ts_ok)
     }
 
     /// Our window-scale shift and the peer's (both 0 without window scaling).
     pub fn window_scales(&self) -> (u8, u8) {
-        (self.rcv_wscale, self.snd_wscale)
+        (self.opt.rcv_wscale, self.opt.snd_wscale)
     }
 
     /// Bytes of buffer storage currently allocated (send + receive); 0 for a connection
@@ -581,7 +416,7 @@ impl Tcb {
 
     /// True while the connection is in fast recovery (RFC 6582 / RFC 6675).
     pub fn in_recovery(&self) -> bool {
-        self.in_recovery
+        self.rec.in_recovery
     }
 
     // ---- internals shared by input and output ----
@@ -590,29 +425,29 @@ impl Tcb {
     /// §2).
     fn negotiate(&mut self, o: &Options, now: u64) {
         match o.window_scale {
-            Some(ws) if self.offer_ws => {
-                self.ws_ok = true;
-                self.snd_wscale = ws.min(14);
-                self.rcv_wscale = self.want_ws;
+            Some(ws) if self.cfg.offer_ws => {
+                self.opt.ws_ok = true;
+                self.opt.snd_wscale = ws.min(14);
+                self.opt.rcv_wscale = self.cfg.want_ws;
             }
             _ => {
-                self.ws_ok = false;
-                self.snd_wscale = 0;
-                self.rcv_wscale = 0;
+                self.opt.ws_ok = false;
+                self.opt.snd_wscale = 0;
+                self.opt.rcv_wscale = 0;
             }
         }
-        self.sack_ok = self.want_sack && o.sack_permitted;
-        self.ts_ok = false;
-        if self.want_ts {
+        self.opt.sack_ok = self.cfg.want_sack && o.sack_permitted;
+        self.opt.ts_ok = false;
+        if self.cfg.want_ts {
             if let Some((tsval, _)) = o.timestamp {
-                self.ts_ok = true;
-                self.ts_recent = tsval;
-                self.ts_recent_at = now;
+                self.opt.ts_ok = true;
+                self.opt.ts_recent = tsval;
+                self.opt.ts_recent_at = now;
             }
         }
         let peer_mss = o.mss.map_or(DEFAULT_MSS, |m| m as u32).max(MIN_MSS);
-        self.eff_mss = peer_mss.min(self.cfg_mss as u32);
-        self.base_opt_len = if self.ts_ok {
+        self.opt.eff_mss = peer_mss.min(self.cfg.mss as u32);
+        self.opt.base_opt_len = if self.opt.ts_ok {
             let h = Header {
                 options: Options {
                     timestamp: Some((0, 0)),
@@ -624,8 +459,8 @@ impl Tcb {
         } else {
             0
         };
-        self.smss = self.eff_mss - self.base_opt_len;
-        self.rcv_mss = self.smss;
+        self.opt.smss = self.opt.eff_mss - self.opt.base_opt_len;
+        self.rcv.mss = self.opt.smss;
     }
 
     /// The window field of our SYN or SYN-ACK (never scaled).
@@ -633,14 +468,14 @@ impl Tcb {
     /// One unit of the window scale we offer is kept as slack for later rounding (see
     /// `advertise`).
     fn syn_window(&self) -> u16 {
-        let slack = (1usize << self.want_ws) - 1;
+        let slack = (1usize << self.cfg.want_ws) - 1;
         self.rbuf.capacity().saturating_sub(slack).min(65_535) as u16
     }
 
     /// RCV.WND: what is left of the window we advertised.
     #[inline]
     fn rcv_wnd(&self) -> u32 {
-        let w = self.rcv_adv - self.rcv_nxt;
+        let w = self.rcv.adv - self.rcv.nxt;
         if w > 0 {
             w as u32
         } else {
@@ -651,7 +486,7 @@ impl Tcb {
     /// Our timestamp clock (RFC 7323 §5.4): milliseconds plus a per-connection offset.
     #[inline]
     fn ts_now(&self, now: u64) -> u32 {
-        self.ts_offset.wrapping_add((now / 1_000_000) as u32)
+        self.opt.ts_offset.wrapping_add((now / 1_000_000) as u32)
     }
 
     /// Ends the connection with an error (RFC 9293 §3.10.7: queues flushed).
@@ -665,13 +500,13 @@ impl Tcb {
 
     /// Closed without error: forget timers and anything but a RST to send.
     fn clear_pending_work(&mut self) {
-        self.timer = Timer::Off;
-        self.ack_at = 0;
-        self.ack_now = false;
-        self.syn_pending = false;
-        self.rexmit_pending = false;
-        self.probe_now = false;
-        self.override_sws = false;
+        self.timers.running = Timer::Off;
+        self.timers.ack_at = 0;
+        self.flags.ack_now = false;
+        self.flags.syn_pending = false;
+        self.flags.rexmit_pending = false;
+        self.flags.probe_now = false;
+        self.flags.override_sws = false;
     }
 
     fn release_buffers(&mut self) {
@@ -682,7 +517,7 @@ impl Tcb {
     /// The application read: open the window, with an update when it grew enough
     /// (RFC 9293 §3.8.6.2.2 receiver SWS avoidance).
     fn after_read(&mut self) {
-        if self.fin_rcvd
+        if self.flags.fin_rcvd
             || !matches!(
                 self.state,
                 State::Established | State::FinWait1 | State::FinWait2
@@ -694,17 +529,17 @@ impl Tcb {
         let cur = self.rcv_wnd();
         let grow = free.saturating_sub(cur);
         let half = (self.rbuf.capacity() as u32 / 2).max(1);
-        if grow >= (2 * self.rcv_mss).min(half)
-            || (cur < self.rcv_mss && grow >= self.rcv_mss.min(half))
+        if grow >= (2 * self.rcv.mss).min(half)
+            || (cur < self.rcv.mss && grow >= self.rcv.mss.min(half))
         {
-            self.ack_now = true;
+            self.flags.ack_now = true;
         }
     }
 
     /// Free receive space, limited to what the window field can say.
     #[inline]
     fn free_window(&self) -> u32 {
-        let max = 65_535u64 << self.rcv_wscale;
+        let max = 65_535u64 << self.opt.rcv_wscale;
         (self.rbuf.free() as u64).min(max) as u32
     }
 
@@ -713,24 +548,24 @@ impl Tcb {
     fn challenge_ack(&mut self, now: u64) {
         if self.ack_budget(now) {
             self.stats.challenge_acks += 1;
-            self.ack_now = true;
+            self.flags.ack_now = true;
         }
     }
 
     /// ACK for an unacceptable ACK field (RFC 5961 §5.2), throttled like challenge ACKs.
     fn throttled_ack(&mut self, now: u64) {
         if self.ack_budget(now) {
-            self.ack_now = true;
+            self.flags.ack_now = true;
         }
     }
 
     fn ack_budget(&mut self, now: u64) -> bool {
-        if self.chal_n == 0 || now.saturating_sub(self.chal_at) >= 1_000_000_000 {
-            self.chal_at = now;
-            self.chal_n = 0;
+        if self.chal.n == 0 || now.saturating_sub(self.chal.at) >= 1_000_000_000 {
+            self.chal.at = now;
+            self.chal.n = 0;
         }
-        if self.chal_n < CHALLENGE_ACKS_PER_SEC {
-            self.chal_n += 1;
+        if self.chal.n < CHALLENGE_ACKS_PER_SEC {
+            self.chal.n += 1;
             true
         } else {
             false
@@ -739,10 +574,10 @@ impl Tcb {
 
     #[inline]
     fn cc(&mut self) -> &mut dyn CongestionControl {
-        if self.cc.is_none() {
-            self.cc = Some(self.cc_alg.build(self.smss));
+        if self.rec.cc.is_none() {
+            self.rec.cc = Some(self.cfg.cc.build(self.opt.smss));
         }
-        self.cc.as_deref_mut().expect("just built")
+        self.rec.cc.as_deref_mut().expect("just built")
     }
 }
 

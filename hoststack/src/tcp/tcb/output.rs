@@ -33,39 +33,41 @@ impl Tcb {
     pub(super) fn transmit(&mut self, now: u64, emit: &mut dyn FnMut(&Outgoing<'_>)) -> usize {
         self.run_timers(now);
         let mut n = 0;
-        if let Some(seq) = self.reply_rst.take() {
+        if let Some(seq) = self.flags.reply_rst.take() {
             self.emit_rst(seq, None, emit);
             n += 1;
         }
         match self.state {
             State::Closed => {
-                if self.rst_pending {
-                    self.rst_pending = false;
-                    self.emit_rst(self.snd_max, Some(self.rcv_nxt), emit);
+                if self.flags.rst_pending {
+                    self.flags.rst_pending = false;
+                    self.emit_rst(self.snd.max, Some(self.rcv.nxt), emit);
                     n += 1;
                 }
                 return n;
             }
             State::SynSent | State::SynReceived => {
-                if self.syn_pending || (self.state == State::SynReceived && self.ack_now) {
+                if self.flags.syn_pending
+                    || (self.state == State::SynReceived && self.flags.ack_now)
+                {
                     self.emit_syn(now, emit);
                     n += 1;
                 }
-                self.ack_now = false;
-                self.ack_at = 0;
+                self.flags.ack_now = false;
+                self.timers.ack_at = 0;
                 self.update_timer(now);
                 return n;
             }
             _ => {}
         }
         n += self.send_data(now, emit);
-        if self.ack_now {
+        if self.flags.ack_now {
             // A segment without data carries the highest sequence number sent (Linux's
             // tcp_acceptable_seq), not the go-back-N pointer: after a timeout SND.NXT drops to
             // SND.UNA, below the peer's RCV.NXT when it already holds that data, and the peer
             // would then find the ACK unacceptable (RFC 9293 §3.10.7.4) and ignore its ACK
             // field; two sides in that state at once never recover.
-            let h = self.make_header(self.snd_max, Flags::ACK, now);
+            let h = self.make_header(self.snd.max, Flags::ACK, now);
             emit(&Outgoing {
                 header: h,
                 payload: [&[], &[]],
@@ -82,50 +84,50 @@ impl Tcb {
     /// once per ACK: PTO = 2·SRTT (at least 10 ms, as Linux), plus the peer's delayed-ACK
     /// allowance when one segment is in flight; only if it falls before the RTO.
     fn arm_tlp(&mut self, now: u64) {
-        if !self.tail_loss_probe
-            || self.timer != Timer::Rto
-            || self.in_recovery
-            || self.tlp_done
+        if !self.cfg.tail_loss_probe
+            || self.timers.running != Timer::Rto
+            || self.rec.in_recovery
+            || self.rec.tlp_done
             || !matches!(
                 self.state,
                 State::Established | State::CloseWait | State::FinWait1 | State::LastAck
             )
         {
-            self.tlp_at = 0;
+            self.rec.tlp_at = 0;
             return;
         }
-        if self.tlp_at != 0 {
+        if self.rec.tlp_at != 0 {
             return;
         }
-        let Some(srtt) = self.rtt.srtt() else {
+        let Some(srtt) = self.timers.rtt.srtt() else {
             return;
         };
         let mut pto = (2 * srtt).max(10_000_000);
-        if ((self.snd_max - self.snd_una) as u32) <= self.smss {
+        if ((self.snd.max - self.snd.una) as u32) <= self.opt.smss {
             pto = pto.saturating_add(DELAYED_ACK_ALLOWANCE_NS);
         }
         let at = now.saturating_add(pto);
-        if at < self.timer_at {
-            self.tlp_at = at;
+        if at < self.timers.at {
+            self.rec.tlp_at = at;
         }
     }
 
     /// Expired timers: delayed ACK, RTO, persist, TIME_WAIT / orphaned FIN_WAIT_2.
     fn run_timers(&mut self, now: u64) {
-        if self.ack_at != 0 && now >= self.ack_at {
-            self.ack_at = 0;
-            self.ack_now = true;
+        if self.timers.ack_at != 0 && now >= self.timers.ack_at {
+            self.timers.ack_at = 0;
+            self.flags.ack_now = true;
         }
-        if self.tlp_at != 0 && now >= self.tlp_at {
-            self.tlp_at = 0;
-            self.tlp_done = true;
-            self.tlp_fire = true;
+        if self.rec.tlp_at != 0 && now >= self.rec.tlp_at {
+            self.rec.tlp_at = 0;
+            self.rec.tlp_done = true;
+            self.rec.tlp_fire = true;
         }
-        if self.timer == Timer::Off || now < self.timer_at {
+        if self.timers.running == Timer::Off || now < self.timers.at {
             return;
         }
-        let t = self.timer;
-        self.timer = Timer::Off;
+        let t = self.timers.running;
+        self.timers.running = Timer::Off;
         match t {
             Timer::Rto => self.on_rto(now),
             Timer::Persist => self.on_persist(),
@@ -145,38 +147,38 @@ impl Tcb {
     fn on_rto(&mut self, now: u64) {
         match self.state {
             State::SynSent | State::SynReceived => {
-                self.retries += 1;
-                if self.retries > self.syn_retries {
+                self.timers.retries += 1;
+                if self.timers.retries > self.cfg.syn_retries {
                     self.fail(TcpError::TimedOut);
                     return;
                 }
                 self.stats.rto_expiries += 1;
-                self.rtt.backoff();
-                self.syn_pending = true;
+                self.timers.rtt.backoff();
+                self.flags.syn_pending = true;
             }
             State::Closed | State::TimeWait | State::FinWait2 => {}
             _ => {
-                if self.snd_una == self.snd_max {
+                if self.snd.una == self.snd.max {
                     return;
                 }
-                self.retries += 1;
-                if self.retries > self.max_retransmits {
+                self.timers.retries += 1;
+                if self.timers.retries > self.cfg.max_retransmits {
                     self.fail(TcpError::TimedOut);
                     return;
                 }
                 self.stats.rto_expiries += 1;
-                let flight = (self.snd_max - self.snd_una) as u32;
+                let flight = (self.snd.max - self.snd.una) as u32;
                 self.cc().on_rto(flight, now);
-                self.rtt.backoff();
-                self.in_recovery = false;
-                self.dupacks = 0;
-                self.recover = self.snd_max;
-                self.sb.clear();
-                self.rexmit_pending = false;
+                self.timers.rtt.backoff();
+                self.rec.in_recovery = false;
+                self.rec.dupacks = 0;
+                self.rec.recover = self.snd.max;
+                self.rec.sb.clear();
+                self.flags.rexmit_pending = false;
                 // Go back N: resend from the first unacknowledged byte.
-                self.snd_nxt = self.snd_una;
-                if self.rtt_timed.take().is_some() {
-                    self.rtt_ambiguous = true;
+                self.snd.nxt = self.snd.una;
+                if self.timers.rtt_timed.take().is_some() {
+                    self.timers.rtt_ambiguous = true;
                 }
             }
         }
@@ -185,24 +187,25 @@ impl Tcb {
     /// Persist timer: probe a zero window, or override SWS avoidance (RFC 9293 §3.8.6.1,
     /// §3.8.6.2.1).
     fn on_persist(&mut self) {
-        if self.snd_wnd == 0 && self.snd_end.gt(self.snd_una) {
-            self.probes += 1;
-            if self.probes > self.max_retransmits {
+        if self.snd.wnd == 0 && self.snd.end.gt(self.snd.una) {
+            self.timers.probes += 1;
+            if self.timers.probes > self.cfg.max_retransmits {
                 self.fail(TcpError::TimedOut);
                 return;
             }
-            self.persist_shift = (self.persist_shift + 1).min(30);
-            self.probe_now = true;
+            self.timers.persist_shift = (self.timers.persist_shift + 1).min(30);
+            self.flags.probe_now = true;
         } else {
-            self.override_sws = true;
+            self.flags.override_sws = true;
         }
     }
 
     fn persist_interval(&self) -> u64 {
-        self.rtt
+        self.timers
+            .rtt
             .rto()
-            .saturating_mul(1u64 << self.persist_shift.min(30))
-            .min(self.rto_max_ns.max(self.rtt.rto()))
+            .saturating_mul(1u64 << self.timers.persist_shift.min(30))
+            .min(self.cfg.rto_max_ns.max(self.timers.rtt.rto()))
     }
 
     /// Arms the one timer slot for what the connection waits on now.
@@ -210,26 +213,26 @@ impl Tcb {
         let want = match self.state {
             State::Closed => Timer::Off,
             State::TimeWait => Timer::TimeWait,
-            State::FinWait2 if self.read_closed => Timer::FinWait2,
+            State::FinWait2 if self.flags.read_closed => Timer::FinWait2,
             State::FinWait2 => Timer::Off,
             // The NIC runs the retransmission timer (Tonic §3.2.3).
-            _ if self.nic.is_some() => Timer::Off,
+            _ if self.tonic.is_some() => Timer::Off,
             State::SynSent | State::SynReceived => {
-                if self.syn_sent {
+                if self.flags.syn_sent {
                     Timer::Rto
                 } else {
                     Timer::Off
                 }
             }
             _ => {
-                let unsent = self.snd_nxt.lt(self.snd_end)
-                    || (self.fin_queued && self.snd_nxt.le(self.snd_end));
-                if self.snd_wnd == 0
-                    && self.snd_end.gt(self.snd_una)
-                    && self.snd_nxt - self.snd_una <= 1
+                let unsent = self.snd.nxt.lt(self.snd.end)
+                    || (self.flags.fin_queued && self.snd.nxt.le(self.snd.end));
+                if self.snd.wnd == 0
+                    && self.snd.end.gt(self.snd.una)
+                    && self.snd.nxt - self.snd.una <= 1
                 {
                     Timer::Persist
-                } else if self.snd_max != self.snd_una {
+                } else if self.snd.max != self.snd.una {
                     Timer::Rto
                 } else if unsent {
                     Timer::Persist
@@ -238,30 +241,30 @@ impl Tcb {
                 }
             }
         };
-        if want != self.timer {
-            self.timer = want;
-            self.timer_at = match want {
+        if want != self.timers.running {
+            self.timers.running = want;
+            self.timers.at = match want {
                 Timer::Off => 0,
-                Timer::Rto => now.saturating_add(self.rtt.rto()),
+                Timer::Rto => now.saturating_add(self.timers.rtt.rto()),
                 Timer::Persist => now.saturating_add(self.persist_interval()),
-                Timer::TimeWait | Timer::FinWait2 => now.saturating_add(self.time_wait_ns),
+                Timer::TimeWait | Timer::FinWait2 => now.saturating_add(self.cfg.time_wait_ns),
             };
         }
     }
 
     /// Bytes of options the next segment carries (timestamps, SACK blocks).
     fn opt_len_now(&self) -> u32 {
-        if !(self.sack_ok && self.rbuf.has_ooo()) {
-            return self.base_opt_len;
+        if !(self.opt.sack_ok && self.rbuf.has_ooo()) {
+            return self.opt.base_opt_len;
         }
         let n = self
             .rbuf
             .ooo_ranges()
-            .min(if self.ts_ok { 3 } else { MAX_SACK_BLOCKS });
+            .min(if self.opt.ts_ok { 3 } else { MAX_SACK_BLOCKS });
         let h = Header {
             flags: Flags::ACK,
             options: Options {
-                timestamp: self.ts_ok.then_some((0, 0)),
+                timestamp: self.opt.ts_ok.then_some((0, 0)),
                 sack_len: n as u8,
                 ..Options::default()
             },
@@ -272,69 +275,69 @@ impl Tcb {
 
     /// Largest payload of one wire segment now (RFC 9293 §3.7.1: Eff.snd.MSS less options).
     fn payload_room(&self) -> u32 {
-        self.eff_mss.saturating_sub(self.opt_len_now()).max(1)
+        self.opt.eff_mss.saturating_sub(self.opt_len_now()).max(1)
     }
 
     /// Largest payload of one emitted segment: up to `max_segment_payload` for TSO when the
     /// header carries only the usual options (the NIC copies it onto each piece).
     fn burst_room(&self) -> u32 {
         let one = self.payload_room();
-        if self.max_seg_payload > self.cfg_mss as u32 && one == self.smss {
-            self.max_seg_payload
+        if self.cfg.max_seg_payload > self.cfg.mss as u32 && one == self.opt.smss {
+            self.cfg.max_seg_payload
         } else {
-            one.min(self.max_seg_payload.max(1))
+            one.min(self.cfg.max_seg_payload.max(1))
         }
     }
 
     fn send_data(&mut self, now: u64, emit: &mut dyn FnMut(&Outgoing<'_>)) -> usize {
         // The NIC owns the sender (Tonic §5): data, retransmissions and the FIN wait.
-        if self.cc.is_none() || self.nic.is_some() {
+        if self.rec.cc.is_none() || self.tonic.is_some() {
             return 0;
         }
         let mut n = 0;
-        if self.tlp_fire {
-            self.tlp_fire = false;
-            if self.snd_una.lt(self.snd_max) && !self.in_recovery {
+        if self.rec.tlp_fire {
+            self.rec.tlp_fire = false;
+            if self.snd.una.lt(self.snd.max) && !self.rec.in_recovery {
                 // Tail-loss probe (RFC 8985 §7.3): resend the last segment sent, so that the
                 // peer's ACK (with SACK) shows what is missing without waiting for the RTO.
-                let e = self.snd_max;
-                let s = self.snd_una.max(Seq(e.0.wrapping_sub(self.smss)));
+                let e = self.snd.max;
+                let s = self.snd.una.max(Seq(e.0.wrapping_sub(self.opt.smss)));
                 self.emit_range(s, e, now, emit, Kind::Data);
                 self.stats.tail_loss_probes += 1;
                 n += 1;
             }
         }
-        if self.probe_now {
-            self.probe_now = false;
-            if self.snd_wnd == 0 && self.snd_end.gt(self.snd_una) {
+        if self.flags.probe_now {
+            self.flags.probe_now = false;
+            if self.snd.wnd == 0 && self.snd.end.gt(self.snd.una) {
                 // One byte of new data beyond the zero window (RFC 9293 §3.8.6.1).
-                let s = self.snd_una;
+                let s = self.snd.una;
                 self.emit_range(s, s + 1, now, emit, Kind::Probe);
-                if self.snd_nxt.lt(s + 1) {
-                    self.snd_nxt = s + 1;
+                if self.snd.nxt.lt(s + 1) {
+                    self.snd.nxt = s + 1;
                 }
                 return 1;
             }
         }
-        if self.rexmit_pending {
-            self.rexmit_pending = false;
-            if self.snd_una.lt(self.snd_max) {
+        if self.flags.rexmit_pending {
+            self.flags.rexmit_pending = false;
+            if self.snd.una.lt(self.snd.max) {
                 // Fast retransmit / partial ACK: the first unacknowledged segment.
-                let s = self.snd_una;
-                let mut e = (s + self.payload_room().min(self.smss)).min(self.snd_max);
-                if let Some((h, he)) = self.sb.next_hole(s, self.snd_max) {
+                let s = self.snd.una;
+                let mut e = (s + self.payload_room().min(self.opt.smss)).min(self.snd.max);
+                if let Some((h, he)) = self.rec.sb.next_hole(s, self.snd.max) {
                     if h == s {
                         e = e.min(he);
                     }
                 }
                 self.emit_range(s, e, now, emit, Kind::Data);
                 n += 1;
-                if self.in_recovery {
-                    self.rxt_next = self.rxt_next.max(e);
+                if self.rec.in_recovery {
+                    self.rec.rxt_next = self.rec.rxt_next.max(e);
                 }
             }
         }
-        if self.in_recovery && self.sack_ok {
+        if self.rec.in_recovery && self.opt.sack_ok {
             return n + self.sack_recovery(now, emit);
         }
         n + self.send_window(now, emit)
@@ -343,43 +346,44 @@ impl Tcb {
     /// Sends what the windows, Nagle and SWS avoidance allow from SND.NXT (new data, or a
     /// go-back-N retransmission after an RTO skipping SACKed ranges), then the FIN.
     fn send_window(&mut self, now: u64, emit: &mut dyn FnMut(&Outgoing<'_>)) -> usize {
-        let smss = self.smss;
+        let smss = self.opt.smss;
         let mut n = 0;
         while n < MAX_BURST {
-            let mut s = self.snd_nxt;
-            if s.lt(self.snd_max) && !self.sb.is_empty() {
-                let t = self.sb.skip_sacked(s);
+            let mut s = self.snd.nxt;
+            if s.lt(self.snd.max) && !self.rec.sb.is_empty() {
+                let t = self.rec.sb.skip_sacked(s);
                 if t != s {
                     s = t;
-                    self.snd_nxt = t;
+                    self.snd.nxt = t;
                 }
             }
-            let data_avail = if s.lt(self.snd_end) {
-                (self.snd_end - s) as u32
+            let data_avail = if s.lt(self.snd.end) {
+                (self.snd.end - s) as u32
             } else {
                 0
             };
-            let fin_avail = self.fin_queued && s.le(self.snd_end);
+            let fin_avail = self.flags.fin_queued && s.le(self.snd.end);
             if data_avail == 0 && !fin_avail {
                 break;
             }
-            let in_flight = (s - self.snd_una).max(0) as u32;
+            let in_flight = (s - self.snd.una).max(0) as u32;
             // RFC 3042 limited transmit: up to two segments more on the first duplicate ACKs.
-            let lt = if self.in_recovery {
+            let lt = if self.rec.in_recovery {
                 0
             } else {
-                self.dupacks.min(2) * smss
+                self.rec.dupacks.min(2) * smss
             };
             let cwnd = self
+                .rec
                 .cc
                 .as_ref()
                 .map_or(smss, |c| c.cwnd())
                 .saturating_add(lt);
-            let usable = self.snd_wnd.min(cwnd).saturating_sub(in_flight);
-            let is_rexmit = s.lt(self.snd_max);
+            let usable = self.snd.wnd.min(cwnd).saturating_sub(in_flight);
+            let is_rexmit = s.lt(self.snd.max);
             let mut len = data_avail.min(usable).min(self.burst_room());
             if is_rexmit {
-                if let Some((h, he)) = self.sb.next_hole(s, self.snd_max) {
+                if let Some((h, he)) = self.rec.sb.next_hole(s, self.snd.max) {
                     if h == s {
                         len = len.min((he - s) as u32);
                     }
@@ -389,20 +393,21 @@ impl Tcb {
                 if len == 0 {
                     break;
                 }
-                if len < smss && !is_rexmit && !self.override_sws {
+                if len < smss && !is_rexmit && !self.flags.override_sws {
                     let all = len == data_avail;
-                    let nagle_ok = self.nodelay || in_flight == 0 || (all && self.fin_queued);
-                    let sws_ok = all || (self.max_snd_wnd > 0 && len >= self.max_snd_wnd / 2);
+                    let nagle_ok =
+                        self.cfg.nodelay || in_flight == 0 || (all && self.flags.fin_queued);
+                    let sws_ok = all || (self.snd.max_wnd > 0 && len >= self.snd.max_wnd / 2);
                     if !(nagle_ok && sws_ok) {
                         break;
                     }
                 }
-                self.override_sws = false;
+                self.flags.override_sws = false;
             }
             let fin = fin_avail && len == data_avail;
             let e = s + len + fin as u32;
             self.emit_range(s, e, now, emit, Kind::Data);
-            self.snd_nxt = e;
+            self.snd.nxt = e;
             n += 1;
         }
         n
@@ -410,54 +415,55 @@ impl Tcb {
 
     /// Step (C) of RFC 6675 §5: while cwnd − pipe ≥ 1 SMSS, send what NextSeg (§4) picks.
     fn sack_recovery(&mut self, now: u64, emit: &mut dyn FnMut(&Outgoing<'_>)) -> usize {
-        let smss = self.smss;
-        let cwnd = self.cc.as_ref().map_or(smss, |c| c.cwnd());
-        let lost = self.sb.lost_edge(smss);
+        let smss = self.opt.smss;
+        let cwnd = self.rec.cc.as_ref().map_or(smss, |c| c.cwnd());
+        let lost = self.rec.sb.lost_edge(smss);
         let mut pipe = self
+            .rec
             .sb
-            .pipe(self.snd_una, self.snd_max, lost, self.rxt_next);
-        self.snd_nxt = self.snd_max;
+            .pipe(self.snd.una, self.snd.max, lost, self.rec.rxt_next);
+        self.snd.nxt = self.snd.max;
         let mut n = 0;
         while cwnd.saturating_sub(pipe) >= smss && n < MAX_BURST {
             let room = self.payload_room().min(smss);
-            let from = self.rxt_next.max(self.snd_una);
-            let hole = self.sb.next_hole(from, self.snd_max);
+            let from = self.rec.rxt_next.max(self.snd.una);
+            let hole = self.rec.sb.next_hole(from, self.snd.max);
             // (1) the first lost, not yet retransmitted hole.
             if let (Some((h, he)), Some(le)) = (hole, lost) {
                 if h.lt(le) {
                     let e = (h + room).min(he);
                     self.emit_range(h, e, now, emit, Kind::SackRexmit);
-                    self.rxt_next = e;
+                    self.rec.rxt_next = e;
                     pipe = pipe.saturating_add((e - h) as u32);
                     n += 1;
                     continue;
                 }
             }
             // (2) new data the receiver's window allows.
-            let s = self.snd_max;
-            let data_avail = if s.lt(self.snd_end) {
-                (self.snd_end - s) as u32
+            let s = self.snd.max;
+            let data_avail = if s.lt(self.snd.end) {
+                (self.snd.end - s) as u32
             } else {
                 0
             };
-            let fin_avail = self.fin_queued && s.le(self.snd_end);
-            let wnd_room = ((self.snd_una + self.snd_wnd) - s).max(0) as u32;
+            let fin_avail = self.flags.fin_queued && s.le(self.snd.end);
+            let wnd_room = ((self.snd.una + self.snd.wnd) - s).max(0) as u32;
             if (data_avail > 0 && wnd_room > 0) || (data_avail == 0 && fin_avail) {
                 let len = data_avail.min(wnd_room).min(room);
                 let fin = fin_avail && len == data_avail;
                 let e = s + len + fin as u32;
                 self.emit_range(s, e, now, emit, Kind::Data);
-                self.snd_nxt = e;
+                self.snd.nxt = e;
                 pipe = pipe.saturating_add(len.max(1));
                 n += 1;
                 continue;
             }
             // (3) any unSACKed hole below the highest SACKed byte.
-            if let (Some((h, he)), Some(hs)) = (hole, self.sb.high()) {
+            if let (Some((h, he)), Some(hs)) = (hole, self.rec.sb.high()) {
                 if h.lt(hs) {
                     let e = (h + room).min(he);
                     self.emit_range(h, e, now, emit, Kind::SackRexmit);
-                    self.rxt_next = e;
+                    self.rec.rxt_next = e;
                     pipe = pipe.saturating_add((e - h) as u32);
                     n += 1;
                     continue;
@@ -467,17 +473,21 @@ impl Tcb {
             // Only when the sender has nothing new to send (application-limited): a
             // window-limited sender gets more SACKs as soon as the holes are repaired, and
             // would only resend data already in flight.
-            let all_sent = if self.fin_queued {
-                self.snd_max.gt(self.snd_end)
+            let all_sent = if self.flags.fin_queued {
+                self.snd.max.gt(self.snd.end)
             } else {
-                self.snd_max == self.snd_end
+                self.snd.max == self.snd.end
             };
-            if !self.rescue_done && all_sent {
-                self.rescue_done = true;
-                let top = self.sb.high().map_or(self.snd_una, |h| h.max(self.snd_una));
-                if top.lt(self.snd_max) {
-                    let s = top.max(Seq(self.snd_max.0.wrapping_sub(room)));
-                    let e = self.snd_max;
+            if !self.rec.rescue_done && all_sent {
+                self.rec.rescue_done = true;
+                let top = self
+                    .rec
+                    .sb
+                    .high()
+                    .map_or(self.snd.una, |h| h.max(self.snd.una));
+                if top.lt(self.snd.max) {
+                    let s = top.max(Seq(self.snd.max.0.wrapping_sub(room)));
+                    let e = self.snd.max;
                     self.emit_range(s, e, now, emit, Kind::SackRexmit);
                     pipe = pipe.saturating_add((e - s) as u32);
                     n += 1;
@@ -499,18 +509,18 @@ impl Tcb {
         emit: &mut dyn FnMut(&Outgoing<'_>),
         kind: Kind,
     ) {
-        let has_fin = self.fin_queued && e == self.snd_end + 1 && s.le(self.snd_end);
-        let data_end = if has_fin { self.snd_end } else { e };
+        let has_fin = self.flags.fin_queued && e == self.snd.end + 1 && s.le(self.snd.end);
+        let data_end = if has_fin { self.snd.end } else { e };
         let dlen = (data_end - s).max(0) as usize;
         let mut flags = Flags::ACK;
         if has_fin {
             flags = flags | Flags::FIN;
         }
-        if dlen > 0 && data_end == self.snd_end {
+        if dlen > 0 && data_end == self.snd.end {
             flags = flags | Flags::PSH;
         }
         let header = self.make_header(s, flags, now);
-        let off = (s - self.snd_una).max(0) as usize;
+        let off = (s - self.snd.una).max(0) as usize;
         let (a, b) = self.sbuf.slices(off, dlen);
         emit(&Outgoing {
             header,
@@ -519,22 +529,22 @@ impl Tcb {
         self.stats.segs_out += 1;
         if kind == Kind::Probe {
             self.stats.window_probes += 1;
-        } else if s.lt(self.snd_max) {
+        } else if s.lt(self.snd.max) {
             self.stats.retransmits += 1;
             if kind == Kind::SackRexmit {
                 self.stats.sack_retransmits += 1;
             }
             // Karn: the running timing can no longer be trusted.
-            if self.rtt_timed.take().is_some() {
-                self.rtt_ambiguous = true;
+            if self.timers.rtt_timed.take().is_some() {
+                self.timers.rtt_ambiguous = true;
             }
         }
-        if e.gt(self.snd_max) {
-            let from = s.max(self.snd_max);
+        if e.gt(self.snd.max) {
+            let from = s.max(self.snd.max);
             self.stats.bytes_out += (data_end - from).max(0) as u64;
-            self.snd_max = e;
-            if self.rtt_timed.is_none() && kind != Kind::Probe {
-                self.rtt_timed = Some((e, now));
+            self.snd.max = e;
+            if self.timers.rtt_timed.is_none() && kind != Kind::Probe {
+                self.timers.rtt_timed = Some((e, now));
             }
         }
     }
@@ -547,14 +557,14 @@ impl Tcb {
     /// unit; the window offered from free space keeps one unit of slack for that, so the
     /// rounded edge still fits the buffer. Only if it would not (the edge crept up over many
     /// rounded ACKs while the application did not read) is it rounded down, by less than one
-    /// unit; data up to the edge announced before is still accepted (`rcv_adv`).
+    /// unit; data up to the edge announced before is still accepted (`rcv.adv`).
     fn advertise(&mut self) -> u16 {
-        let ws = self.rcv_wscale as u32;
+        let ws = self.opt.rcv_wscale as u32;
         let unit = 1u32 << ws;
         let free = self.free_window();
         let offer = free.saturating_sub(unit - 1);
         let cur = self.rcv_wnd();
-        let thresh = (self.rbuf.capacity() as u32 / 2).min(self.rcv_mss).max(1);
+        let thresh = (self.rbuf.capacity() as u32 / 2).min(self.rcv.mss).max(1);
         let target = if offer >= cur.saturating_add(thresh) || self.rbuf.is_empty() {
             offer.max(cur)
         } else {
@@ -562,9 +572,9 @@ impl Tcb {
         };
         let cur_units = (cur as u64).div_ceil(unit as u64) as u32;
         let field = (target >> ws).max(cur_units).min(free >> ws).min(65_535);
-        let edge = self.rcv_nxt + (field << ws);
-        if edge.gt(self.rcv_adv) {
-            self.rcv_adv = edge;
+        let edge = self.rcv.nxt + (field << ws);
+        if edge.gt(self.rcv.adv) {
+            self.rcv.adv = edge;
         }
         field as u16
     }
@@ -573,30 +583,30 @@ impl Tcb {
     fn make_header(&mut self, seq: Seq, flags: Flags, now: u64) -> Header {
         let window = self.advertise();
         let mut options = Options::default();
-        if self.ts_ok {
-            options.timestamp = Some((self.ts_now(now), self.ts_recent));
+        if self.opt.ts_ok {
+            options.timestamp = Some((self.ts_now(now), self.opt.ts_recent));
         }
-        if self.sack_ok && self.rbuf.has_ooo() {
+        if self.opt.sack_ok && self.rbuf.has_ooo() {
             let mut r = [(0u32, 0u32); MAX_SACK_BLOCKS];
-            let max = if self.ts_ok { 3 } else { MAX_SACK_BLOCKS };
+            let max = if self.opt.ts_ok { 3 } else { MAX_SACK_BLOCKS };
             let k = self.rbuf.sack_ranges(&mut r[..max]);
             for (slot, &(a, b)) in options.sack.iter_mut().zip(&r[..k]) {
                 *slot = SackBlock {
-                    left: self.rcv_nxt + a,
-                    right: self.rcv_nxt + b,
+                    left: self.rcv.nxt + a,
+                    right: self.rcv.nxt + b,
                 };
             }
             options.sack_len = k as u8;
         }
-        self.last_ack_sent = self.rcv_nxt;
-        self.ack_now = false;
-        self.ack_at = 0;
-        self.unacked_rcv = 0;
+        self.opt.last_ack_sent = self.rcv.nxt;
+        self.flags.ack_now = false;
+        self.timers.ack_at = 0;
+        self.rcv.unacked = 0;
         Header {
             src_port: self.ep.local_port,
             dst_port: self.ep.remote_port,
             seq,
-            ack: self.rcv_nxt,
+            ack: self.rcv.nxt,
             flags,
             window,
             options,
@@ -607,31 +617,31 @@ impl Tcb {
     fn emit_syn(&mut self, now: u64, emit: &mut dyn FnMut(&Outgoing<'_>)) {
         let syn_ack = self.state == State::SynReceived;
         let mut o = Options {
-            mss: Some(self.cfg_mss),
+            mss: Some(self.cfg.mss),
             ..Options::default()
         };
         if syn_ack {
-            if self.ws_ok {
-                o.window_scale = Some(self.want_ws);
+            if self.opt.ws_ok {
+                o.window_scale = Some(self.cfg.want_ws);
             }
-            o.sack_permitted = self.sack_ok;
-            if self.ts_ok {
-                o.timestamp = Some((self.ts_now(now), self.ts_recent));
+            o.sack_permitted = self.opt.sack_ok;
+            if self.opt.ts_ok {
+                o.timestamp = Some((self.ts_now(now), self.opt.ts_recent));
             }
         } else {
-            if self.offer_ws {
-                o.window_scale = Some(self.want_ws);
+            if self.cfg.offer_ws {
+                o.window_scale = Some(self.cfg.want_ws);
             }
-            o.sack_permitted = self.want_sack;
-            if self.want_ts {
+            o.sack_permitted = self.cfg.want_sack;
+            if self.cfg.want_ts {
                 o.timestamp = Some((self.ts_now(now), 0));
             }
         }
         let h = Header {
             src_port: self.ep.local_port,
             dst_port: self.ep.remote_port,
-            seq: self.iss,
-            ack: if syn_ack { self.rcv_nxt } else { Seq(0) },
+            seq: self.snd.iss,
+            ack: if syn_ack { self.rcv.nxt } else { Seq(0) },
             flags: if syn_ack {
                 Flags::SYN | Flags::ACK
             } else {
@@ -645,20 +655,20 @@ impl Tcb {
             payload: [&[], &[]],
         });
         self.stats.segs_out += 1;
-        if self.syn_sent {
+        if self.flags.syn_sent {
             self.stats.retransmits += 1;
-            self.syn_rexmitted = true;
+            self.flags.syn_rexmitted = true;
         } else {
-            self.syn_sent = true;
-            self.syn_sent_at = now;
+            self.flags.syn_sent = true;
+            self.timers.syn_sent_at = now;
         }
-        self.syn_pending = false;
-        self.snd_nxt = self.iss + 1;
-        if self.snd_max.lt(self.snd_nxt) {
-            self.snd_max = self.snd_nxt;
+        self.flags.syn_pending = false;
+        self.snd.nxt = self.snd.iss + 1;
+        if self.snd.max.lt(self.snd.nxt) {
+            self.snd.max = self.snd.nxt;
         }
         if syn_ack {
-            self.last_ack_sent = self.rcv_nxt;
+            self.opt.last_ack_sent = self.rcv.nxt;
         }
     }
 

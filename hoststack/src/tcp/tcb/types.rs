@@ -37,7 +37,7 @@ pub enum State {
     LastAck,
     /// Waiting 2·MSL before forgetting the connection.
     TimeWait,
-    /// Gone (normally, by reset, or by timeout: see [`Tcb::error`]).
+    /// Gone (normally, by reset, or by timeout: see [`Tcb::error`](super::Tcb::error)).
     Closed,
 }
 
@@ -70,7 +70,7 @@ pub struct Events {
     pub writable: bool,
     /// The handshake completed (SynSent/SynReceived → Established).
     pub established: bool,
-    /// The connection failed or was reset ([`Tcb::error`] says why).
+    /// The connection failed or was reset ([`Tcb::error`](super::Tcb::error) says why).
     pub error: bool,
 }
 

@@ -1,5 +1,6 @@
-//! The NIC-sender mode of a connection (Tonic NSDI '20 §5, "Linux socket integration";
-//! `notes/tonic-extraction.md` §6.2): once a `TCP_TONIC` connection is established, its
+//! The Tonic handover of a connection's sender (Tonic NSDI '20 §5, "Linux socket
+//! integration"; `notes/tonic-extraction.md` §6.2): once a `TCP_TONIC` connection is
+//! established, its
 //! *sender* fields (snd.una, snd.nxt, snd.wnd), retransmissions and congestion control live in
 //! the NIC's Tonic engines. The TCB keeps connection management (the handshake, the close),
 //! the receive side and the send buffer.
@@ -15,14 +16,14 @@
 //!   then offered as one final *small* segment, after which nothing more is offered until the
 //!   NIC reports it delivered (§5: "all segments, except for the last one in a burst, [are] of
 //!   equal size");
-//! - delivery notifications ([`Tcb::nic_delivered`]) advance snd.una and free the send
+//! - delivery notifications ([`Tcb::tonic_delivered`]) advance snd.una and free the send
 //!   buffer, which makes the socket writable again.
 //!
 //! When the application has shut the write side and the NIC reports every byte delivered,
 //! the socket layer removes the flow from the NIC and calls [`Tcb::resume_sender`]: the TCB
 //! sends its FIN and finishes the close itself.
 //!
-//! Limits: timestamps are not offered on such connections ([`Tcb::prepare_nic_sender`]):
+//! Limits: timestamps are not offered on such connections ([`Tcb::prepare_tonic_sender`]):
 //! the NIC's segments carry no options. Window scaling is negotiated as usual and the flow add
 //! tells the NIC the peer's shift.
 
@@ -33,9 +34,10 @@ use super::{Events, State, Tcb, Timer};
 /// NIC as a final small segment (Tonic §5's configurable time T).
 pub const SMALL_HOLD_NS: u64 = 200_000;
 
-/// The NIC-sender state of a connection.
+/// The state a TCB keeps while Tonic on the NIC owns its sender (Tonic §5). Invariant:
+/// snd.una ≤ `tail` ≤ snd.end, and snd.nxt = snd.una (the NIC's snd.nxt is its own).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct NicSend {
+pub(super) struct TonicSend {
     /// `tonic-tail`: one past the last byte the NIC was told about.
     pub tail: Seq,
     /// A final small segment was offered and is not yet delivered.
@@ -45,10 +47,10 @@ pub(super) struct NicSend {
     pub hold_until: u64,
 }
 
-/// What the NIC needs to take a connection's sender over (the `TonicFlowAdd` fields that
-/// come from the TCB).
+/// What Tonic on the NIC needs to take a connection's sender over (the `TonicFlowAdd`
+/// fields that come from the TCB; Tonic §5).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct NicHandover {
+pub struct TonicHandover {
     /// First sequence number the NIC sends (SND.UNA at handover): byte 0 of its stream.
     pub init_seq: Seq,
     /// Segment payload size (SMSS; the NIC's segments carry no options).
@@ -64,16 +66,16 @@ impl Tcb {
     /// (the NIC's segments carry no options, so it could not send the TSval and TSecr that
     /// RFC 7323 §3.2 requires on every segment once they are negotiated). Window scaling
     /// stays: it appears only in the SYNs, and the NIC applies the peer's shift
-    /// ([`NicHandover::snd_wscale`]). Call before the first [`Tcb::poll_transmit`] (for an
+    /// ([`TonicHandover::snd_wscale`]). Call before the first [`Tcb::poll_transmit`] (for an
     /// active open) or right after [`Tcb::accept`].
-    pub fn prepare_nic_sender(&mut self) {
-        self.want_ts = false;
-        if self.state == State::SynReceived && !self.syn_sent {
-            self.ts_ok = false;
-            if self.base_opt_len != 0 {
-                self.base_opt_len = 0;
-                self.smss = self.eff_mss;
-                self.rcv_mss = self.smss;
+    pub fn prepare_tonic_sender(&mut self) {
+        self.cfg.want_ts = false;
+        if self.state == State::SynReceived && !self.flags.syn_sent {
+            self.opt.ts_ok = false;
+            if self.opt.base_opt_len != 0 {
+                self.opt.base_opt_len = 0;
+                self.opt.smss = self.opt.eff_mss;
+                self.rcv.mss = self.opt.smss;
             }
         }
     }
@@ -85,59 +87,63 @@ impl Tcb {
     ///
     /// Also queues an ACK, so that the NIC learns the ACK number and window its segments
     /// carry from a frame of this connection right after the flow add.
-    pub fn hand_sender_to_nic(&mut self) -> Option<NicHandover> {
-        if self.nic.is_some()
+    pub fn hand_sender_to_tonic(&mut self) -> Option<TonicHandover> {
+        if self.tonic.is_some()
             || !matches!(self.state, State::Established | State::CloseWait)
-            || self.fin_queued
-            || self.snd_una != self.snd_max
-            || self.ts_ok
+            || self.flags.fin_queued
+            || self.snd.una != self.snd.max
+            || self.opt.ts_ok
             || self.error.is_some()
         {
             return None;
         }
-        self.nic = Some(NicSend {
-            tail: self.snd_una,
+        self.tonic = Some(TonicSend {
+            tail: self.snd.una,
             small_pending: false,
             hold_until: 0,
         });
-        self.snd_nxt = self.snd_una;
-        self.in_recovery = false;
-        self.rexmit_pending = false;
-        self.dupacks = 0;
-        self.sb.clear();
-        if matches!(self.timer, Timer::Rto | Timer::Persist) {
-            self.timer = Timer::Off;
+        self.snd.nxt = self.snd.una;
+        self.rec.in_recovery = false;
+        self.flags.rexmit_pending = false;
+        self.rec.dupacks = 0;
+        self.rec.sb.clear();
+        if matches!(self.timers.running, Timer::Rto | Timer::Persist) {
+            self.timers.running = Timer::Off;
         }
-        self.rtt_timed = None;
-        self.ack_now = true;
-        Some(NicHandover {
-            init_seq: self.snd_una,
-            mss: self.smss.min(u16::MAX as u32) as u16,
-            snd_wnd: self.snd_wnd,
-            snd_wscale: if self.ws_ok { self.snd_wscale } else { 0 },
+        self.timers.rtt_timed = None;
+        self.flags.ack_now = true;
+        Some(TonicHandover {
+            init_seq: self.snd.una,
+            mss: self.opt.smss.min(u16::MAX as u32) as u16,
+            snd_wnd: self.snd.wnd,
+            snd_wscale: if self.opt.ws_ok {
+                self.opt.snd_wscale
+            } else {
+                0
+            },
         })
     }
 
     /// True while the NIC owns the sender side.
-    pub fn nic_owns_sender(&self) -> bool {
-        self.nic.is_some()
+    pub fn tonic_owns_sender(&self) -> bool {
+        self.tonic.is_some()
     }
 
     /// `tonic-tail`: one past the last byte the NIC was told about (`None` unless the NIC
     /// owns the sender).
-    pub fn nic_tail(&self) -> Option<Seq> {
-        self.nic.map(|n| n.tail)
+    pub fn tonic_tail(&self) -> Option<Seq> {
+        self.tonic.map(|n| n.tail)
     }
 
     /// How many bytes past `tonic-tail` to offer the NIC now, at most `max` (rounded down to
     /// an MSS multiple): the whole segments queued, or, once the remainder has waited
     /// [`SMALL_HOLD_NS`] or the write side is shut, the final small segment. `None` when
     /// nothing is to be offered (also while a small segment is undelivered).
-    pub fn nic_tail_due(&mut self, now: u64, max: usize) -> Option<u32> {
-        let mss = self.smss.max(1);
-        let end = self.snd_end;
-        let fin = self.fin_queued;
-        let n = self.nic.as_mut()?;
+    pub fn tonic_tail_due(&mut self, now: u64, max: usize) -> Option<u32> {
+        let mss = self.opt.smss.max(1);
+        let end = self.snd.end;
+        let fin = self.flags.fin_queued;
+        let n = self.tonic.as_mut()?;
         if n.small_pending {
             return None;
         }
@@ -163,27 +169,27 @@ impl Tcb {
     /// The send-buffer bytes `[tonic-tail, tonic-tail + len)` (two slices, the buffer being a
     /// ring) and the sequence number one past them: the data and `tail` of a `TonicTail`
     /// message.
-    pub fn nic_tail_data(&self, len: u32) -> (Seq, [&[u8]; 2]) {
-        let Some(n) = self.nic else {
-            return (self.snd_una, [&[], &[]]);
+    pub fn tonic_tail_data(&self, len: u32) -> (Seq, [&[u8]; 2]) {
+        let Some(n) = self.tonic else {
+            return (self.snd.una, [&[], &[]]);
         };
-        let off = (n.tail - self.snd_una).max(0) as usize;
+        let off = (n.tail - self.snd.una).max(0) as usize;
         let (a, b) = self.sbuf.slices(off, len as usize);
         (n.tail + len, [a, b])
     }
 
-    /// The NIC was told about `len` more bytes (after [`Tcb::nic_tail_due`] and a successful
+    /// The NIC was told about `len` more bytes (after [`Tcb::tonic_tail_due`] and a successful
     /// send): `tonic-tail` moves; a piece shorter than one MSS is the final small segment.
-    pub fn nic_tail_sent(&mut self, len: u32) {
-        let mss = self.smss.max(1);
-        if let Some(n) = self.nic.as_mut() {
+    pub fn tonic_tail_sent(&mut self, len: u32) {
+        let mss = self.opt.smss.max(1);
+        if let Some(n) = self.tonic.as_mut() {
             n.tail += len;
             n.hold_until = 0;
             if !len.is_multiple_of(mss) {
                 n.small_pending = true;
             }
-            if self.snd_max.lt(n.tail) {
-                self.snd_max = n.tail;
+            if self.snd.max.lt(n.tail) {
+                self.snd.max = n.tail;
             }
         }
     }
@@ -191,53 +197,53 @@ impl Tcb {
     /// A delivery notification from the NIC: every byte before `delivered` is cumulatively
     /// acknowledged (snd.una). Frees that send-buffer space (`writable`). Values outside
     /// (snd.una, tonic-tail] are ignored.
-    pub fn nic_delivered(&mut self, delivered: Seq) -> Events {
+    pub fn tonic_delivered(&mut self, delivered: Seq) -> Events {
         let mut ev = Events::default();
-        let Some(n) = self.nic.as_mut() else {
+        let Some(n) = self.tonic.as_mut() else {
             return ev;
         };
-        if !(self.snd_una.lt(delivered) && delivered.le(n.tail)) {
+        if !(self.snd.una.lt(delivered) && delivered.le(n.tail)) {
             return ev;
         }
         if n.small_pending && delivered == n.tail {
             n.small_pending = false;
         }
-        self.sbuf.consume((delivered - self.snd_una) as usize);
-        self.snd_una = delivered;
-        self.snd_nxt = delivered;
-        self.retries = 0;
+        self.sbuf.consume((delivered - self.snd.una) as usize);
+        self.snd.una = delivered;
+        self.snd.nxt = delivered;
+        self.timers.retries = 0;
         ev.writable = true;
         ev
     }
 
     /// True when the NIC owns the sender, the write side is shut and every byte was
     /// delivered: time to remove the flow from the NIC and [`Tcb::resume_sender`] for the FIN.
-    pub fn nic_sender_done(&self) -> bool {
-        self.nic.is_some() && self.fin_queued && self.snd_una == self.snd_end
+    pub fn tonic_sender_done(&self) -> bool {
+        self.tonic.is_some() && self.flags.fin_queued && self.snd.una == self.snd.end
     }
 
     /// Takes the sender side back from the NIC (after the flow was removed there, or when the
     /// NIC refused it): sending resumes from snd.una, with the FIN if the write side is shut.
     pub fn resume_sender(&mut self) {
-        if self.nic.take().is_none() {
+        if self.tonic.take().is_none() {
             return;
         }
-        self.snd_nxt = self.snd_una;
-        self.snd_max = self.snd_una;
-        self.recover = self.snd_una;
-        self.rxt_next = self.snd_una;
-        self.in_recovery = false;
-        self.dupacks = 0;
-        self.sb.clear();
-        self.snd_wl2 = self.snd_una;
-        if self.snd_wnd == 0 {
-            self.snd_wnd = self.max_snd_wnd.max(self.smss);
+        self.snd.nxt = self.snd.una;
+        self.snd.max = self.snd.una;
+        self.rec.recover = self.snd.una;
+        self.rec.rxt_next = self.snd.una;
+        self.rec.in_recovery = false;
+        self.rec.dupacks = 0;
+        self.rec.sb.clear();
+        self.snd.wl2 = self.snd.una;
+        if self.snd.wnd == 0 {
+            self.snd.wnd = self.snd.max_wnd.max(self.opt.smss);
         }
     }
 
     /// When the held sub-MSS remainder becomes due (for [`Tcb::poll_at`]).
-    pub(super) fn nic_hold_at(&self) -> Option<u64> {
-        self.nic
+    pub(super) fn tonic_hold_at(&self) -> Option<u64> {
+        self.tonic
             .filter(|n| n.hold_until != 0 && !n.small_pending)
             .map(|n| n.hold_until)
     }
