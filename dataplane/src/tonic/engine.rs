@@ -409,7 +409,7 @@ impl<M: TonicModule + ?Sized> TonicEngine<M> {
     /// generation continues until one becomes ready (bounded by the active flows). In the
     /// window scheme with no address ready, the one generated goes straight out, past the
     /// ready-to-tx set (the same result, cheaper).
-    #[inline]
+    #[inline(always)]
     pub fn next_segment(&mut self, now: Nanos) -> Option<TxSegment> {
         if self.cfg.credit_scheme == CreditScheme::Window && self.ce.ready_set().is_empty() {
             return self.next_segment_direct(now);
