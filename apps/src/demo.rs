@@ -19,6 +19,7 @@ use dataplane::net::parse::{parse, L3};
 use dataplane::port::wire::WireQueue;
 use dataplane::port::Port;
 use dataplane::runtime::{build_wire, RunOptions};
+use offload_api::wire::TcpPacket;
 
 use crate::report;
 
@@ -298,7 +299,11 @@ pub fn run(frames: u32, dpdk_seconds: f64) -> Result<(), String> {
                     l4_off,
                     l4_len,
                     ..
-                } => Some(l4_len - (f[l4_off + 12] >> 4) as usize * 4),
+                } => Some(
+                    TcpPacket::new_unchecked(&f[l4_off..l4_off + l4_len])
+                        .payload()
+                        .len(),
+                ),
                 _ => None,
             },
             _ => None,

@@ -12,6 +12,8 @@
 //! - [`link`]: the emulated PCIe link, descriptor rings between one host core and one NIC
 //!   lcore, with a DMA cost model and counters (DESIGN.md principle 4).
 //! - [`tonic_abi`]: the C ABI of out-of-tree Tonic protocol modules.
+//! - [`wire`]: the TCP wire format, the Internet checksum and SipHash, implemented once for
+//!   both sides.
 //!
 //! Ordinary IPv4 frames (EtherType [`ETHERTYPE_IPV4`]) cross the link unchanged: that is the
 //! *plain-packet path*, used for every packet of a connection the host owns. Only offload
@@ -21,6 +23,7 @@
 pub mod link;
 pub mod msg;
 pub mod tonic_abi;
+pub mod wire;
 
 /// EtherType of an ordinary IPv4 packet (RFC 894): crosses the link unchanged.
 pub const ETHERTYPE_IPV4: u16 = 0x0800;

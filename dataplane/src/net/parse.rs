@@ -4,7 +4,12 @@
 //! ([`Parsed`]) or names why it must be dropped ([`DropReason`]). It never panics: every index
 //! is guarded by a length check first.
 
+use offload_api::wire::tcp::{self, data_offset_bytes, TcpError, TcpPacket};
+
 use super::csum;
+
+/// Where the TCP header of an Ethernet/IPv4 frame without IP options starts.
+const TCP_AT: usize = ETH_HDR_LEN + 20;
 
 /// Length of an Ethernet II header (destination, source, EtherType), no VLAN tag.
 pub const ETH_HDR_LEN: usize = 14;
@@ -314,8 +319,8 @@ pub fn fast_transit_raw(frame: &[u8], our_mac: u64) -> Option<u32> {
     let ok = match f[23] {
         IPPROTO_UDP => r16(38).swap_bytes() as usize == total.wrapping_sub(20) && total >= 28,
         IPPROTO_TCP => {
-            let doff = ((f[46] >> 4) as usize) * 4;
-            doff >= 20 && doff + 20 <= total
+            let doff = data_offset_bytes(f[TCP_AT + tcp::field::DATA_OFF]);
+            doff >= tcp::FIXED_HEADER_LEN && doff + 20 <= total
         }
         _ => false,
     };
@@ -434,13 +439,7 @@ fn parse_ipv4(frame: &[u8]) -> Result<L3, DropReason> {
 pub(crate) fn check_l4_header(proto: u8, l4: &[u8]) -> Result<(), DropReason> {
     match proto {
         IPPROTO_TCP => {
-            if l4.len() < 20 {
-                return Err(DropReason::Truncated);
-            }
-            let doff = ((l4[12] >> 4) as usize) * 4;
-            if doff < 20 || doff > l4.len() {
-                return Err(DropReason::BadLength);
-            }
+            TcpPacket::new_checked(l4).map_err(tcp_drop_reason)?;
         }
         IPPROTO_UDP => {
             if l4.len() < 8 {
@@ -454,6 +453,16 @@ pub(crate) fn check_l4_header(proto: u8, l4: &[u8]) -> Result<(), DropReason> {
         _ => {}
     }
     Ok(())
+}
+
+/// The drop reason of a TCP header [`TcpPacket::check_len`] refuses: `Truncated` under 20
+/// bytes, `BadLength` for a data offset below 5 words or beyond the segment (RFC 9293 §3.1).
+#[inline]
+pub(crate) fn tcp_drop_reason(e: TcpError) -> DropReason {
+    match e {
+        TcpError::Truncated => DropReason::Truncated,
+        TcpError::BadDataOffset | TcpError::BadOption => DropReason::BadLength,
+    }
 }
 
 #[cfg(test)]

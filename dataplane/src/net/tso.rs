@@ -2,16 +2,11 @@
 //! the port MTU into MSS-sized segments (what a NIC's TSO engine does, and what Linux's
 //! `tcp_gso_segment` does in software).
 
+use offload_api::wire::tcp::{TcpFlags, TcpPacket};
+
 use super::csum::{self, ipv4_bounds_for_tx};
 use super::parse::{DropReason, ETHERTYPE_IPV4, ETH_HDR_LEN, IPPROTO_TCP};
 use crate::buf::PacketBuf;
-
-/// TCP flag FIN (RFC 9293 §3.1).
-pub const TCP_FIN: u8 = 0x01;
-/// TCP flag PSH (RFC 9293 §3.1).
-pub const TCP_PSH: u8 = 0x08;
-/// TCP flag CWR (RFC 3168 §6.1).
-pub const TCP_CWR: u8 = 0x80;
 
 /// Makes `b`'s frame exactly `n` bytes long (content unspecified); false if it cannot.
 #[inline]
@@ -50,15 +45,8 @@ fn headers(frame: &[u8]) -> Result<(usize, usize, usize), DropReason> {
     if ip[9] != IPPROTO_TCP {
         return Err(DropReason::TsoTooLarge);
     }
-    let tcp = &ip[ihl..total];
-    if tcp.len() < 20 {
-        return Err(DropReason::Truncated);
-    }
-    let doff = ((tcp[12] >> 4) as usize) * 4;
-    if doff < 20 || doff > tcp.len() {
-        return Err(DropReason::BadLength);
-    }
-    Ok((ihl, doff, total))
+    let tcp = TcpPacket::new_checked(&ip[ihl..total]).map_err(super::parse::tcp_drop_reason)?;
+    Ok((ihl, tcp.header_len(), total))
 }
 
 /// Splits the Ethernet/IPv4/TCP `frame` into segments whose IP packets fit in `mtu`, each in a
@@ -88,9 +76,9 @@ pub fn segment<B: PacketBuf>(
     let payload = &frame[hdrs..ETH_HDR_LEN + total];
     let nseg = payload.len().div_ceil(mss).max(1);
     let t = ETH_HDR_LEN + ihl;
-    let seq0 = u32::from_be_bytes([frame[t + 4], frame[t + 5], frame[t + 6], frame[t + 7]]);
+    let head = TcpPacket::new_unchecked(&frame[t..ETH_HDR_LEN + total]);
+    let (seq0, flags) = (head.seq_number(), head.flags());
     let id0 = u16::from_be_bytes([frame[18], frame[19]]);
-    let flags = frame[t + 13];
     let src = [frame[26], frame[27], frame[28], frame[29]];
     let dst = [frame[30], frame[31], frame[32], frame[33]];
     let start = out.len();
@@ -112,18 +100,18 @@ pub fn segment<B: PacketBuf>(
         let ip_len = (ihl + doff + chunk.len()) as u16;
         d[16..18].copy_from_slice(&ip_len.to_be_bytes());
         d[18..20].copy_from_slice(&id0.wrapping_add(i as u16).to_be_bytes());
-        let seq = seq0.wrapping_add(lo as u32);
-        d[t + 4..t + 8].copy_from_slice(&seq.to_be_bytes());
-        let mut f = flags;
+        csum::fill_ipv4_header(&mut d[ETH_HDR_LEN..t]);
+        let mut tcp = TcpPacket::new_unchecked(&mut d[t..]);
+        tcp.set_seq_number(seq0 + lo as u32);
+        let mut f = flags.0;
         if i + 1 != nseg {
-            f &= !(TCP_FIN | TCP_PSH);
+            f &= !(TcpFlags::FIN.0 | TcpFlags::PSH.0);
         }
         if i != 0 {
-            f &= !TCP_CWR;
+            f &= !TcpFlags::CWR.0;
         }
-        d[t + 13] = f;
-        csum::fill_ipv4_header(&mut d[ETH_HDR_LEN..t]);
-        csum::fill_l4(IPPROTO_TCP, src, dst, &mut d[t..])?;
+        tcp.set_flags(TcpFlags(f));
+        tcp.fill_checksum(src, dst);
         out.push(b);
     }
     Ok(nseg)
@@ -154,7 +142,7 @@ mod tests {
     #[test]
     fn splits_9000_bytes_into_valid_segments() {
         let payload: Vec<u8> = (0..9000u32).map(|i| (i * 7 + i / 251) as u8).collect();
-        let f = big_frame(&payload, TcpControl::Fin, TCP_PSH | TCP_CWR);
+        let f = big_frame(&payload, TcpControl::Fin, TcpFlags::PSH.0 | TcpFlags::CWR.0);
         let mut out = Vec::new();
         let n = segment::<HeapBuf>(&f, 1500, &mut alloc, &mut out).unwrap();
         assert_eq!(n, 7); // 6 × 1460 + 240
@@ -179,9 +167,9 @@ mod tests {
             joined.extend_from_slice(data);
             let flags = d[47];
             let last = i == 6;
-            assert_eq!(flags & TCP_FIN != 0, last, "FIN only on last");
-            assert_eq!(flags & TCP_PSH != 0, last, "PSH only on last");
-            assert_eq!(flags & TCP_CWR != 0, i == 0, "CWR only on first");
+            assert_eq!(flags & TcpFlags::FIN.0 != 0, last, "FIN only on last");
+            assert_eq!(flags & TcpFlags::PSH.0 != 0, last, "PSH only on last");
+            assert_eq!(flags & TcpFlags::CWR.0 != 0, i == 0, "CWR only on first");
             assert!(flags & 0x10 != 0, "ACK on every segment");
         }
         assert_eq!(joined, payload);

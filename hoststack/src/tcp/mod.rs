@@ -2,9 +2,9 @@
 //! I/O-free state machines (DESIGN.md principle 1): plain Rust over byte slices and an
 //! explicit `now` in nanoseconds. Nothing here touches threads, clocks or the NIC.
 //!
-//! - [`seq`]: sequence-number arithmetic;
-//! - [`segment`]: header and option parse/emit;
-//! - [`isn`]: RFC 6528 ISNs and SipHash-2-4;
+//! - [`seq`]: sequence-number arithmetic (the wire module's);
+//! - [`segment`]: header and option parse/emit (the wire module's, under the host's names);
+//! - [`isn`]: RFC 6528 ISNs;
 //! - [`rtt`]: RFC 6298 RTO;
 //! - [`cc`]: the congestion-control trait and NewReno;
 //! - [`tcb`]: one connection's state machine (with its send and receive buffers and SACK

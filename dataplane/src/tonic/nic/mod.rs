@@ -79,11 +79,6 @@ pub const MAX_PROBE_GAP_NS: Nanos = 60_000_000_000;
 
 /// Built-in modules whose user context is App. D's TCP congestion state (for the traces).
 const TCP_STATE_MODULES: [&str; 4] = ["reno", "newreno", "sack", "dctcp"];
-const TCP_ACK: u8 = 0x10;
-const TCP_PSH: u8 = 0x08;
-const TCP_RST: u8 = 0x04;
-const TCP_SYN: u8 = 0x02;
-const TCP_FIN: u8 = 0x01;
 
 /// Settings of the Tonic side of a NIC lcore.
 #[derive(Clone, Copy, Debug)]

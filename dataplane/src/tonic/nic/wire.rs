@@ -2,6 +2,9 @@
 //! ids for the engines (Tonic §3.2.2: the cumulative ACK, SACK blocks per RFC 2018 and the
 //! advertised window), the host's segments of Tonic flows, and the segments the NIC builds.
 
+use offload_api::wire::tcp::{self, parse_options, TcpFlags, TcpHeader, TcpOptions, TcpPacket};
+use offload_api::wire::Seq;
+
 use super::*;
 
 impl TonicNic {
@@ -10,45 +13,44 @@ impl TonicNic {
     /// carries and write the NIC's snd.nxt into its sequence number (the host does not know
     /// it, §5).
     pub fn host_tcp_frame(&mut self, frame: &mut [u8], tcp: HostTcp) {
-        let l4 = tcp.l4_off;
-        let Some(t) = frame.get(l4..l4 + tcp.l4_len) else {
+        let Some(t) = frame.get_mut(tcp.l4_off..tcp.l4_off + tcp.l4_len) else {
             return;
         };
-        let (sport, dport) = (be16(t, 0), be16(t, 2));
-        let Some(&slot) = self.by_tuple.get(&key(tcp.dst, dport, sport)) else {
+        let Ok(mut t) = TcpPacket::new_checked(t) else {
             return;
         };
-        let Some(f) = self.flows[slot].as_mut() else {
+        let k = key(tcp.dst, t.dst_port(), t.src_port());
+        let Some(f) = self.by_tuple.get(&k).and_then(|&s| self.flows[s].as_mut()) else {
             return;
         };
-        if t[13] & TCP_ACK != 0 {
-            f.ack_no = Some(be32(t, 8));
-            f.wnd = be16(t, 14);
+        if t.flags().has(TcpFlags::ACK) {
+            f.ack_no = Some(t.ack_number().0);
+            f.wnd = t.window_len();
         }
-        let seq = f.init_seq.wrapping_add(f.hi_sent as u32);
-        frame[l4 + 4..l4 + 8].copy_from_slice(&seq.to_be_bytes());
+        t.set_seq_number(Seq(f.init_seq) + f.hi_sent as u32);
         self.stats.host_frames += 1;
     }
 
     /// A TCP segment `t` (header and payload) from `src`, from the wire, already validated by
     /// the NIC stack: an ACK of a Tonic flow goes to its engine (§3.2.2, data path step 3).
     pub fn rx(&mut self, src: [u8; 4], t: &[u8], now: Nanos) -> RxVerdict {
-        if t.len() < 20 {
-            return RxVerdict::NotTonic;
-        }
-        let Some(&slot) = self.by_tuple.get(&key(src, be16(t, 0), be16(t, 2))) else {
+        let Ok(t) = TcpPacket::new_checked(t) else {
             return RxVerdict::NotTonic;
         };
-        let flags = t[13];
-        let doff = ((t[12] >> 4) as usize * 4).clamp(20, t.len());
-        let payload = t.len() - doff;
+        let Some(&slot) = self.by_tuple.get(&key(src, t.src_port(), t.dst_port())) else {
+            return RxVerdict::NotTonic;
+        };
+        let flags = t.flags();
         self.stats.acks_in += 1;
-        let pure = payload == 0 && flags & (TCP_SYN | TCP_FIN | TCP_RST) == 0;
-        if flags & TCP_ACK == 0 || flags & (TCP_SYN | TCP_RST) != 0 {
+        let pure = t.payload().is_empty()
+            && !flags.has(TcpFlags::SYN)
+            && !flags.has(TcpFlags::FIN)
+            && !flags.has(TcpFlags::RST);
+        if !flags.has(TcpFlags::ACK) || flags.has(TcpFlags::SYN) || flags.has(TcpFlags::RST) {
             self.stats.to_host += 1;
             return RxVerdict::ToHost;
         }
-        self.ack(slot, t, doff, pure, now);
+        self.ack(slot, &t, pure, now);
         if pure {
             self.stats.acks_consumed += 1;
             RxVerdict::Consumed
@@ -58,14 +60,14 @@ impl TonicNic {
         }
     }
 
-    /// The ACK fields of segment `t` (TCP header and payload) for the flow in `slot`.
-    fn ack(&mut self, slot: usize, t: &[u8], doff: usize, pure: bool, now: Nanos) {
+    /// The ACK fields of segment `t` for the flow in `slot`.
+    fn ack(&mut self, slot: usize, t: &TcpPacket<&[u8]>, pure: bool, now: Nanos) {
         let Some(f) = self.flows[slot].as_mut() else {
             return;
         };
         let e = &mut self.engines[f.engine].engine;
         let base32 = f.init_seq.wrapping_add(f.acked as u32);
-        let d = be32(t, 8).wrapping_sub(base32) as i32;
+        let d = t.ack_number().0.wrapping_sub(base32) as i32;
         let off = f.acked as i64 + d as i64;
         if off < 0 || off as u64 > f.hi_sent.max(f.acked) {
             self.stats.bad_acks += 1;
@@ -73,7 +75,7 @@ impl TonicNic {
         }
         let off = off as u64;
         // The window field of a non-SYN segment is scaled (RFC 7323 §2.3).
-        let wnd = (be16(t, 14) as u32) << f.snd_wscale;
+        let wnd = (t.window_len() as u32) << f.snd_wscale;
         let old_wnd = f.peer_wnd;
         f.peer_wnd = wnd;
         if wnd >= f.mss {
@@ -82,25 +84,25 @@ impl TonicNic {
             f.probe_gap = 0;
         }
         let mut blocks = [SegRange::default(); MAX_SACK_BLOCKS];
-        let n = sack_blocks(&t[20..doff], |i, l, r| {
-            if i >= MAX_SACK_BLOCKS {
-                return;
-            }
-            let l = l.wrapping_sub(base32) as i32 as i64 + f.acked as i64;
-            let r = r.wrapping_sub(base32) as i32 as i64 + f.acked as i64;
+        // SACK blocks (RFC 2018); a segment with malformed options counts as carrying none.
+        let opts = parse_options(t.options()).unwrap_or_default();
+        let n = opts.sack_blocks().len();
+        for (i, b) in opts.sack_blocks().iter().enumerate().take(MAX_SACK_BLOCKS) {
+            let l = b.left.0.wrapping_sub(base32) as i32 as i64 + f.acked as i64;
+            let r = b.right.0.wrapping_sub(base32) as i32 as i64 + f.acked as i64;
             if l < off as i64 || r <= l || r as u64 > f.hi_sent {
-                return;
+                continue;
             }
             let (Ok(s), Ok(e2)) = (
                 e.byte_to_seg(f.eflow, l as u64, true),
                 e.byte_to_seg(f.eflow, r as u64, false),
             ) else {
-                return;
+                continue;
             };
             if e2 > s {
                 blocks[i] = SegRange::new(s, e2);
             }
-        });
+        }
         let mut used = 0;
         for k in 0..n.min(MAX_SACK_BLOCKS) {
             if !blocks[k].is_empty() {
@@ -155,45 +157,6 @@ impl TonicNic {
     }
 }
 
-#[inline(always)]
-fn be16(b: &[u8], i: usize) -> u16 {
-    u16::from_be_bytes([b[i], b[i + 1]])
-}
-
-#[inline(always)]
-fn be32(b: &[u8], i: usize) -> u32 {
-    u32::from_be_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]])
-}
-
-/// Calls `each(i, left, right)` for the SACK blocks (RFC 2018) in TCP options `opts`;
-/// returns how many there were.
-fn sack_blocks(opts: &[u8], mut each: impl FnMut(usize, u32, u32)) -> usize {
-    let mut i = 0;
-    while i < opts.len() {
-        match opts[i] {
-            0 => break,
-            1 => i += 1,
-            kind => {
-                let Some(&len) = opts.get(i + 1) else { break };
-                let len = len as usize;
-                if len < 2 || i + len > opts.len() {
-                    break;
-                }
-                if kind == 5 {
-                    let n = (len - 2) / 8;
-                    for k in 0..n {
-                        let b = i + 2 + 8 * k;
-                        each(k, be32(opts, b), be32(opts, b + 4));
-                    }
-                    return n;
-                }
-                i += len;
-            }
-        }
-    }
-    0
-}
-
 /// Builds the segment `[offset, offset + len)` of flow `f` into `out`: Ethernet, IPv4 (DF,
 /// TTL 64), TCP without options (ACK, PSH on the last byte available), payload from the
 /// DMA'd bytes, both checksums. A `probe` (with `len` 0) carries sequence number
@@ -225,21 +188,24 @@ pub(super) fn build_segment(
         ip[12..16].copy_from_slice(&f.tuple.local_ip);
         ip[16..20].copy_from_slice(&f.tuple.remote_ip);
     }
-    {
-        let t = &mut out[ETH + 20..ETH + 40];
-        t[0..2].copy_from_slice(&f.tuple.local_port.to_be_bytes());
-        t[2..4].copy_from_slice(&f.tuple.remote_port.to_be_bytes());
-        let seq = f
+    let last = !probe && offset + len as u64 == f.tail;
+    let h = TcpHeader {
+        src_port: f.tuple.local_port,
+        dst_port: f.tuple.remote_port,
+        seq: Seq(f
             .init_seq
             .wrapping_add(offset as u32)
-            .wrapping_sub(probe as u32);
-        t[4..8].copy_from_slice(&seq.to_be_bytes());
-        t[8..12].copy_from_slice(&ack.to_be_bytes());
-        t[12] = 5 << 4;
-        let last = !probe && offset + len as u64 == f.tail;
-        t[13] = TCP_ACK | if last { TCP_PSH } else { 0 };
-        t[14..16].copy_from_slice(&f.wnd.to_be_bytes());
-    }
+            .wrapping_sub(probe as u32)),
+        ack: Seq(ack),
+        flags: if last {
+            TcpFlags::ACK | TcpFlags::PSH
+        } else {
+            TcpFlags::ACK
+        },
+        window: f.wnd,
+        options: TcpOptions::default(),
+    };
+    tcp::emit(&h, &mut out[ETH + 20..ETH + 40]);
     let start = (offset - f.base) as usize;
     let (a, b) = f.data.as_slices();
     if start < a.len() {

@@ -3,6 +3,12 @@ use super::*;
 use proptest::prelude::*;
 use smoltcp::wire::{IpAddress, Ipv4Address, TcpOption, TcpPacket};
 
+/// The TCP checksum of `tcp` as it stands: 0 when a filled checksum is right; with the
+/// field zeroed, the value to store (RFC 9293 §3.1).
+fn checksum(src: [u8; 4], dst: [u8; 4], tcp: &[u8]) -> u16 {
+    crate::wire::checksum::l4_checksum(src, dst, packet::IPPROTO_TCP, tcp)
+}
+
 const SRC: [u8; 4] = [10, 0, 0, 1];
 const DST: [u8; 4] = [192, 168, 1, 20];
 
@@ -21,20 +27,20 @@ fn blocks(v: &[(u32, u32)]) -> ([SackBlock; MAX_SACK_BLOCKS], u8) {
     (s, v.len().min(MAX_SACK_BLOCKS) as u8)
 }
 
-fn syn_header() -> Header {
-    Header {
+fn syn_header() -> TcpHeader {
+    TcpHeader {
         src_port: 40000,
         dst_port: 80,
         seq: Seq(0x0102_0304),
         ack: Seq(0),
-        flags: Flags::SYN,
+        flags: TcpFlags::SYN,
         window: 64240,
-        options: Options {
+        options: TcpOptions {
             mss: Some(1460),
             window_scale: Some(7),
             sack_permitted: true,
             timestamp: Some((0xdead_beef, 0)),
-            ..Options::default()
+            ..TcpOptions::default()
         },
     }
 }
@@ -44,7 +50,7 @@ fn with_options(opts: &[u8], payload: &[u8]) -> Vec<u8> {
     let olen = opts.len().div_ceil(4) * 4;
     let mut v = vec![0u8; 20 + olen];
     v[12] = (((20 + olen) / 4) as u8) << 4;
-    v[13] = Flags::ACK.0;
+    v[13] = TcpFlags::ACK.0;
     v[20..20 + opts.len()].copy_from_slice(opts);
     v.extend_from_slice(payload);
     v
@@ -68,7 +74,7 @@ fn syn_layout_matches_linux() {
     );
     let seg = parse(&buf[..40]).unwrap();
     assert_eq!(seg.options, h.options);
-    assert_eq!(seg.flags, Flags::SYN);
+    assert_eq!(seg.flags, TcpFlags::SYN);
     assert_eq!(seg.seq, Seq(0x0102_0304));
     assert!(seg.payload.is_empty());
     assert_eq!(seg.seg_len(), 1);
@@ -90,7 +96,7 @@ fn syn_without_sack_perm_pads_ts_with_nops() {
 #[test]
 fn syn_only_options_dropped_without_syn() {
     let mut h = syn_header();
-    h.flags = Flags::ACK;
+    h.flags = TcpFlags::ACK;
     let (sack, sack_len) = blocks(&[(1, 2)]);
     h.options.sack = sack;
     h.options.sack_len = sack_len;
@@ -109,14 +115,14 @@ fn syn_only_options_dropped_without_syn() {
 #[test]
 fn sack_blocks_limited_to_what_fits() {
     let (sack, sack_len) = blocks(&[(1, 2), (3, 4), (5, 6), (7, 8)]);
-    let mut h = Header {
-        flags: Flags::ACK,
-        options: Options {
+    let mut h = TcpHeader {
+        flags: TcpFlags::ACK,
+        options: TcpOptions {
             sack,
             sack_len,
-            ..Options::default()
+            ..TcpOptions::default()
         },
-        ..Header::default()
+        ..TcpHeader::default()
     };
     // No timestamps: 4 blocks, NOP NOP SACK(34) = 36 bytes.
     assert_eq!(header_len(&h), 56);
@@ -141,14 +147,14 @@ fn sack_blocks_limited_to_what_fits() {
 
 #[test]
 fn bare_ack_is_twenty_bytes() {
-    let h = Header {
+    let h = TcpHeader {
         src_port: 1,
         dst_port: 2,
         seq: Seq(3),
         ack: Seq(4),
-        flags: Flags::ACK | Flags::PSH,
+        flags: TcpFlags::ACK | TcpFlags::PSH,
         window: 5,
-        options: Options::default(),
+        options: TcpOptions::default(),
     };
     let mut buf = [0xffu8; 20];
     assert_eq!(emit(&h, &mut buf), 20);
@@ -167,19 +173,19 @@ fn emit_into_short_buffer_panics() {
 
 #[test]
 fn parse_fixed_errors() {
-    assert_eq!(parse(&[]).unwrap_err(), SegmentError::Truncated);
-    assert_eq!(parse(&[0u8; 19]).unwrap_err(), SegmentError::Truncated);
+    assert_eq!(parse(&[]).unwrap_err(), TcpError::Truncated);
+    assert_eq!(parse(&[0u8; 19]).unwrap_err(), TcpError::Truncated);
     let mut v = [0u8; 24];
     for doff in 0..5u8 {
         v[12] = doff << 4;
-        assert_eq!(parse(&v).unwrap_err(), SegmentError::BadDataOffset);
+        assert_eq!(parse(&v).unwrap_err(), TcpError::BadDataOffset);
     }
     v[12] = 7 << 4; // 28 bytes > 24
-    assert_eq!(parse(&v).unwrap_err(), SegmentError::BadDataOffset);
+    assert_eq!(parse(&v).unwrap_err(), TcpError::BadDataOffset);
     v[12] = 6 << 4;
     v[20..24].copy_from_slice(&[1, 1, 1, 0]);
     let seg = parse(&v).unwrap();
-    assert_eq!(seg.options, Options::default());
+    assert_eq!(seg.options, TcpOptions::default());
     assert!(seg.payload.is_empty());
 }
 
@@ -189,13 +195,13 @@ fn parse_payload_and_flags() {
     let seg = parse(&v).unwrap();
     assert_eq!(seg.payload, b"hello");
     assert_eq!(seg.options.timestamp, Some((9, 8)));
-    assert_eq!(seg.flags, Flags::ACK);
+    assert_eq!(seg.flags, TcpFlags::ACK);
     assert_eq!(seg.seg_len(), 5);
 }
 
 #[test]
 fn malformed_options() {
-    use SegmentError::BadOption;
+    use TcpError::BadOption;
     let cases: &[(&[u8], &str)] = &[
         (&[2, 0, 0, 0], "length 0"),
         (&[2, 1, 0, 0], "length 1"),
@@ -271,14 +277,14 @@ fn option_list_rules() {
 fn checksum_known_value() {
     // By hand: pseudo-header 0a00+0001+c0a8+0114+0006+0014 = cbd7; header words
     // 0001+0002+0000+0003+0000+0004+5010+0005 = 501f; cbd7+501f = 1_bf6 -> 1bf7.
-    let h = Header {
+    let h = TcpHeader {
         src_port: 1,
         dst_port: 2,
         seq: Seq(3),
         ack: Seq(4),
-        flags: Flags::ACK,
+        flags: TcpFlags::ACK,
         window: 5,
-        options: Options::default(),
+        options: TcpOptions::default(),
     };
     let mut buf = [0u8; 20];
     emit(&h, &mut buf);
@@ -292,9 +298,9 @@ fn checksum_known_value() {
 }
 
 /// What `parse(emit(h))` should give back for `h`'s options.
-fn expected_options(h: &Header) -> Options {
+fn expected_options(h: &TcpHeader) -> TcpOptions {
     let mut o = h.options;
-    let syn = h.flags.has(Flags::SYN);
+    let syn = h.flags.has(TcpFlags::SYN);
     if !syn {
         o.mss = None;
         o.window_scale = None;
@@ -325,7 +331,7 @@ fn expected_options(h: &Header) -> Options {
     o
 }
 
-fn arb_header() -> impl Strategy<Value = Header> {
+fn arb_header() -> impl Strategy<Value = TcpHeader> {
     (
         (any::<u16>(), any::<u16>(), any::<u32>(), any::<u32>()),
         (any::<u8>(), any::<u16>()),
@@ -340,14 +346,14 @@ fn arb_header() -> impl Strategy<Value = Header> {
         .prop_map(
             |((sp, dp, seq, ack), (flags, window), (mss, ws, sp_ok, sack, ts))| {
                 let (blocks, len) = blocks(&sack);
-                Header {
+                TcpHeader {
                     src_port: sp,
                     dst_port: dp,
                     seq: Seq(seq),
                     ack: Seq(ack),
-                    flags: Flags(flags),
+                    flags: TcpFlags(flags),
                     window,
-                    options: Options {
+                    options: TcpOptions {
                         mss,
                         window_scale: ws,
                         sack_permitted: sp_ok,
@@ -360,9 +366,9 @@ fn arb_header() -> impl Strategy<Value = Header> {
         )
 }
 
-/// Options as smoltcp's parser reads them (its SACK option keeps at most 3 blocks).
-fn smoltcp_options(opts: &[u8]) -> Options {
-    let mut o = Options::default();
+/// TcpOptions as smoltcp's parser reads them (its SACK option keeps at most 3 blocks).
+fn smoltcp_options(opts: &[u8]) -> TcpOptions {
+    let mut o = TcpOptions::default();
     let mut rest = opts;
     while !rest.is_empty() {
         let (next, opt) = TcpOption::parse(rest).expect("smoltcp rejects our options");
@@ -433,7 +439,7 @@ proptest! {
         let p = TcpPacket::new_checked(&buf[..]).unwrap();
         prop_assert!(p.verify_checksum(&ip(src), &ip(dst)));
 
-        // Header fields and options as smoltcp reads them.
+        // TcpHeader fields and options as smoltcp reads them.
         prop_assert_eq!(p.header_len() as usize, hl);
         prop_assert_eq!(p.src_port(), h.src_port);
         prop_assert_eq!(p.dst_port(), h.dst_port);
@@ -488,7 +494,7 @@ proptest! {
         let _ = parse(&buf[..n]);
         if let Ok(seg) = parse(&buf) {
             // Whatever parses must re-emit and parse to itself (modulo the emit rules).
-            let h2 = Header {
+            let h2 = TcpHeader {
                 src_port: seg.src_port,
                 dst_port: seg.dst_port,
                 seq: seg.seq,

@@ -1,0 +1,19 @@
+//! Wire formats both sides of the host ↔ NIC contract read and write, each implemented once:
+//!
+//! - [`tcp`]: TCP segments (RFC 9293 §3.1): the zero-copy [`TcpPacket`] view with its
+//!   [`tcp::field`] byte ranges, and [`TcpRepr`] / [`TcpHeader`] with option parse and emit
+//!   (MSS, window scale, SACK-permitted, SACK blocks, timestamps);
+//! - [`seq`]: TCP sequence numbers with wrap-around comparisons (RFC 9293 §3.4);
+//! - [`checksum`]: the Internet checksum (RFC 1071) with incremental update (RFC 1624);
+//! - [`siphash`]: SipHash-2-4, the keyed hash of RFC 6528 ISNs and of SYN cookies.
+//!
+//! The host stack, the NIC's parser and TSO, and the NIC's offloads all use these; nothing
+//! else in the workspace parses a TCP header or computes a checksum.
+
+pub mod checksum;
+pub mod seq;
+pub mod siphash;
+pub mod tcp;
+
+pub use seq::Seq;
+pub use tcp::{TcpError, TcpFlags, TcpHeader, TcpOptions, TcpPacket, TcpRepr};
