@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Side-by-side forwarding benchmark (issue: foundation, acceptance 5): `nicemu fwd` and
+# Side-by-side forwarding benchmark (BENCHMARKS.md, "Forwarding"): `nicemu fwd` and
 # `dpdk-testpmd --forward-mode=io` on the same two net_null vdevs, one forwarding core each,
 # alternating, ROUNDS times. nicemu parses and classifies every frame (its mempools hold a
 # 64-byte UDP/IPv4 frame, so net_null hands out real frames); testpmd only moves mbufs.
@@ -9,8 +9,8 @@
 # `EXTRA_MODES=macswap` also runs testpmd in other forwarding modes, for comparison with a
 # testpmd that touches every frame (macswap reads and writes each Ethernet header). testpmd's
 # pools are not pre-filled, so on net_null its frames are zeros: header-parsing modes (5tswap,
-# csum) see no IPv4 and do less than they would on real traffic. The acceptance ratio is the
-# one against io mode.
+# csum) see no IPv4 and do less than they would on real traffic. The target ratio is the one
+# against io mode.
 #
 #   ci/bench-fwd.sh                 # --no-huge (what tests use)
 #   HUGE=1 ci/bench-fwd.sh          # 2 MB hugepages (reserved here if missing; needs root)

@@ -1,6 +1,6 @@
 //! A whole nicemu node in one thread: a NIC lcore on its ports and a host context joined by
-//! an emulated PCIe link, stepped one after the other (DESIGN.md: "A NIC lcore and a host
-//! lcore may share one CPU ... for small machines and deterministic tests").
+//! an emulated PCIe link, stepped one after the other: the two sides share one CPU, for small
+//! machines and deterministic tests.
 //!
 //! [`wire_pair`] joins two such nodes with an in-memory wire, and [`Pair::run_until`] drives
 //! them in virtual time: deterministic, and as fast as the CPU allows.

@@ -1,7 +1,7 @@
-//! The Tonic commands of `nicemu` (issue 4, acceptance 4): changing the module name in a
-//! scenario, with no rebuild, changes the protocol the next run uses (its summary, counters
-//! and traces show it); `nicemu modules` lists built-in and loaded modules; a library that is
-//! not a module is refused with a clear error and a non-zero exit.
+//! The Tonic commands of `nicemu` (`docs/architecture.md`, "Adding a Tonic protocol module"):
+//! changing the module name in a scenario, with no rebuild, changes the protocol the next run uses
+//! (its summary, counters and traces show it); `nicemu modules` lists built-in and loaded modules;
+//! a library that is not a module is refused with a clear error and a non-zero exit.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -1,7 +1,6 @@
-//! Interop with the Linux kernel's TCP (issue 3, acceptance 2; DESIGN.md testing pyramid
-//! level 4): the NIC runs on DPDK's net_af_packet over a veth pair whose other end sits in a
-//! network namespace this test creates, and the nicemu host stack talks TCP to python3
-//! programs in that namespace.
+//! Interop with the Linux kernel's TCP, an unmodified peer: the NIC runs on DPDK's net_af_packet
+//! over a veth pair whose other end sits in a network namespace this test creates, and the nicemu
+//! host stack talks TCP to python3 programs in that namespace.
 //!
 //! 1. A kernel client sends 20 MiB to a nicemu server while the server sends 20 MiB back;
 //!    both check every byte; the client closes first, then the server.

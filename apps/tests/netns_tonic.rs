@@ -1,5 +1,5 @@
-//! Issue 4, acceptance 2: a NewReno Tonic sender on a nicemu NIC, and then a SACK one, each
-//! send 100 MB to an unmodified Linux kernel receiver (python3 in a network namespace this
+//! Tonic §6.2 against a real peer: a NewReno Tonic sender on a nicemu NIC, and then a SACK one,
+//! each send 100 MB to an unmodified Linux kernel receiver (python3 in a network namespace this
 //! test creates) through 1% random loss on the kernel's side, intact; the cwnd trace the NIC
 //! records, exported as CSV, shows slow start, fast recovery and congestion avoidance.
 //!

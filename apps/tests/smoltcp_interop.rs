@@ -1,5 +1,4 @@
-//! nicemu against smoltcp, an independent TCP implementation, on the in-memory wire (issue 3,
-//! acceptance 3).
+//! nicemu against smoltcp, an independent TCP implementation, on the in-memory wire.
 //!
 //! One end of the wire is a nicemu node (NIC lcore + host stack), the other a smoltcp
 //! `Interface` on a [`WireDevice`]; both run on one virtual clock, so every run is

@@ -1,9 +1,8 @@
-//! TCP over Tonic on the in-memory wire (issue 4, "What to build" point 6; Tonic §5): node A
-//! opens a connection with `TCP_TONIC` and sends 20 MB to node B's ordinary host stack through
-//! 1% loss. A's host keeps the handshake, the close and the send buffer; its NIC's Tonic
-//! engine (NewReno, then SACK) sends and retransmits every data segment. B receives every
-//! byte intact; the counters show the NIC engine sent and retransmitted the segments and A's
-//! host TCB sent none.
+//! TCP over Tonic on the in-memory wire (Tonic §5): node A opens a connection with `TCP_TONIC` and
+//! sends 20 MB to node B's ordinary host stack through 1% loss. A's host keeps the handshake, the
+//! close and the send buffer; its NIC's Tonic engine (NewReno, then SACK) sends and retransmits
+//! every data segment. B receives every byte intact; the counters show the NIC engine sent and
+//! retransmitted the segments and A's host TCB sent none.
 
 mod common;
 

@@ -1,7 +1,6 @@
-//! Two nicemu nodes (NIC lcore + host stack each) on the in-memory wire (issue 3,
-//! acceptance 1): 100 MB each way, intact, with 0%, 1% and 10% loss, with reordering and with
-//! duplication; and SACK repairing several losses per window with fewer retransmissions than
-//! NewReno alone.
+//! Two nicemu nodes (NIC lcore + host stack each) on the in-memory wire: 100 MB each way, intact,
+//! with 0%, 1% and 10% loss, with reordering and with duplication; and SACK repairing several
+//! losses per window with fewer retransmissions than NewReno alone.
 
 mod common;
 

@@ -1,5 +1,5 @@
 //! Tonic segment-scheduling throughput on one core with 1,024, 65,536 and 1,048,576 active
-//! flows (issue 4, acceptance 5; see `dataplane::tonic::bench`).
+//! flows (see `dataplane::tonic::bench`; BENCHMARKS.md records the figures).
 //!
 //! ```text
 //! cargo run --release -p dataplane --example tonic_bench [-- SECONDS [MODULE...]]

@@ -1,6 +1,6 @@
-//! Time sources. Engines take `now` explicitly (DESIGN.md principle 1); the runtime reads it
-//! from a [`Clock`], which is either the monotonic clock or a virtual clock that tests advance
-//! by hand, so that in-memory topologies run deterministically.
+//! Time sources. Engines are sans-I/O and take `now` explicitly; the runtime reads it from a
+//! [`Clock`], which is either the monotonic clock or a virtual clock that tests advance by hand,
+//! so that in-memory topologies run deterministically.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;

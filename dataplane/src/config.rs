@@ -183,8 +183,8 @@ pub struct LcoreConfig {
     pub role: Role,
 }
 
-/// AccelTCP offload switches (the engines come with their own issues; until then a switch
-/// that is on is reported as unavailable).
+/// AccelTCP offload switches (AccelTCP §4; while an engine is not built yet, a switch that is
+/// on is reported as unavailable).
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct OffloadConfig {

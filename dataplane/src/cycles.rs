@@ -1,5 +1,5 @@
-//! Cycle accounting with the CPU's time-stamp counter (DESIGN.md principle 7: per-core cycles
-//! split into NIC stages, AccelTCP Table 1 / Figure 14 style).
+//! Cycle accounting with the CPU's time-stamp counter: per-core cycles split into NIC stages,
+//! in the style of AccelTCP Table 1 / Figure 14.
 //!
 //! Reads are taken once per stage per burst, never per packet, so accounting costs a few
 //! cycles per burst.
@@ -36,7 +36,8 @@ pub fn measure_tsc_hz(window: Duration) -> u64 {
     ((c1.wrapping_sub(c0) as u128) * 1_000_000_000 / ns) as u64
 }
 
-/// The pipeline stages whose cycles are counted (DESIGN.md "Data path").
+/// The pipeline stages whose cycles are counted (`docs/architecture.md`, "Life of a frame
+/// through an NIC lcore").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(usize)]
 pub enum Stage {

@@ -1,5 +1,5 @@
 //! The NIC lcore: a busy-poll, run-to-completion loop over the port queues it owns
-//! (DESIGN.md "Data path"; `docs/architecture.md` "Life of a frame"): rx burst → parse →
+//! (`docs/architecture.md`, "Life of a frame through an NIC lcore"): rx burst → parse →
 //! classify → the offload chain → tx burst, with the cycles of each stage counted.
 //!
 //! One [`NicLcore`] owns one queue of every port, its own [`NicStack`] and its own
@@ -147,7 +147,8 @@ pub struct LcoreSetup {
     pub burst: usize,
     /// Time source.
     pub clock: Clock,
-    /// The NIC end of the emulated PCIe link to the host core (DESIGN.md principle 4).
+    /// The NIC end of the emulated PCIe link to the host core (modelled: every
+    /// crossing is a copy, counted).
     pub host: Option<NicEnd>,
 }
 

@@ -1,8 +1,9 @@
 //! The emulated smart NIC of nicemu.
 //!
 //! Poll-mode NIC lcores own port queues and run a run-to-completion pipeline over each burst:
-//! rx → parse → classify → handlers → tx (DESIGN.md "Data path"). Everything protocol-related
-//! is sans-I/O: plain Rust over byte slices and an explicit `now`, tested without DPDK.
+//! rx → parse → classify → handlers → tx (`docs/architecture.md`, "Life of a frame through an
+//! NIC lcore"). Everything protocol-related is sans-I/O: plain Rust over byte slices and an
+//! explicit `now`, tested without DPDK.
 #![deny(unsafe_code)]
 
 pub mod buf;

@@ -1,4 +1,4 @@
-//! Network namespaces for talking to the Linux kernel's own stack (DESIGN.md principle 5): a
+//! Network namespaces for talking to the Linux kernel's own stack (real, unmodified peers): a
 //! namespace holding one end of a veth pair, the kernel's, while the other end stays in the
 //! caller's namespace for a NIC on DPDK's net_af_packet; the commands that set them up; and
 //! that NIC's configuration. Used by the kernel-interop tests and the echo benchmark's kernel

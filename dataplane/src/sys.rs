@@ -1,8 +1,8 @@
 //! Thin, documented OS wrappers: CPU pinning, the cores this process may run on, prefetch
 //! hints and huge-page-backed tables.
 //!
-//! This is one of the few places outside the DPDK FFI crate allowed `unsafe` (DESIGN.md,
-//! "Layout"): each block calls one libc function on memory we own.
+//! This is one of the few places outside the DPDK FFI crate allowed `unsafe`: each block calls
+//! one libc function on memory we own.
 #![allow(unsafe_code)]
 
 use std::io;

@@ -1,5 +1,5 @@
-//! Credit-engine claims of `notes/tonic-extraction.md` §8: rate-limiter arithmetic and the
-//! multi-precision rate (7), grant accounting (8). Driven through whole engines.
+//! Credit-engine claims of Tonic: rate-limiter arithmetic and the multi-precision rate
+//! (§3.3.1–§3.3.2, App. B), grant accounting (§3.3.1–§3.3.2). Driven through whole engines.
 
 use dataplane::tonic::module::{
     CreditScheme, HookOutput, IncomingInput, IncomingPkt, ModuleConfig, PeriodicInput, TonicModule,
@@ -67,7 +67,7 @@ fn run_rate(e: &mut TonicEngine, poll_ns: u64, dur: u64) -> u64 {
     bytes
 }
 
-/// Claim 7: multi-precision R keeps slow and fast flows accurate: 1 Mbit/s, 1 Gbit/s,
+/// App. B: multi-precision R keeps slow and fast flows accurate: 1 Mbit/s, 1 Gbit/s,
 /// 20 Gbit/s and 100 Gbit/s flows send within 1% of their rate (the burst D absorbs the
 /// timer granularity of App. B's representation).
 #[test]
@@ -90,7 +90,7 @@ fn rates_from_1mbps_to_100gbps_are_accurate() {
     }
 }
 
-/// Claim 7: the timer fires after ⌈C/R⌉ units and the flow is then ready; a rate change
+/// §3.3.2: the timer fires after ⌈C/R⌉ units and the flow is then ready; a rate change
 /// from the module reaches the credit engine (§3.3.3).
 #[test]
 fn rate_timer_and_module_rate_changes() {
@@ -118,7 +118,7 @@ fn rate_timer_and_module_rate_changes() {
 }
 
 proptest! {
-    /// Claim 7: credit(t) = min(R·(t − t0) + c0, D), and each transmit changes it by
+    /// §3.3.1, App. B: credit(t) = min(R·(t − t0) + c0, D), and each transmit changes it by
     /// (T1 − T0)·R − S, for any rate and any transmit times.
     #[test]
     fn rate_credit_update_formula(
@@ -146,7 +146,7 @@ proptest! {
         }
     }
 
-    /// Claim 8: with grant tokens, credit = Σ tokens − bytes sent, and a flow sends exactly
+    /// §3.3.1–§3.3.2: with grant tokens, credit = Σ tokens − bytes sent, and a flow sends exactly
     /// when it has a segment's worth.
     #[test]
     fn grant_credit_is_tokens_minus_bytes(grants in prop::collection::vec(0u32..3000, 1..40)) {

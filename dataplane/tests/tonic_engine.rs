@@ -1,7 +1,7 @@
-//! Tonic engine claims of `notes/tonic-extraction.md` §8 that concern the fixed engines:
-//! retransmissions first (1), window enforcement (2), the outstanding bound N (3), the set
-//! invariants (4), the merge rules (6), timer coverage (15), scale limits (14) and the
-//! segmentation contract (16). Property tests drive random event sequences through a
+//! Tonic's claims about the fixed engines: retransmissions first (§3.2.3, App. C), window
+//! enforcement (§3.2.3, §3.3.1), the outstanding bound N and the set invariants (§3.1), the
+//! merge rules (§3.4), timer coverage (§3.2.3), scale limits (§6.1.2, Tab. 4) and the
+//! segmentation contract (§5). Property tests drive random event sequences through a
 //! scripted module whose hook outputs come from the packets themselves.
 
 use dataplane::tonic::module::{
@@ -123,10 +123,10 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-/// Runs `ops` and checks after every step: the set invariants (claim 4, via
+/// Runs `ops` and checks after every step: the set invariants (§3.1, via
 /// `check_invariants`: active iff it can generate, outstanding = ring occupancy ≤ N, ready
-/// iff ring and credit), retransmissions first (claim 1), the window (claim 2), wnd-start
-/// monotone (claim 2).
+/// iff ring and credit), retransmissions first (§3.2.3), the window and wnd-start monotone
+/// (§3.3.1).
 fn run(scheme: CreditScheme, window: u32, ring: u32, ops: &[Op]) -> Result<(), TestCaseError> {
     let mut e = engine(scheme, 4, window, ring);
     let mut now = 1u64;
@@ -170,14 +170,14 @@ fn run(scheme: CreditScheme, window: u32, ring: u32, ops: &[Op]) -> Result<(), T
                     prop_assert_eq!(Some(f), front, "round robin takes the front");
                     let v = &before[f as usize];
                     let wnd = v.wnd_size.min(v.rcv_wnd).min(v.window_capacity) as u64;
-                    // Claim 1: the first marked segment inside the window goes first.
+                    // §3.2.3: the first marked segment inside the window goes first.
                     match v.marked_for_rtx.find_first_set(0) {
                         Some(o) if (o as u64) < wnd => {
                             prop_assert_eq!(seg, v.wnd_start + o as u64, "retransmission first")
                         }
                         _ => {
                             prop_assert_eq!(seg, v.next_new, "else the next new segment");
-                            // Claim 2: never beyond wnd-start + window.
+                            // §3.3.1: never beyond wnd-start + window.
                             prop_assert!(seg < v.wnd_start + wnd, "window: {:?}", v);
                             prop_assert!(seg < v.tail);
                         }
@@ -207,7 +207,7 @@ fn run(scheme: CreditScheme, window: u32, ring: u32, ops: &[Op]) -> Result<(), T
                 "wnd-start monotone"
             );
             prop_assert!(v.next_new <= v.wnd_start + v.window_capacity as u64);
-            prop_assert!(v.outstanding_cnt <= ring, "claim 3: at most N outstanding");
+            prop_assert!(v.outstanding_cnt <= ring, "§3.1: at most N outstanding");
         }
         if let Err(msg) = e.check_invariants(now) {
             return Err(TestCaseError::fail(format!("after {op:?}: {msg}")));
@@ -335,7 +335,7 @@ proptest! {
     }
 }
 
-/// Claim 3: with no credit, a flow generates exactly N addresses and leaves the active set;
+/// §3.1: with no credit, a flow generates exactly N addresses and leaves the active set;
 /// each transmission lets it generate one more.
 #[test]
 fn outstanding_bound_n() {
@@ -360,7 +360,7 @@ fn outstanding_bound_n() {
     e.check_invariants(0).unwrap();
 }
 
-/// Claim 3 (second half): an ack can re-activate a flow stopped by its window.
+/// §3.2.3: an ack can re-activate a flow stopped by its window.
 #[test]
 fn ack_reactivates_a_window_limited_flow() {
     let mut e = engine(CreditScheme::Window, 1, 128, 4);
@@ -396,7 +396,7 @@ fn round_robin_across_flows() {
     }
 }
 
-/// Claim 6: an ack and a timeout for the same flow in the same cycle: the timeout is
+/// §3.4: an ack and a timeout for the same flow in the same cycle: the timeout is
 /// discarded.
 #[test]
 fn ack_and_timeout_in_one_cycle_drop_the_timeout() {
@@ -425,7 +425,7 @@ fn ack_and_timeout_in_one_cycle_drop_the_timeout() {
     assert_eq!(e.flow_view(0).unwrap().wnd_size, 3);
 }
 
-/// Claim 6: a generation and a transmission of the same flow in one cycle leave
+/// §3.4: a generation and a transmission of the same flow in one cycle leave
 /// `outstanding-cnt` unchanged.
 #[test]
 fn generate_and_transmit_in_one_cycle_cancel_out() {
@@ -442,7 +442,7 @@ fn generate_and_transmit_in_one_cycle_cancel_out() {
     }
 }
 
-/// Claim 6: user-context updates of both hooks in one cycle are merged by the module's
+/// §3.4: user-context updates of both hooks in one cycle are merged by the module's
 /// priority; retransmission marks of both apply.
 #[test]
 fn same_cycle_hooks_merge_by_priority() {
@@ -467,8 +467,8 @@ fn same_cycle_hooks_merge_by_priority() {
     }
 }
 
-/// Claim 15: a sweep of `k` flows per call visits every flow within ⌈flows / k⌉ calls, so
-/// every expired timer is handled within that many calls.
+/// §3.2.3 (timer coverage): a sweep of `k` flows per call visits every flow within ⌈flows / k⌉
+/// calls, so every expired timer is handled within that many calls.
 #[test]
 fn periodic_sweep_covers_every_flow() {
     let n = 100;
@@ -485,7 +485,7 @@ fn periodic_sweep_covers_every_flow() {
     assert_eq!(timeouts, n);
 }
 
-/// Claim 14: window bitmaps of 64, 128 or 256 segments; more flows than Tonic's 2048; user
+/// §6.1.2: window bitmaps of 64, 128 or 256 segments; more flows than Tonic's 2048; user
 /// state within Tab. 4.
 #[test]
 fn scale_limits() {
@@ -511,7 +511,7 @@ fn scale_limits() {
     ));
 }
 
-/// Claim 16: equal segments except a final small one, which blocks new data until it is
+/// §5: equal segments except a final small one, which blocks new data until it is
 /// delivered; then the host is told and segmentation resumes after it.
 #[test]
 fn segmentation_contract() {

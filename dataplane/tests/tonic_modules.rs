@@ -1,8 +1,8 @@
-//! The built-in modules over a small lossy path (claims 10, 11 and 17 of
-//! `notes/tonic-extraction.md` §8, in miniature; the full virtual-time testbench is a
-//! separate tool): every module delivers every segment with random loss, through a receiver
-//! that speaks what the protocol expects (cumulative acks, SACKs, NAKs, NACKs with SACKs,
-//! pulls, CNPs); NewReno's window shows slow start, fast recovery and congestion avoidance.
+//! The built-in modules over a small lossy path (Tonic App. D, §6.2 and Tab. 3, in miniature; the
+//! full virtual-time testbench is a separate tool): every module delivers every segment with random
+//! loss, through a receiver that speaks what the protocol expects (cumulative acks, SACKs, NAKs,
+//! NACKs with SACKs, pulls, CNPs); NewReno's window shows slow start, fast recovery and congestion
+//! avoidance.
 
 use std::collections::VecDeque;
 
@@ -238,7 +238,7 @@ fn every_module_delivers_everything_under_loss() {
     }
 }
 
-/// Claim 10 in shape: slow start (cwnd grows by the newly acked count, doubling per RTT),
+/// App. D in shape: slow start (cwnd grows by the newly acked count, doubling per RTT),
 /// a fast recovery that about halves the window (ss_thresh = max(in_flight/2, 2)), then
 /// congestion avoidance (at most one segment per window of acks). Random drops (0.3%) on a
 /// path whose queue never overflows, and Linux's 200 ms minimum RTO, as in Tonic's §6.2.1

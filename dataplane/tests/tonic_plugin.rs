@@ -1,8 +1,8 @@
-//! Out-of-tree Tonic modules through the C ABI (issue 4, acceptance 4): the example cdylib
-//! (`dataplane/tonic-example`) loads and runs through `dyn TonicModule`; a C module built on
-//! the fly from `nicemu_tonic.h` sees every field where the Rust side put it; libraries with
-//! the wrong ABI version, a missing symbol, an oversized user context or other defects are
-//! refused with a clear error.
+//! Out-of-tree Tonic modules through the C ABI (`docs/architecture.md`, "Adding a Tonic protocol
+//! module"): the example cdylib (`dataplane/tonic-example`) loads and runs through
+//! `dyn TonicModule`; a C module built on the fly from `nicemu_tonic.h` sees every field where the
+//! Rust side put it; libraries with the wrong ABI version, a missing symbol, an oversized user
+//! context or other defects are refused with a clear error.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

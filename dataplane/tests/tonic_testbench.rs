@@ -1,9 +1,8 @@
-//! The virtual-time testbench (issue 4, "What to build" 5; acceptance 3): every built-in
-//! module delivers every segment through a lossy bottleneck, with ECN marking (DCTCP, DCQCN)
-//! or trimming (NDP) where the protocol uses it; two DCQCN flows converge to equal rates
-//! (Tonic §6.2.2); an 8-to-1 NDP incast completes without timeouts; NewReno's trace shows
-//! slow start, fast recovery and congestion avoidance (Tonic §6.2.1, App. D; extraction §8
-//! claims 10, 12, 17). Scenarios come from `configs/tonic/`.
+//! The virtual-time testbench (`nicemu testbench`, scenarios in `configs/tonic/`): every built-in
+//! module delivers every segment through a lossy bottleneck, with ECN marking (DCTCP, DCQCN) or
+//! trimming (NDP) where the protocol uses it; two DCQCN flows converge to equal rates
+//! (Tonic §6.2.2); an 8-to-1 NDP incast completes without timeouts; NewReno's trace shows slow
+//! start, fast recovery and congestion avoidance (Tonic §6.2.1, App. D; Tab. 3).
 
 use std::path::PathBuf;
 
@@ -113,9 +112,9 @@ fn irn_delivers_every_segment_with_loss_and_ecn() {
     assert_eq!(rx.discarded, 0, "IRN keeps out-of-order data");
 }
 
-/// Tonic §6.2.2 / extraction §8 claim 12: two DCQCN flows from two hosts into one receiver
-/// converge to the same rate. The second flow joins 2 ms late; over 30–60 ms both are
-/// active (they finish later) and each gets about half the link.
+/// Tonic §6.2.2: two DCQCN flows from two hosts into one receiver converge to the same rate. The
+/// second flow joins 2 ms late; over 30–60 ms both are active (they finish later) and each gets
+/// about half the link.
 #[test]
 fn dcqcn_two_flows_converge_to_equal_rates() {
     let s = cfg("dcqcn-2flows");
@@ -151,8 +150,8 @@ fn dcqcn_two_flows_converge_to_equal_rates() {
     assert!(min_rate < s.link.rate / 2, "{min_rate}");
 }
 
-/// Issue 4 acceptance 3: an 8-to-1 NDP incast through a trimming 8-packet buffer completes
-/// without a single retransmission timeout; trimmed packets are NACKed and re-pulled.
+/// An 8-to-1 NDP incast through a trimming 8-packet buffer completes without a single
+/// retransmission timeout; trimmed packets are NACKed and re-pulled.
 #[test]
 fn ndp_incast_8_to_1_completes_without_timeouts() {
     let mut s = cfg("ndp-incast8");
@@ -192,10 +191,10 @@ fn ndp_incast_8_to_1_completes_without_timeouts() {
     );
 }
 
-/// Tonic §6.2.1 / App. D / extraction §8 claim 10: NewReno's window trace. One flow, BDP
-/// ≈ 125 segments (10 Gbps, 100 µs), init window 2, segment 150 dropped once: slow start
-/// doubles the window every RTT, the third duplicate ack starts fast recovery, the full ack
-/// leaves it at half the window, then congestion avoidance adds one segment per RTT.
+/// Tonic §6.2.1 / App. D: NewReno's window trace. One flow, BDP ≈ 125 segments (10 Gbps, 100 µs),
+/// init window 2, segment 150 dropped once: slow start doubles the window every RTT, the third
+/// duplicate ack starts fast recovery, the full ack leaves it at half the window, then congestion
+/// avoidance adds one segment per RTT.
 #[test]
 fn newreno_trace_shows_slow_start_fast_recovery_and_congestion_avoidance() {
     let mut s = Scenario::new("newreno");

@@ -1,5 +1,5 @@
-//! Errors of the socket API as errno-like values (issue 3, point 3): callers match on the
-//! variant, and [`Errno::code`] gives the Linux errno number for C-style callers.
+//! Errors of the socket API as errno-like values: callers match on the variant, and
+//! [`Errno::code`] gives the Linux errno number for C-style callers.
 
 use crate::tcp::tcb::TcpError;
 

@@ -1,6 +1,6 @@
 //! The host side of nicemu: an mTCP-style userspace TCP stack that applications link.
 //!
-//! It talks to NIC lcores only through [`offload_api`] messages (DESIGN.md principle 2).
+//! It talks to NIC lcores only through [`offload_api`] messages (`docs/architecture.md`, "Packets are the contract").
 //! - [`tcp`]: the sans-I/O TCP engine (RFC 9293);
 //! - [`frame`]: Ethernet/IPv4 framing of the plain-packet path and the [`frame::HostLink`]
 //!   trait the stack sends and receives through;

@@ -1,4 +1,4 @@
-//! Hostile input to an established connection (issue 3, acceptance 4): segments outside the
+//! Hostile input to an established connection (RFC 9293 §3.10.7.4, RFC 5961): segments outside the
 //! window, invalid option lengths, RSTs with wrong sequence numbers (RFC 5961), SYNs on an
 //! open connection and random garbage. Nothing crashes, memory stays within the configured
 //! buffers, and the connection keeps carrying data correctly.

@@ -1,4 +1,5 @@
-//! The host ↔ NIC contract of nicemu (DESIGN.md principles 2–4).
+//! The host ↔ NIC contract of nicemu (`docs/architecture.md`: packets are the contract, single ownership of a
+//! connection, a modelled PCIe link).
 //!
 //! Host and NIC talk only through messages framed as Ethernet packets with special
 //! EtherTypes, following AccelTCP (NSDI '20) Appendix A "Host-NIC Communication Interface":
@@ -10,7 +11,8 @@
 //! - [`msg`]: the message set (zero-copy views, high-level representations, and
 //!   [`msg::classify`] for the per-packet path).
 //! - [`link`]: the emulated PCIe link, descriptor rings between one host core and one NIC
-//!   lcore, with a DMA cost model and counters (DESIGN.md principle 4).
+//!   lcore, with a DMA cost model and counters (every crossing is copied, as DMA would,
+//!   and counted).
 //! - [`tonic_abi`]: the C ABI of out-of-tree Tonic protocol modules.
 //! - [`wire`]: the TCP wire format, the Internet checksum and SipHash, implemented once for
 //!   both sides.

@@ -1,5 +1,5 @@
-//! The emulated PCIe link between one host core and one NIC lcore (DESIGN.md principle 4:
-//! "the emulated PCIe link is modelled, not free").
+//! The emulated PCIe link between one host core and one NIC lcore: modelled, not free
+//! (`docs/architecture.md`, "Crates and what each may depend on").
 //!
 //! # Shape
 //!

@@ -1,5 +1,5 @@
 //! The versioned C ABI through which out-of-tree Tonic protocol modules load from a shared
-//! library (issue 4, "Module interface"; DESIGN.md "Tonic engines").
+//! library (Tonic §3.3; `docs/architecture.md`, "Adding a Tonic protocol module").
 //!
 //! A Tonic protocol module is the programmable part of a Tonic transport: the second stage of
 //! the Incoming module, the Periodic Updates module and a configuration (Tonic §3.5, App. D).

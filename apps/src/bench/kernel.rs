@@ -1,8 +1,7 @@
-//! The Linux kernel server (feature `dpdk`): the epoll echo server of [`super::kernel_server`]
-//! runs in a network namespace this module creates, behind a veth pair; the client is the
-//! same nicemu node as in the other rounds (host stack + echo load generator + NIC lcore),
-//! its NIC on DPDK's net_af_packet over the veth end outside the namespace (DESIGN.md
-//! principle 5).
+//! The Linux kernel server (feature `dpdk`): the epoll echo server of [`super::kernel_server`] runs
+//! in a network namespace this module creates, behind a veth pair; the client is the same nicemu
+//! node as in the other rounds (host stack + echo load generator + NIC lcore), its NIC on DPDK's
+//! net_af_packet over the veth end outside the namespace.
 //!
 //! Host cost of the kernel server = the server process's time on CPU (its
 //! `/proc/<pid>/schedstat`) + the softirq time of the client's core (`/proc/stat`) over the

@@ -1,4 +1,4 @@
-//! `nicemu bench echo`: the host-cost comparison of issue 3 (acceptance 5) and AccelTCP §6.
+//! `nicemu bench echo`: the host-cost comparison of AccelTCP §6 (BENCHMARKS.md, "Host stack").
 //!
 //! A persistent-connection echo: `conns` connections, each with one `size`-byte request
 //! outstanding; a transaction is one request echoed back in full. The client is always the

@@ -42,7 +42,7 @@ pub const LINKED: bool = false;
 const _: () = assert!(
     option_env!("CARGO_PRIMARY_PACKAGE").is_some(),
     "nicemu-dpdk: pkg-config found no libdpdk >= 21.11 at build time; install libdpdk-dev and \
-     pkg-config (DESIGN.md lists the packages), or build without the `dpdk` feature"
+     pkg-config (ci/install-deps.sh installs them), or build without the `dpdk` feature"
 );
 
 #[cfg(not(nicemu_dpdk_stub))]

@@ -8,7 +8,7 @@
 //! - [`tso`]: software TCP segmentation.
 //! - [`stack`]: [`NicStack`], the per-lcore combination of the above.
 //!
-//! All of it is sans-I/O (DESIGN.md principle 1): byte slices, [`crate::buf::PacketBuf`]s and
+//! All of it is sans-I/O (`docs/architecture.md`): byte slices, [`crate::buf::PacketBuf`]s and
 //! an explicit `now_ns`.
 
 pub mod arp;

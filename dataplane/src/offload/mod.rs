@@ -1,5 +1,5 @@
-//! The NIC offload seam: an ordered chain of offloads on each NIC lcore (DESIGN.md "Data
-//! path" step 3, `docs/architecture.md` "The offload seam").
+//! The NIC offload seam: an ordered chain of offloads on each NIC lcore (`docs/architecture.md`,
+//! "Life of a frame through an NIC lcore", step 3; "Adding an offload").
 //!
 //! An offload is one piece of smart-NIC work that sits between the wire and the host: Tonic's
 //! sender engines (Tonic §5), and AccelTCP's SYN-cookie responder, teardown engine and splice
@@ -23,7 +23,7 @@
 //! The shape follows packet-graph designs (VPP's graph nodes, DPDK's `rte_graph`: a frame
 //! travels with its parsed metadata from node to node, and each node names the next) and
 //! smoltcp's `Interface` dispatch, kept as small as today's offloads need: a fixed order, no
-//! graph, one frame at a time. Everything here is sans-I/O (DESIGN.md principle 1): the
+//! graph, one frame at a time. Everything here is sans-I/O: the
 //! caller passes `now`, the NIC stack and an [`OffloadIo`] to send frames through.
 //!
 //! Adding an offload: implement [`Offload`] for its state, push it on the chain that

@@ -1,4 +1,5 @@
-//! Segment-scheduling throughput of the Tonic engines on one core (issue 4, acceptance 5).
+//! Segment-scheduling throughput of the Tonic engines on one core (the Tonic scheduling
+//! benchmark; BENCHMARKS.md records the figures).
 //!
 //! Tonic's hardware makes one scheduling decision per 10 ns for at most 2,048 flows (§1,
 //! §6.1.2). This benchmark measures how many decisions per second one CPU core makes with
@@ -248,7 +249,7 @@ mod tests {
     use super::*;
 
     /// The benchmark runs for every module and keeps all flows busy (no timing asserted:
-    /// DESIGN.md principle 7).
+    /// benchmarks are programs, never timed assertions in tests).
     #[test]
     fn runs_for_every_module_without_idling() {
         for m in crate::config::TONIC_MODULES {

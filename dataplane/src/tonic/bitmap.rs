@@ -14,7 +14,7 @@ use super::module::{WindowBits, WINDOW_WORDS};
 ///
 /// Computed as the paper does, without tracking the head through the search: `A'` is `A` with
 /// the bits below `head` cleared, and `findfirst(A, H) = findfirst(A', 0)` if `A' != 0`, else
-/// `findfirst(A, 0)`. (The extraction's [interp]: bit `H` itself stays in `A'`.) Returns the
+/// `findfirst(A, 0)`. (Our reading of App. C: bit `H` itself stays in `A'`.) Returns the
 /// ring position.
 pub fn find_first_after(words: &[u64], nbits: u32, head: u32) -> Option<u32> {
     debug_assert!(head < nbits && nbits as usize <= words.len() * 64);

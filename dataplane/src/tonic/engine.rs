@@ -1,9 +1,9 @@
 //! The Tonic engine a NIC lcore drives: the data delivery engine and the credit engine wired
 //! together with a protocol module (Tonic §3.1 steps 1–9, Fig. 2).
 //!
-//! Sans-I/O (DESIGN.md principle 1): every entry point takes flow ids, segment numbers and an
-//! explicit `now`; nothing here reads a clock, touches DPDK or spawns threads. A NIC lcore
-//! uses it like this, once per poll-loop iteration:
+//! Sans-I/O: every entry point takes flow ids, segment numbers and an explicit `now`; nothing here
+//! reads a clock, touches DPDK or spawns threads. A NIC lcore uses it like this, once per poll-loop
+//! iteration:
 //!
 //! 1. host messages: [`add_flow`](TonicEngine::add_flow), [`update_tail`](TonicEngine::update_tail)
 //!    (`tonic-tail`: new data up to byte X), [`remove_flow`](TonicEngine::remove_flow);

@@ -1,5 +1,5 @@
-//! Tonic's programmable transport engines in software (Tonic, NSDI '20; the extraction in
-//! `notes/tonic-extraction.md`; DESIGN.md "Tonic engines", principles 1 and 6).
+//! Tonic's programmable transport engines in software (Tonic, NSDI '20, §3–§5;
+//! `docs/architecture.md`, "Adding a Tonic protocol module").
 //!
 //! Tonic splits a sender's transport logic into *fixed* engines and small *programmable*
 //! protocol modules (Fig. 2):
@@ -58,8 +58,8 @@ pub type FlowId = u32;
 /// segment boundaries). 64 bits, so it never wraps.
 pub type SegId = u64;
 
-/// Time in nanoseconds, from an arbitrary origin chosen by the caller (the engines never read
-/// a clock: DESIGN.md principle 1).
+/// Time in nanoseconds, from an arbitrary origin chosen by the caller (the engines are sans-I/O
+/// and never read a clock).
 pub type Nanos = u64;
 
 /// Errors of the Tonic engines, registry and modules.

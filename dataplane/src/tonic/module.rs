@@ -1,12 +1,12 @@
 //! The protocol-module interface: what a Tonic transport module sees and returns (Tonic §3.5,
-//! App. D; `notes/tonic-extraction.md` §3.3–3.5).
+//! App. D).
 //!
 //! A module is the *programmable* part of Tonic (Fig. 2, red boxes): the second stage of the
 //! Incoming module (loss detection and recovery, congestion-control parameters on incoming
 //! packets) and the Periodic Updates module (timeouts, timers and counters), plus a
 //! [`ModuleConfig`] (the `user_configs.vh` of the paper: credit scheme, initial window, rate or
 //! credit, timer values, user-state size). The fixed engines know nothing about any protocol
-//! (DESIGN.md principle 6): a module sees only the hook inputs below and acts only through
+//! (Tonic §3.5): a module sees only the hook inputs below and acts only through
 //! [`HookOutput`] and its per-flow user context.
 //!
 //! Everything here is plain data: fixed-size arrays and integers, `#[repr(C)]`, no heap, so that

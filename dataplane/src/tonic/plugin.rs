@@ -1,16 +1,16 @@
 //! Loading out-of-tree Tonic protocol modules from shared libraries through the versioned C
-//! ABI of [`offload_api::tonic_abi`] (issue 4, "Module interface").
+//! ABI of [`offload_api::tonic_abi`] (`docs/architecture.md`, "Adding a Tonic protocol module").
 //!
 //! [`load`] opens a library with `dlopen`, checks it (ABI version, both symbols, the name, the
 //! configuration against Tonic Tab. 4) and returns it as an `Arc<dyn TonicModule>` that the
 //! engines use exactly like a built-in module. Each hook call converts the engine's types to
 //! the ABI's `#[repr(C)]` mirrors on the stack and back (no allocation per call).
 //!
-//! This file is one of the few documented `unsafe` wrappers outside the DPDK FFI crate
-//! (DESIGN.md, "Layout"): it calls `dlopen`/`dlsym`/`dlerror`/`dlclose` and the module's
-//! `extern "C"` functions. Every block says why it is sound given the ABI contract; what the
-//! loader cannot check (that the library's functions really have the ABI's signatures and
-//! follow its rules) is the contract the library's author signs by exporting the symbols.
+//! This file is one of the few documented `unsafe` wrappers outside the DPDK FFI crate: it calls
+//! `dlopen`/`dlsym`/`dlerror`/`dlclose` and the module's `extern "C"` functions. Every block says
+//! why it is sound given the ABI contract; what the loader cannot check (that the library's
+//! functions really have the ABI's signatures and follow its rules) is the contract the library's
+//! author signs by exporting the symbols.
 #![allow(unsafe_code)]
 
 use std::ffi::{c_void, CStr, CString};

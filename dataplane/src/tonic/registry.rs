@@ -1,5 +1,5 @@
-//! Choosing a protocol module by name at load time (issue 4 "Module interface"; DESIGN.md
-//! "Tonic engines": "a registry selects them by name from the configuration at load time").
+//! Choosing a protocol module by name from the configuration at load time
+//! (`docs/architecture.md`, "Adding a Tonic protocol module").
 //!
 //! The built-in registry holds the seven modules of [`crate::config::TONIC_MODULES`]; modules
 //! loaded from shared libraries are added with [`Registry::register`]. Each entry records the

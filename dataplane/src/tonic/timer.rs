@@ -1,6 +1,5 @@
 //! Per-flow one-shot timers on a hashed timing wheel: the software stand-in for the credit
-//! engine's per-flow rate timers (Tonic §3.3.2, §4; extraction §9: "a timing wheel is the
-//! natural software equivalent").
+//! engine's per-flow rate timers (Tonic §3.3.2, §4).
 //!
 //! Each flow has at most one timer. A deadline is rounded *up* to a slot of `2^shift` ns, so a
 //! timer never fires early and fires at most one slot late. Slots hold intrusive doubly linked

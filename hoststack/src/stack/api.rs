@@ -1,4 +1,4 @@
-//! The mTCP socket calls (issue 3, point 3): socket, bind, listen, accept, connect, read,
+//! The mTCP socket calls (AccelTCP §5.1): socket, bind, listen, accept, connect, read,
 //! readv, write, writev, close, shutdown, getsockname, getpeername, setsockopt, getsockopt.
 //!
 //! Sockets are blocking by default, as POSIX says; a blocking call runs the stack
@@ -41,9 +41,9 @@ pub enum SockOpt {
     RcvBuf(usize),
     /// SO_ERROR (get only): the pending error, cleared by reading it.
     Error(Option<Errno>),
-    /// AccelTCP TCP_SETUP_OFFLOAD: stored; the setup offload issue acts on it.
+    /// AccelTCP TCP_SETUP_OFFLOAD (§4.1, §5.1): stored; nothing acts on it yet.
     SetupOffload(bool),
-    /// AccelTCP TCP_TEARDOWN_OFFLOAD: stored; the teardown offload issue acts on it.
+    /// AccelTCP TCP_TEARDOWN_OFFLOAD (§4.2, §5.1): stored; nothing acts on it yet.
     TeardownOffload(bool),
     /// TCP_TONIC (Tonic §5): once established, the connection's sender side runs in the NIC's
     /// Tonic engines with the named protocol module (`newreno`, `sack`, ...); `None` turns it

@@ -1,9 +1,9 @@
-//! A per-core host context (`mtcp_create_context`): socket table, connection demux, timers
-//! and epoll instances, no locks (DESIGN.md "Host stack"). The application calls the mTCP API
-//! ([`Context::socket`], ..., [`Context::epoll_wait`]) on the same core, and the stack runs to
-//! completion inside those calls (AccelTCP §5.2: no separate stack thread):
-//! [`Context::poll`] flushes what the application queued, takes frames from the NIC, fires
-//! timers and flushes again.
+//! A per-core host context (`mtcp_create_context`): socket table, connection demux, timers and
+//! epoll instances, no locks (`docs/architecture.md`, "Life of a connection"). The application
+//! calls the mTCP API ([`Context::socket`], ..., [`Context::epoll_wait`]) on the same core, and the
+//! stack runs to completion inside those calls (AccelTCP §5.2: no separate stack thread):
+//! [`Context::poll`] flushes what the application queued, takes frames from the NIC, fires timers
+//! and flushes again.
 
 mod api;
 mod epoll;
@@ -52,7 +52,7 @@ pub struct HostConfig {
     /// Most connections (open, half-open, closing) at once; SYNs beyond are dropped.
     pub max_conns: usize,
     /// Most half-open (SYN received) connections per listener; SYNs beyond are dropped and
-    /// counted (SYN-flood bound; the setup offload issue adds SYN cookies).
+    /// counted (a SYN-flood bound; AccelTCP §4.1's SYN cookies will bound this on the NIC).
     pub max_syn_backlog: usize,
     /// Ephemeral port range for connect, inclusive (Linux default 32768–60999).
     pub ephemeral: (u16, u16),

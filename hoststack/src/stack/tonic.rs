@@ -1,5 +1,5 @@
 //! `TCP_TONIC`: connections whose sender side runs in the NIC's Tonic engines (Tonic NSDI '20
-//! §5 "Linux socket integration"; `notes/tonic-extraction.md` §6.2).
+//! §5, "Integrating Tonic into the Transport Layer").
 //!
 //! A socket with [`SockOpt::Tonic`](super::SockOpt::Tonic) set opens its connection as usual.
 //! When the handshake completes, the context maps the connection to a flow id, hands the TCB's

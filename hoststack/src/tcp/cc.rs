@@ -1,4 +1,4 @@
-//! Congestion control behind a trait, so other algorithms can be added (issue 3, point 4).
+//! Congestion control behind a trait, so other algorithms can be added.
 //!
 //! The trait is only the window arithmetic (RFC 5681); loss detection and recovery
 //! (NewReno's recover point and partial ACKs, RFC 6582; SACK-based loss recovery) live in the

@@ -1,5 +1,5 @@
 //! The sans-I/O TCP engine of the host stack (RFC 9293), after smoltcp's and quinn-proto's
-//! I/O-free state machines (DESIGN.md principle 1): plain Rust over byte slices and an
+//! I/O-free state machines (sans-I/O, `docs/architecture.md`): plain Rust over byte slices and an
 //! explicit `now` in nanoseconds. Nothing here touches threads, clocks or the NIC.
 //!
 //! - [`seq`]: sequence-number arithmetic (the wire module's);

@@ -1,4 +1,4 @@
-//! The host ↔ NIC messages (DESIGN.md principle 2; AccelTCP NSDI '20, Appendix A).
+//! The host ↔ NIC messages (AccelTCP NSDI '20, Appendix A).
 //!
 //! # Framing
 //!

@@ -21,7 +21,8 @@ use super::{check_wscale, MsgError, MsgType, FLAG_SACK, FLAG_TIMESTAMPS};
 /// | 29     | 3    | reserved       | 0 |
 ///
 /// A window arriving on this side is `window << peer_wscale` bytes; it leaves on the other
-/// side as `bytes >> other.local_wscale` (DESIGN.md "Splice": reconcile window scales).
+/// side as `bytes >> other.local_wscale` (AccelTCP §4.3 keeps one
+/// scale; real peers pick their own, so the splice reconciles them).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct SpliceSide {
     /// The connection's 4-tuple.

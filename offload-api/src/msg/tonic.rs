@@ -1,5 +1,5 @@
-//! nicemu control messages under EtherType 0x090E for Tonic flows (Tonic NSDI '20 §3, and
-//! `notes/tonic-extraction.md`): flow add and remove, send-buffer tail updates
+//! nicemu control messages under EtherType 0x090E for Tonic flows (Tonic NSDI '20 §3, and §5
+//! "Integrating Tonic into the Transport Layer"): flow add and remove, send-buffer tail updates
 //! (`tonic-tail`) and delivery notifications.
 
 use super::wire::{FourTuple, MacAddr};

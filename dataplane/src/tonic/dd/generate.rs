@@ -98,7 +98,7 @@ impl DataDelivery {
     /// tracked as sent by transmission (`highest-sent`: "the highest segment transmitted so
     /// far"; `total-sent`: "segments transmitted"), so a timer started at generation would
     /// expire while nothing is in flight. The paper does not say which module arms the
-    /// timer [interp]; this follows RFC 6298 (5.1): "every time a packet containing data is
+    /// timer; this follows RFC 6298 (5.1): "every time a packet containing data is
     /// sent (including a retransmission), if the timer is not running, start it".
     #[inline]
     pub fn transmitted(&mut self, f: FlowId, now: Nanos) {

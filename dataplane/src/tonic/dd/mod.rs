@@ -1,5 +1,4 @@
-//! The data delivery engine (Tonic §3.2; extraction §2.4, §2.5, §2.9): which segment a flow
-//! sends next.
+//! The data delivery engine (Tonic §3.2, Tab. 2, App. C): which segment a flow sends next.
 //!
 //! Per flow it keeps the state of Tonic Table 2 (the hot part in one compact record; a few
 //! colder words, the user context and the three window bitmaps, rings of 64-bit words, in

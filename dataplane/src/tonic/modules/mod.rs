@@ -11,7 +11,7 @@
 //! | [`dctcp::Dctcp`] | NewReno loss recovery plus DCTCP's ECN-fraction window cuts | window |
 //!
 //! Every module keeps its per-flow variables in the user context, packed into 64-bit words
-//! by a small `load`/`store` pair, and uses only the hook inputs (DESIGN.md principle 6).
+//! by a small `load`/`store` pair, and uses only the hook inputs (Tonic §3.5).
 //! The four window modules are one [`TcpModule`] each, differing only in their
 //! [`TcpVariant`]; DCQCN and IRN share DCQCN's reaction point (`dcqcn::RateCtl`).
 

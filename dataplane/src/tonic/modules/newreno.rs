@@ -1,7 +1,7 @@
 //! NewReno (RFC 6582) as Tonic App. D writes it (`new_reno_incoming`), window credit.
 //!
-//! The Incoming hook transcribes App. D line by line (extraction §3.5), with the listing's
-//! inconsistencies resolved as follows (each marked "[interp]" below):
+//! The Incoming hook transcribes App. D line by line, with the listing's inconsistencies
+//! resolved as follows (each marked "[interp]" below):
 //! - `sent_out = next_new − wnd_start` (segments sent and not cumulatively acked; the listing's
 //!   `highest_sent − wnd_start` with `highest_sent` read as the next segment to send);
 //! - a duplicate ack also needs data in flight (RFC 5681's definition) and fast retransmit

@@ -1,6 +1,6 @@
-//! Tonic flows of TCP connections on a NIC lcore (Tonic NSDI '20 §5 "Linux socket
-//! integration", §3 for the engines; `notes/tonic-extraction.md` §6.1–6.2; DESIGN.md "Data
-//! path" steps 3, 5 and 6).
+//! Tonic flows of TCP connections on a NIC lcore (Tonic NSDI '20 §5 "Integrating Tonic into
+//! the Transport Layer", §3 for the engines; `docs/architecture.md`, "Life of a frame through
+//! an NIC lcore", steps 3, 5 and 6).
 //!
 //! The host hands the *sender* side of a `TCP_TONIC` connection to the NIC with a
 //! `TonicFlowAdd` (4-tuple, MSS, first sequence number, module name). From then on the NIC

@@ -1,8 +1,7 @@
 //! A virtual-time testbench for Tonic protocol modules, like the paper's own (Tonic §6: "a
-//! cycle-accurate hardware simulator … integrated with NS3"; extraction §5.1, §5.4), but
+//! cycle-accurate hardware simulator … integrated with NS3", used for §6.2), but
 //! self-contained: sender engines, a bottleneck link and a receiver that speaks each
-//! protocol, all in virtual time and deterministic for a seed (DESIGN.md principle 1; issue 4
-//! "What to build" 5).
+//! protocol, all in virtual time and deterministic for a seed.
 //!
 //! - [`scenario`]: the TOML scenario: Tonic's knobs (`init_wnd_size`, `init_rtx_timer`, `rtt`,
 //!   `loss_prob`, `active_flow_cnt`), the module and its parameters, flows, link, receiver,

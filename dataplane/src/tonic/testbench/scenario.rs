@@ -1,6 +1,6 @@
-//! Testbench scenarios: what a TOML file under `configs/tonic/` says (Tonic §6, extraction
-//! §5.1: the paper's cycle-accurate simulator was driven by `init_wnd_size`,
-//! `init_rtx_timer`, `rtt`, `loss_prob` and `active_flow_cnt`).
+//! Testbench scenarios: what a TOML file under `configs/tonic/` says (Tonic §6: the paper's
+//! cycle-accurate simulator was driven by `init_wnd_size`, `init_rtx_timer`, `rtt`, `loss_prob`
+//! and `active_flow_cnt`).
 //!
 //! Parsing is strict like `dataplane::config`: unknown keys, wrong types and bad values are
 //! a [`ConfigError`] naming the file and the key (`link.rate`, `drop[1].segment`).

@@ -1,10 +1,8 @@
-//! The Tonic handover of a connection's sender (Tonic NSDI '20 §5, "Linux socket
-//! integration"; `notes/tonic-extraction.md` §6.2): once a `TCP_TONIC` connection is
-//! established, its
-//! *sender* fields (snd.una, snd.nxt, snd.wnd), retransmissions and congestion control live in
-//! the NIC's Tonic engines. The TCB keeps connection management (the handshake, the close),
-//! the receive side and the send buffer.
-//!
+//! The Tonic handover of a connection's sender (Tonic NSDI '20 §5, "Integrating Tonic into the
+//! Transport Layer"): once a `TCP_TONIC` connection is established, its *sender* fields (snd.una,
+//! snd.nxt, snd.wnd), retransmissions and congestion control live in the NIC's Tonic engines. The
+//! TCB keeps connection management (the handshake, the close), the receive side and the send
+//! buffer.
 //! While the NIC owns the sender:
 //! - [`Tcb::poll_transmit`] sends no data, no retransmission, no FIN and arms no
 //!   retransmission or persist timer; it still sends ACKs of received data (the NIC gives
