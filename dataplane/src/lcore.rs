@@ -12,6 +12,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
+use offload_api::is_control_ethertype;
 use offload_api::link::NicEnd;
 use offload_api::msg::{classify, FrameKind};
 
@@ -502,9 +503,13 @@ impl<P: Port> NicLcore<P> {
                     clock: lclock,
                     ..
                 } = self;
-                let kind = classify(&frame);
-                let control = matches!(kind, FrameKind::Control(_) | FrameKind::BadControl(_));
+                // One EtherType compare on the common path (a host TCP frame, every offload
+                // idle); the message header is checked only for control frames.
+                let control = frame
+                    .get(12..14)
+                    .is_some_and(|t| is_control_ethertype(u16::from_be_bytes([t[0], t[1]])));
                 if control || chain.any_active() {
+                    let kind = classify(&frame);
                     let now = *now_ns.get_or_insert_with(|| lclock.now_ns());
                     let mut io = LcoreIo { slots, tx, host };
                     let mut cx = OffloadCtx {

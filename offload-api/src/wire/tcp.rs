@@ -141,6 +141,7 @@ impl TcpRepr<'_> {
 /// 5 words and within `tcp` ([`TcpError::BadDataOffset`]); options well formed
 /// ([`parse_options`]). Reserved bits, the checksum and the urgent pointer are ignored. Never
 /// panics and never allocates.
+#[inline]
 pub fn parse(tcp: &[u8]) -> Result<TcpRepr<'_>, TcpError> {
     TcpRepr::parse(&TcpPacket::new_checked(tcp)?)
 }
@@ -148,6 +149,7 @@ pub fn parse(tcp: &[u8]) -> Result<TcpRepr<'_>, TcpError> {
 impl<'a> TcpRepr<'a> {
     /// The segment a checked view holds: its fields, its options ([`parse_options`]) and its
     /// payload. Fails only on malformed options. Never panics.
+    #[inline]
     pub fn parse(p: &TcpPacket<&'a [u8]>) -> Result<TcpRepr<'a>, TcpError> {
         Ok(TcpRepr {
             src_port: p.src_port(),
@@ -185,6 +187,7 @@ const KIND_TS: u8 = 8;
 /// length (MSS 4, window scale 3, SACK-permitted 2, timestamps 10, SACK 2 + 8·n with
 /// 1 ≤ n ≤ 4); anything else is [`TcpError::BadOption`]. Unknown kinds with a valid length
 /// are skipped. A repeated option overwrites the earlier one. Never panics.
+#[inline]
 pub fn parse_options(opts: &[u8]) -> Result<TcpOptions, TcpError> {
     let mut o = TcpOptions::default();
     let mut rest = opts;
@@ -357,6 +360,7 @@ pub fn header_len(h: &TcpHeader) -> usize {
 ///
 /// # Panics
 /// When `out` is shorter than [`header_len`]`(h)`.
+#[inline]
 pub fn emit(h: &TcpHeader, out: &mut [u8]) -> usize {
     let l = layout(h);
     let hlen = FIXED_HEADER_LEN + l.len;

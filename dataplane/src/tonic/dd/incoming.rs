@@ -159,7 +159,7 @@ impl DataDelivery {
 
     /// Applies a hook's outputs to `f` (the write-back of §3.2.3) and refreshes its active
     /// membership; returns the credit-engine side.
-    #[inline]
+    #[inline(always)]
     pub(super) fn apply(&mut self, f: FlowId, out: &HookOutput, now: Nanos) -> CreditUpdate {
         const MARKS: u32 =
             HookOutput::OUT_MARK_ACKED | HookOutput::OUT_CUM_ACK | HookOutput::OUT_MARK_RTX;
