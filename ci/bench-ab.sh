@@ -19,32 +19,11 @@ ROUNDS=${ROUNDS:-3}
 CORE=${CORE:-1}
 for b in "$BASE" "$NEW"; do [ -x "$b" ] || { echo "not executable: $b" >&2; exit 1; }; done
 
-if [ "$(cat /sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages)" -lt 600 ]; then
-  echo 600 > /sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages
-fi
-mountpoint -q /dev/hugepages || { mkdir -p /dev/hugepages; mount -t hugetlbfs nodev /dev/hugepages; }
+. ci/fwd-null.sh
+hugepages_on
 cfg=$(mktemp --suffix=.toml)
 trap 'rm -f "$cfg"; rm -rf /var/run/dpdk/nicemu-ab' EXIT
-cat > "$cfg" <<TOML
-[eal]
-args = ["-m", "512", "--no-pci", "--file-prefix=nicemu-ab", "--vdev=net_null0", "--vdev=net_null1"]
-[runtime]
-burst = 32
-mbufs = 16383
-[[port]]
-name = "p0"
-driver = "dpdk"
-device = "net_null0"
-rss = "off"
-[[port]]
-name = "p1"
-driver = "dpdk"
-device = "net_null1"
-rss = "off"
-[[lcore]]
-core = $CORE
-role = "nic"
-TOML
+fwd_null_config "$cfg" nicemu-ab -m 512
 
 label() { if [ "$1" = "$BASE" ]; then echo base; else echo new; fi; }
 echo "base: $BASE"

@@ -25,38 +25,16 @@ NICEMU=${NICEMU:-./target/release/nicemu}
 [ -x "$NICEMU" ] || { echo "build first: cargo build --release -p apps --features dpdk" >&2; exit 1; }
 command -v dpdk-testpmd >/dev/null || { echo "dpdk-testpmd missing: apt-get install dpdk-dev" >&2; exit 1; }
 
+. ci/fwd-null.sh
 MEM=(--no-huge -m 512)
 if [ "${HUGE:-0}" = 1 ]; then
-  if [ "$(cat /sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages)" -lt 600 ]; then
-    echo 600 > /sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages
-  fi
-  mountpoint -q /dev/hugepages || { mkdir -p /dev/hugepages; mount -t hugetlbfs nodev /dev/hugepages; }
+  hugepages_on
   MEM=(-m 512)
 fi
 VDEVS=(--vdev=net_null0 --vdev=net_null1)
 cfg=$(mktemp --suffix=.toml)
 trap 'rm -f "$cfg"; rm -rf /var/run/dpdk/nicemu-bench-*' EXIT
-eal_toml=$(printf '"%s", ' "${MEM[@]}" --no-pci --file-prefix=nicemu-bench-nicemu "${VDEVS[@]}")
-cat > "$cfg" <<TOML
-[eal]
-args = [${eal_toml%, }]
-[runtime]
-burst = 32
-mbufs = 16383
-[[port]]
-name = "p0"
-driver = "dpdk"
-device = "net_null0"
-rss = "off"
-[[port]]
-name = "p1"
-driver = "dpdk"
-device = "net_null1"
-rss = "off"
-[[lcore]]
-core = $CORE
-role = "nic"
-TOML
+fwd_null_config "$cfg" nicemu-bench-nicemu "${MEM[@]}"
 
 # testpmd MODE: testpmd's Mpps over both ports in --forward-mode=MODE (the last stats period).
 testpmd() {

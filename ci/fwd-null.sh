@@ -1,0 +1,39 @@
+# Shared by ci/bench-fwd.sh and ci/bench-ab.sh (sourced, not run): the forwarding benchmark's
+# topology, two net_null vdevs forwarded by one NIC lcore on core $CORE.
+
+# Reserves 2 MB hugepages and mounts hugetlbfs if missing (needs root).
+hugepages_on() {
+  if [ "$(cat /sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages)" -lt 600 ]; then
+    echo 600 > /sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages
+  fi
+  mountpoint -q /dev/hugepages || { mkdir -p /dev/hugepages; mount -t hugetlbfs nodev /dev/hugepages; }
+}
+
+# fwd_null_config FILE PREFIX EAL_MEM_ARGS...: writes the nicemu configuration to FILE, with
+# DPDK file prefix PREFIX and the given EAL memory arguments (e.g. --no-huge -m 512).
+fwd_null_config() {
+  local file=$1 prefix=$2
+  shift 2
+  local eal
+  eal=$(printf '"%s", ' "$@" --no-pci --file-prefix="$prefix" --vdev=net_null0 --vdev=net_null1)
+  cat > "$file" <<TOML
+[eal]
+args = [${eal%, }]
+[runtime]
+burst = 32
+mbufs = 16383
+[[port]]
+name = "p0"
+driver = "dpdk"
+device = "net_null0"
+rss = "off"
+[[port]]
+name = "p1"
+driver = "dpdk"
+device = "net_null1"
+rss = "off"
+[[lcore]]
+core = ${CORE:-1}
+role = "nic"
+TOML
+}
