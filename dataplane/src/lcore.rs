@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use offload_api::is_control_ethertype;
-use offload_api::link::NicEnd;
+use offload_api::link::{LinkBuf, NicEnd};
 use offload_api::msg::{classify, FrameKind};
 
 use crate::buf::PacketBuf;
@@ -408,27 +408,14 @@ impl<P: Port> NicLcore<P> {
                                 continue;
                             }
                             // The offload chain (data path step 3), when some offload has
-                            // state that traffic can hit; the headers are parsed once for all.
-                            let parsed = match chain.any_active() {
-                                true => parse_headers(buf.data()).ok(),
-                                false => None,
-                            };
-                            let v = match parsed {
-                                Some(hdr) => {
-                                    let mut io = LcoreIo { slots, tx, host };
-                                    let mut cx = OffloadCtx {
-                                        now,
-                                        stack,
-                                        io: &mut io,
-                                    };
-                                    let mut f = RxFrame {
-                                        port: index,
-                                        buf: &mut buf,
-                                        hdr: &hdr,
-                                    };
-                                    chain.wire_rx(&mut cx, &mut f)
-                                }
-                                _ => Verdict::Pass,
+                            // state that traffic can hit; out of line, so that the loop stays
+                            // small while every offload is idle.
+                            let v = if chain.any_active() {
+                                offer_wire_frame(
+                                    chain, stack, slots, tx, host, now, index, &mut buf,
+                                )
+                            } else {
+                                Verdict::Pass
                             };
                             match v {
                                 Verdict::Pass | Verdict::ToHost => {
@@ -509,44 +496,18 @@ impl<P: Port> NicLcore<P> {
                     .get(12..14)
                     .is_some_and(|t| is_control_ethertype(u16::from_be_bytes([t[0], t[1]])));
                 if control || chain.any_active() {
-                    let kind = classify(&frame);
                     let now = *now_ns.get_or_insert_with(|| lclock.now_ns());
-                    let mut io = LcoreIo { slots, tx, host };
-                    let mut cx = OffloadCtx {
-                        now,
-                        stack,
-                        io: &mut io,
-                    };
-                    let v = match kind {
-                        FrameKind::Control(ty) => chain.host_control(&mut cx, port, ty, &frame),
-                        FrameKind::BadControl(_) => Verdict::Pass,
-                        _ => match HostTcp::find(&frame) {
-                            Some(t) => chain.host_tcp(&mut cx, port, frame.as_vec_mut(), t),
-                            None => Verdict::Pass,
-                        },
-                    };
-                    let out = match (control, v) {
-                        (true, Verdict::Pass) => {
-                            report.control_unhandled += 1;
-                            None
-                        }
-                        (true, _) | (false, Verdict::Consumed) => None,
-                        (false, Verdict::Pass) => Some(port),
-                        (false, Verdict::Out(p)) => Some(p),
-                        (false, Verdict::Reply | Verdict::ToHost) => {
+                    match offer_host_frame(
+                        chain, stack, slots, tx, host, report, now, port, &mut frame,
+                    ) {
+                        Some(out) => port = out,
+                        None => {
                             if let Some(h) = host.as_mut() {
-                                let _ = h.send(port, &frame);
+                                h.recycle(frame);
                             }
-                            None
+                            continue;
                         }
-                    };
-                    let Some(out) = out else {
-                        if let Some(h) = host.as_mut() {
-                            h.recycle(frame);
-                        }
-                        continue;
-                    };
-                    port = out;
+                    }
                 }
                 let port = port as usize;
                 let Some(slot) = self.slots.iter().position(|s| s.index == port) else {
@@ -663,6 +624,90 @@ impl Marks {
         self.busy |= stage != Stage::Idle;
         if self.on {
             self.clock.mark(acc, stage);
+        }
+    }
+}
+
+/// Offers a wire frame that passed the NIC stack to the offload chain, with its headers
+/// parsed once for all offloads (data path step 3). Out of line: it runs only while some
+/// offload is active.
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+fn offer_wire_frame<P: Port>(
+    chain: &mut OffloadChain<P::Buf>,
+    stack: &mut NicStack<P::Buf>,
+    slots: &mut [PortSlot<P>],
+    tx: &mut [Vec<P::Buf>],
+    host: &mut Option<NicEnd>,
+    now: u64,
+    port: usize,
+    buf: &mut P::Buf,
+) -> Verdict {
+    let Ok(hdr) = parse_headers(buf.data()) else {
+        return Verdict::Pass;
+    };
+    let mut io = LcoreIo { slots, tx, host };
+    let mut cx = OffloadCtx {
+        now,
+        stack,
+        io: &mut io,
+    };
+    let mut f = RxFrame {
+        port,
+        buf,
+        hdr: &hdr,
+    };
+    chain.wire_rx(&mut cx, &mut f)
+}
+
+/// Offers a frame from the host to the offload chain: a control message (by type) to the
+/// offload that takes it, an IPv4/TCP frame to the active offloads. Returns the port the frame
+/// goes out of (the one the host named unless an offload redirected it), or `None` when it
+/// ends here (taken, returned to the host, or a control message: those never reach a wire;
+/// one nobody took is counted). Out of line: it runs only for control messages and while some
+/// offload is active.
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+fn offer_host_frame<P: Port>(
+    chain: &mut OffloadChain<P::Buf>,
+    stack: &mut NicStack<P::Buf>,
+    slots: &mut [PortSlot<P>],
+    tx: &mut [Vec<P::Buf>],
+    host: &mut Option<NicEnd>,
+    report: &mut LcoreReport,
+    now: u64,
+    port: u16,
+    frame: &mut LinkBuf,
+) -> Option<u16> {
+    let kind = classify(frame);
+    let control = matches!(kind, FrameKind::Control(_) | FrameKind::BadControl(_));
+    let mut io = LcoreIo { slots, tx, host };
+    let mut cx = OffloadCtx {
+        now,
+        stack,
+        io: &mut io,
+    };
+    let v = match kind {
+        FrameKind::Control(ty) => chain.host_control(&mut cx, port, ty, frame),
+        FrameKind::BadControl(_) => Verdict::Pass,
+        _ => match HostTcp::find(frame) {
+            Some(t) => chain.host_tcp(&mut cx, port, frame.as_vec_mut(), t),
+            None => Verdict::Pass,
+        },
+    };
+    match (control, v) {
+        (true, Verdict::Pass) => {
+            report.control_unhandled += 1;
+            None
+        }
+        (true, _) | (false, Verdict::Consumed) => None,
+        (false, Verdict::Pass) => Some(port),
+        (false, Verdict::Out(p)) => Some(p),
+        (false, Verdict::Reply | Verdict::ToHost) => {
+            if let Some(h) = host.as_mut() {
+                let _ = h.send(port, frame);
+            }
+            None
         }
     }
 }
