@@ -337,24 +337,17 @@ impl<B: PacketBuf> OffloadChain<B> {
     /// Offers a wire frame to the active offloads in order; returns the first verdict that
     /// is not [`Verdict::Pass`] (or `Pass` when all passed).
     pub fn wire_rx(&mut self, cx: &mut OffloadCtx<'_, B>, rx: &mut RxFrame<'_, B>) -> Verdict {
-        let mut verdict = Verdict::Pass;
-        for s in &mut self.slots {
-            if !s.offload.active() {
-                continue;
-            }
-            verdict = s.offload.wire_rx(cx, rx);
-            let v = &mut s.verdicts;
-            match verdict {
-                Verdict::Pass => continue,
-                Verdict::Consumed => v.wire_consumed += 1,
-                Verdict::Reply => v.wire_replied += 1,
-                Verdict::Out(_) => v.wire_out += 1,
-                Verdict::ToHost => v.wire_to_host += 1,
-            }
-            break;
-        }
-        self.refresh();
-        verdict
+        self.first_taker(
+            true,
+            |o| o.wire_rx(cx, rx),
+            |c, v| match v {
+                Verdict::Consumed => c.wire_consumed += 1,
+                Verdict::Reply => c.wire_replied += 1,
+                Verdict::Out(_) => c.wire_out += 1,
+                Verdict::ToHost => c.wire_to_host += 1,
+                Verdict::Pass => {}
+            },
+        )
     }
 
     /// Offers a control message from the host to every offload in order until one takes it;
@@ -366,16 +359,11 @@ impl<B: PacketBuf> OffloadChain<B> {
         msg: MsgType,
         frame: &[u8],
     ) -> Verdict {
-        let mut verdict = Verdict::Pass;
-        for s in &mut self.slots {
-            verdict = s.offload.host_control(cx, port, msg, frame);
-            if verdict != Verdict::Pass {
-                s.verdicts.control += 1;
-                break;
-            }
-        }
-        self.refresh();
-        verdict
+        self.first_taker(
+            false,
+            |o| o.host_control(cx, port, msg, frame),
+            |c, _| c.control += 1,
+        )
     }
 
     /// Offers an IPv4/TCP frame from the host to the active offloads in order; returns the
@@ -387,14 +375,31 @@ impl<B: PacketBuf> OffloadChain<B> {
         frame: &mut Vec<u8>,
         tcp: HostTcp,
     ) -> Verdict {
+        self.first_taker(
+            true,
+            |o| o.host_tcp(cx, port, frame, tcp),
+            |c, _| c.host_taken += 1,
+        )
+    }
+
+    /// Calls `hook` on the offloads in order (only the active ones when `active_only`) until
+    /// one returns something other than [`Verdict::Pass`], counts that verdict for it with
+    /// `count`, refreshes the activity flag, and returns the verdict (`Pass` when all passed).
+    #[inline]
+    fn first_taker(
+        &mut self,
+        active_only: bool,
+        mut hook: impl FnMut(&mut dyn Offload<B>) -> Verdict,
+        count: impl Fn(&mut VerdictCounts, Verdict),
+    ) -> Verdict {
         let mut verdict = Verdict::Pass;
         for s in &mut self.slots {
-            if !s.offload.active() {
+            if active_only && !s.offload.active() {
                 continue;
             }
-            verdict = s.offload.host_tcp(cx, port, frame, tcp);
+            verdict = hook(s.offload.as_mut());
             if verdict != Verdict::Pass {
-                s.verdicts.host_taken += 1;
+                count(&mut s.verdicts, verdict);
                 break;
             }
         }
