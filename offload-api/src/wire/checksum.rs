@@ -119,8 +119,9 @@ pub fn verify_l4(src: [u8; 4], dst: [u8; 4], proto: u8, l4: &[u8]) -> bool {
 /// from `old_word` to `new_word`: `HC' = ~(~HC + ~m + m')` (RFC 1624 §3, eqn. 3), which unlike
 /// RFC 1141's formula never produces the wrong zero.
 ///
-/// Invariant: equals a full recomputation over the new data unless the new data is all zero
-/// (then it gives 0x0000 where a recomputation gives 0xffff; both verify).
+/// Invariant: equals a full recomputation over the new data unless the new data is all zero:
+/// then it gives 0x0000 where a recomputation gives 0xffff, and only the latter passes
+/// [`verify`] (RFC 1624 §3 discusses this corner; real headers are never all zero).
 #[inline]
 pub fn update16(old_csum: u16, old_word: u16, new_word: u16) -> u16 {
     let s = (!old_csum) as u64 + (!old_word) as u64 + new_word as u64;
@@ -199,6 +200,16 @@ mod tests {
         assert_eq!(fold(u64::MAX), 0xffff);
         assert_eq!(fold(0x1_0000), 1);
         assert_eq!(fold(0), 0);
+    }
+
+    #[test]
+    fn update16_all_zero_corner() {
+        // Data 0x0001 with its checksum 0xfffe; the word becomes 0: all-zero data.
+        let c = update16(checksum(&[0, 1]), 0x0001, 0x0000);
+        assert_eq!(c, 0x0000);
+        assert_eq!(checksum(&[0, 0]), 0xffff);
+        assert!(verify(&[0, 0, 0xff, 0xff]));
+        assert!(!verify(&[0, 0, 0, 0]));
     }
 
     #[test]
