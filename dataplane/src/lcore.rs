@@ -557,12 +557,7 @@ impl<P: Port> NicLcore<P> {
                 ..
             } = self;
             let before: usize = tx.iter().map(Vec::len).sum();
-            let mut io = LcoreIo { slots, tx, host };
-            chain.poll(&mut OffloadCtx {
-                now,
-                stack,
-                io: &mut io,
-            });
+            LcoreIo { slots, tx, host }.with_ctx(stack, now, |cx| chain.poll(cx));
             if self.tx.iter().map(Vec::len).sum::<usize>() != before {
                 clock.mark(&mut self.report.cycles, Stage::Timers);
             }
@@ -646,18 +641,12 @@ fn offer_wire_frame<P: Port>(
     let Ok(hdr) = parse_headers(buf.data()) else {
         return Verdict::Pass;
     };
-    let mut io = LcoreIo { slots, tx, host };
-    let mut cx = OffloadCtx {
-        now,
-        stack,
-        io: &mut io,
-    };
     let mut f = RxFrame {
         port,
         buf,
         hdr: &hdr,
     };
-    chain.wire_rx(&mut cx, &mut f)
+    LcoreIo { slots, tx, host }.with_ctx(stack, now, |cx| chain.wire_rx(cx, &mut f))
 }
 
 /// Offers a frame from the host to the offload chain: a control message (by type) to the
@@ -681,17 +670,14 @@ fn offer_host_frame<P: Port>(
 ) -> Option<u16> {
     let kind = classify(frame);
     let control = matches!(kind, FrameKind::Control(_) | FrameKind::BadControl(_));
-    let mut io = LcoreIo { slots, tx, host };
-    let mut cx = OffloadCtx {
-        now,
-        stack,
-        io: &mut io,
-    };
     let v = match kind {
-        FrameKind::Control(ty) => chain.host_control(&mut cx, port, ty, frame),
+        FrameKind::Control(ty) => LcoreIo { slots, tx, host }
+            .with_ctx(stack, now, |cx| chain.host_control(cx, port, ty, frame)),
         FrameKind::BadControl(_) => Verdict::Pass,
         _ => match HostTcp::find(frame) {
-            Some(t) => chain.host_tcp(&mut cx, port, frame.as_vec_mut(), t),
+            Some(t) => LcoreIo { slots, tx, host }.with_ctx(stack, now, |cx| {
+                chain.host_tcp(cx, port, frame.as_vec_mut(), t)
+            }),
             None => Verdict::Pass,
         },
     };
@@ -717,6 +703,23 @@ struct LcoreIo<'a, P: Port> {
     slots: &'a mut [PortSlot<P>],
     tx: &'a mut [Vec<P::Buf>],
     host: &'a mut Option<NicEnd>,
+}
+
+impl<P: Port> LcoreIo<'_, P> {
+    /// Runs `f` with the hooks' context over this I/O and `stack` at time `now`.
+    #[inline]
+    fn with_ctx<R>(
+        mut self,
+        stack: &mut NicStack<P::Buf>,
+        now: u64,
+        f: impl FnOnce(&mut OffloadCtx<'_, P::Buf>) -> R,
+    ) -> R {
+        f(&mut OffloadCtx {
+            now,
+            stack,
+            io: &mut self,
+        })
+    }
 }
 
 impl<P: Port> OffloadIo for LcoreIo<'_, P> {

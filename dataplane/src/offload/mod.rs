@@ -118,28 +118,24 @@ pub struct HostTcp {
 }
 
 impl HostTcp {
-    /// The TCP segment of an Ethernet/IPv4 frame without IP options or fragmentation whose
-    /// lengths are consistent (RFC 791 §3.1) and whose TCP header is whole (RFC 9293 §3.1);
-    /// `None` for anything else.
+    /// The TCP segment of an Ethernet/IPv4 frame whose IPv4 header passes the NIC's transmit
+    /// checks (version, lengths, no fragment: RFC 791 §3.1) and whose TCP header is whole
+    /// (RFC 9293 §3.1); `None` for anything else.
     pub fn find(frame: &[u8]) -> Option<HostTcp> {
-        let ip = frame.get(crate::net::parse::ETH_HDR_LEN..)?;
-        if frame.get(12..14)? != offload_api::ETHERTYPE_IPV4.to_be_bytes()
-            || ip.len() < 20
-            || ip[0] >> 4 != 4
-            || ip[9] != crate::net::parse::IPPROTO_TCP
-        {
+        use crate::net::parse::{check_l4_header, ETH_HDR_LEN, IPPROTO_TCP};
+        if frame.get(12..14)? != offload_api::ETHERTYPE_IPV4.to_be_bytes() {
             return None;
         }
-        let ihl = (ip[0] & 0x0f) as usize * 4;
-        let total = (u16::from_be_bytes([ip[2], ip[3]]) as usize).min(ip.len());
-        if ihl < 20 || total < ihl {
+        let ip = &frame[ETH_HDR_LEN..];
+        let (ihl, total) = crate::net::csum::ipv4_bounds_for_tx(ip).ok()?;
+        if ip[9] != IPPROTO_TCP {
             return None;
         }
-        crate::net::parse::check_l4_header(crate::net::parse::IPPROTO_TCP, &ip[ihl..total]).ok()?;
+        check_l4_header(IPPROTO_TCP, &ip[ihl..total]).ok()?;
         Some(HostTcp {
             src: [ip[12], ip[13], ip[14], ip[15]],
             dst: [ip[16], ip[17], ip[18], ip[19]],
-            l4_off: crate::net::parse::ETH_HDR_LEN + ihl,
+            l4_off: ETH_HDR_LEN + ihl,
             l4_len: total - ihl,
         })
     }
