@@ -81,8 +81,13 @@ pub fn parse_tcp(frame: &[u8]) -> Result<TcpFrame<'_>, FrameError> {
     if u16::from_be_bytes([frame[12], frame[13]]) != ETHERTYPE_IPV4 {
         return Err(FrameError::NotIpv4);
     }
-    let ip = &frame[ETH_LEN..];
-    if ip[0] >> 4 != 4 {
+    parse_ipv4_tcp(&frame[ETH_LEN..])
+}
+
+/// Splits an IPv4 packet (no Ethernet header: the payload of a 0x090A setup notification)
+/// into its addresses and TCP bytes (RFC 791 §3.1 header checks, no fragments).
+pub fn parse_ipv4_tcp(ip: &[u8]) -> Result<TcpFrame<'_>, FrameError> {
+    if ip.len() < IPV4_LEN || ip[0] >> 4 != 4 {
         return Err(FrameError::Malformed);
     }
     let ihl = ((ip[0] & 0x0f) as usize) * 4;

@@ -1,7 +1,8 @@
 //! Host ↔ NIC control messages reaching a host context (AccelTCP App. A EtherTypes
 //! 0x090A–0x090D, nicemu control 0x090E): each is recognised by its message type. Those the
 //! host does not handle yet count as `control_unhandled`, never as `not_tcp`; Tonic's
-//! delivery notifications go to the Tonic code.
+//! delivery notifications go to the Tonic code; setup notifications (AccelTCP §4.1) create
+//! connections under setup-offloaded listeners.
 
 mod common;
 
@@ -94,14 +95,106 @@ fn assert_counted_as_unhandled(net: &mut Net, f: &[u8], what: &str) {
 }
 
 #[test]
-fn setup_notification_is_an_unhandled_control_message_not_a_non_tcp_frame() {
+fn setup_notification_without_an_offloaded_listener_is_dropped_and_counted() {
     let mut net = Net::new();
     let f = setup_frame();
     assert_eq!(u16::from_be_bytes([f[12], f[13]]), 0x090A);
-    assert_counted_as_unhandled(&mut net, &f, "0x090A setup");
-    // Not handled yet: no connection appears.
+    let (before, after) = feed(&mut net, &f);
+    assert_eq!(after.control_unhandled, before.control_unhandled);
+    assert_eq!(after.not_tcp, before.not_tcp);
+    assert_eq!(after.malformed, before.malformed);
+    assert_eq!(net.a.setup_stats().nic_setup_dropped, 1);
     assert_eq!(net.a.connections(), 0);
-    assert_eq!(net.a.tonic_stats().stray, 0);
+    // A listener without TCP_SETUP_OFFLOAD does not take NIC-made connections either.
+    let _l = common::listener(&mut net.a, 80);
+    feed(&mut net, &f);
+    assert_eq!(net.a.setup_stats().nic_setup_dropped, 2);
+    assert_eq!(net.a.connections(), 0);
+}
+
+/// A listener on port 80 of host A with `TCP_SETUP_OFFLOAD`.
+fn offloaded_listener(net: &mut Net) -> hoststack::Fd {
+    let l = net.a.socket().unwrap();
+    net.a
+        .setsockopt(l, hoststack::stack::SockOpt::SetupOffload(true))
+        .unwrap();
+    net.a.bind(l, common::addr(A, 80)).unwrap();
+    net.a.listen(l, 16).unwrap();
+    l
+}
+
+#[test]
+fn setup_notification_creates_an_established_connection_with_its_data() {
+    let mut net = Net::new();
+    let l = offloaded_listener(&mut net);
+    assert_eq!(net.a.setup_stats().listen_registered, 1);
+    // The completing ACK carries the first request bytes.
+    let h = Header {
+        src_port: 40_000,
+        dst_port: 80,
+        seq: Seq(1001),
+        ack: Seq(5001),
+        flags: Flags::ACK | Flags::PSH,
+        window: 1000,
+        ..Header::default()
+    };
+    let mut buf = Vec::new();
+    frame::build_tcp(&mut buf, B, A, 1, &h, [b"hello", &[]]);
+    let m = Message::Setup(SetupRepr {
+        iss: 5000,
+        syn_ack_tsval: 77,
+        options: NegotiatedOptions {
+            peer_mss: 1460,
+            local_mss: 1460,
+            window_scale: Some(WindowScales { peer: 7, local: 7 }),
+            sack_permitted: true,
+            timestamps: false,
+        },
+    });
+    let f = msg_frame(m, &buf[frame::ETH_LEN..]);
+    feed(&mut net, &f);
+    assert_eq!(net.a.setup_stats().nic_setups, 1);
+    net.a.set_nonblocking(l, true).unwrap();
+    let (s, peer) = net.a.accept(l).expect("queued ESTABLISHED");
+    assert_eq!(peer, common::addr(B, 40_000));
+    net.a.set_nonblocking(s, true).unwrap();
+    let mut got = [0u8; 16];
+    assert_eq!(net.a.read(s, &mut got), Ok(5));
+    assert_eq!(&got[..5], b"hello");
+    let t = net.a.tcb(s).unwrap();
+    assert_eq!(t.state(), hoststack::tcp::tcb::State::Established);
+    assert_eq!(t.window_scales(), (7, 7));
+    // The same notification again (the peer's next segment still echoed the NIC's TSval):
+    // its segment goes to the connection, which sees a duplicate and delivers nothing new.
+    feed(&mut net, &f);
+    assert_eq!(net.a.setup_stats().nic_setup_dups, 1);
+    assert_eq!(net.a.connections(), 1);
+    assert!(net.a.read(s, &mut got).is_err());
+    // Turning the option off unregisters the listener at the NIC.
+    net.a
+        .setsockopt(l, hoststack::stack::SockOpt::SetupOffload(false))
+        .unwrap();
+    assert_eq!(net.a.setup_stats().listen_unregistered, 1);
+}
+
+#[test]
+fn setup_notification_that_does_not_ack_the_cookie_is_dropped() {
+    let mut net = Net::new();
+    let _l = offloaded_listener(&mut net);
+    let m = Message::Setup(SetupRepr {
+        iss: 9000, // the carried ACK acknowledges 5001, not 9001
+        syn_ack_tsval: 77,
+        options: NegotiatedOptions {
+            peer_mss: 1460,
+            local_mss: 1460,
+            window_scale: None,
+            sack_permitted: false,
+            timestamps: false,
+        },
+    });
+    feed(&mut net, &msg_frame(m, &completing_ack()));
+    assert_eq!(net.a.setup_stats().nic_setup_dropped, 1);
+    assert_eq!(net.a.connections(), 0);
 }
 
 #[test]
@@ -123,14 +216,23 @@ fn splice_close_report_is_an_unhandled_control_message() {
 }
 
 #[test]
-fn install_ack_of_a_request_other_than_a_tonic_flow_add_is_unhandled() {
+fn install_ack_of_a_request_the_host_does_not_make_is_unhandled() {
     let mut net = Net::new();
     let m = Message::InstallAck(InstallAckRepr {
         request_id: 3,
-        request_type: MsgType::ListenAdd,
+        request_type: MsgType::SpliceInstall,
         status: AckStatus::Ok,
     });
-    assert_counted_as_unhandled(&mut net, &msg_frame(m, &[]), "listen-add ack");
+    assert_counted_as_unhandled(&mut net, &msg_frame(m, &[]), "splice-install ack");
+    // Acks of listen registrations are the setup code's: a refusal is counted there.
+    let m = Message::InstallAck(InstallAckRepr {
+        request_id: 4,
+        request_type: MsgType::ListenAdd,
+        status: AckStatus::TableFull,
+    });
+    let (before, after) = feed(&mut net, &msg_frame(m, &[]));
+    assert_eq!(after.control_unhandled, before.control_unhandled);
+    assert_eq!(net.a.setup_stats().listen_refused, 1);
 }
 
 #[test]

@@ -241,7 +241,21 @@ fn linger_zero_resets_and_shutdown_half_closes() {
 
 #[test]
 fn syn_flood_is_bounded_and_established_connections_keep_working() {
+    syn_flood(false);
+}
+
+#[test]
+fn syn_flood_with_cookies_keeps_the_listener_open_and_memory_flat() {
+    syn_flood(true);
+}
+
+/// 5,000 spoofed SYNs into a listener whose SYN queue holds 64. Without SYN cookies the
+/// excess is dropped; with them (RFC 4987 §3.6) each gets a stateless SYN-ACK, the host holds
+/// no more connections than without, and a real client still connects to the flooded
+/// listener during the flood.
+fn syn_flood(cookies: bool) {
     let mut ca = cfg(A);
+    ca.syn_cookies = cookies;
     ca.max_syn_backlog = 64;
     ca.tcp.syn_retries = 1;
     let mut net = Net::with(ca, cfg(B));
@@ -271,8 +285,32 @@ fn syn_flood_is_bounded_and_established_connections_keep_working() {
         }
     }
     assert!(net.run_until(1000, |n| n.a.link().pending() == 0));
-    assert!(net.a.stats().syn_dropped >= 5_000 - 64);
-    assert!(net.a.connections() <= 64 + 1);
+    if cookies {
+        assert_eq!(net.a.stats().syn_dropped, 0);
+        assert!(net.a.setup_stats().cookies_sent >= 5_000 - 64);
+        // The flooded listener still takes a real client, through a cookie.
+        let c2 = net.b.socket().unwrap();
+        net.b.set_nonblocking(c2, true).unwrap();
+        let _ = net.b.connect(c2, addr(A, 94));
+        net.a.set_nonblocking(_flooded, true).unwrap();
+        let mut acc = None;
+        assert!(net.run_until(10_000, |n| {
+            acc = n.a.accept(_flooded).ok();
+            acc.is_some()
+        }));
+        assert_eq!(net.a.setup_stats().cookies_validated, 1);
+        let (s2, _) = acc.unwrap();
+        net.a.set_nonblocking(s2, true).unwrap();
+        net.b.write(c2, b"through the flood").unwrap();
+        let mut b = [0u8; 32];
+        assert!(net.run_until(100_000, |n| n.a.read(s2, &mut b) == Ok(17)));
+        assert_eq!(&b[..17], b"through the flood");
+        net.a.close(s2).unwrap();
+        net.b.close(c2).unwrap();
+    } else {
+        assert!(net.a.stats().syn_dropped >= 5_000 - 64);
+    }
+    assert!(net.a.connections() <= 64 + 2);
     // The established connection still works.
     net.b.write(c, b"ping").unwrap();
     let mut b = [0u8; 8];

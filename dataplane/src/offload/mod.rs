@@ -30,6 +30,8 @@
 //! [`build_chain`] (or a test) assembles, and read its counters back from
 //! [`crate::lcore::LcoreReport::offloads`] or with [`OffloadChain::get`].
 
+pub mod setup;
+
 use std::any::Any;
 use std::path::Path;
 use std::sync::Arc;
@@ -506,15 +508,21 @@ pub fn tonic_from_config(
 }
 
 /// The offload chain of one NIC lcore for a configuration: Tonic (idle until the host adds
-/// a flow), configured from `[tonic]`.
+/// a flow), configured from `[tonic]`, then the SYN-cookie responder (idle until the host
+/// registers a setup-offloaded listener).
 pub fn build_chain<B: PacketBuf>(
     cfg: &TonicConfig,
     plugins: &LoadedPlugins,
 ) -> Result<OffloadChain<B>, OffloadError> {
-    Ok(OffloadChain::new().with(Box::new(tonic_from_config(cfg, plugins)?)))
+    Ok(OffloadChain::new()
+        .with(Box::new(tonic_from_config(cfg, plugins)?))
+        .with(Box::new(setup::SetupOffload::default())))
 }
 
-/// The chain every lcore gets without a configuration: Tonic with its defaults.
+/// The chain every lcore gets without a configuration: Tonic with its defaults, then the
+/// SYN-cookie responder.
 pub fn default_chain<B: PacketBuf>() -> OffloadChain<B> {
-    OffloadChain::new().with(Box::new(TonicNic::default()))
+    OffloadChain::new()
+        .with(Box::new(TonicNic::default()))
+        .with(Box::new(setup::SetupOffload::default()))
 }

@@ -41,7 +41,10 @@ pub enum SockOpt {
     RcvBuf(usize),
     /// SO_ERROR (get only): the pending error, cleared by reading it.
     Error(Option<Errno>),
-    /// AccelTCP TCP_SETUP_OFFLOAD (§4.1, §5.1): stored; nothing acts on it yet.
+    /// AccelTCP TCP_SETUP_OFFLOAD (§4.1, §5.1), on a listener: the NIC answers its SYNs that
+    /// carry timestamps with SYN cookies and hands the host each completed connection
+    /// ESTABLISHED (0x090A). Registered with the NIC when the socket listens with the option
+    /// on; removed when it is turned off or the listener closes.
     SetupOffload(bool),
     /// AccelTCP TCP_TEARDOWN_OFFLOAD (§4.2, §5.1): stored; nothing acts on it yet.
     TeardownOffload(bool),
@@ -150,6 +153,7 @@ impl<L: HostLink> Context<L> {
             accept_queue: Default::default(),
             half_open: 0,
         });
+        self.setup_register(fd);
         Ok(())
     }
 
@@ -481,6 +485,9 @@ impl<L: HostLink> Context<L> {
             SockState::Listening(l) => {
                 let port = s.local.expect("listener is bound").port();
                 self.listeners.remove(&port);
+                if s.opts.setup_offload {
+                    self.setup_unregister(port);
+                }
                 // Pending connections die with the listener (reset, as Linux does).
                 let pending: Vec<u32> = self
                     .conns
@@ -557,7 +564,16 @@ impl<L: HostLink> Context<L> {
             SockOpt::SndBuf(v) => s.opts.sndbuf = Some(v),
             SockOpt::RcvBuf(v) => s.opts.rcvbuf = Some(v),
             SockOpt::Error(_) => return Err(Errno::NoProtoOpt),
-            SockOpt::SetupOffload(v) => s.opts.setup_offload = v,
+            SockOpt::SetupOffload(v) => {
+                let was = std::mem::replace(&mut s.opts.setup_offload, v);
+                if let (SockState::Listening(_), Some(local)) = (&s.state, s.local) {
+                    match (was, v) {
+                        (false, true) => self.setup_register(fd),
+                        (true, false) => self.setup_unregister(local.port()),
+                        _ => {}
+                    }
+                }
+            }
             SockOpt::TeardownOffload(v) => s.opts.teardown_offload = v,
             SockOpt::Tonic(m) => s.opts.tonic = m,
         }

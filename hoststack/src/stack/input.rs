@@ -29,7 +29,7 @@ impl<L: HostLink> Context<L> {
         let tf = match frame::parse_tcp(f) {
             Ok(tf) => tf,
             Err(e) => {
-                self.input_not_tcp(f, e);
+                self.input_not_tcp(f, e, now);
                 return;
             }
         };
@@ -46,19 +46,7 @@ impl<L: HostLink> Context<L> {
         };
         let k = key(tf.src_ip, seg.src_port, seg.dst_port);
         if let Some(&cid) = self.demux.get(&k) {
-            let c = self.conns[cid as usize]
-                .as_mut()
-                .expect("demux points at a live conn");
-            let ev = c.tcb.input(&seg, now);
-            // An ACK that must go now (out-of-order data: a duplicate ACK with SACK blocks;
-            // every second full segment; a window update) goes per segment, as RFC 9293
-            // §3.10.7.4 and RFC 5681 §4.2 ask, not once per burst: a sender counts duplicate
-            // ACKs to detect loss.
-            let due_now = c.tcb.poll_at() == Some(0);
-            self.after_input(cid, ev);
-            if due_now {
-                self.transmit(cid, now);
-            }
+            self.conn_input(cid, &seg, now);
             return;
         }
         if let Some(&lfd) = self.listeners.get(&seg.dst_port) {
@@ -68,14 +56,31 @@ impl<L: HostLink> Context<L> {
         self.send_reset(tf.src_ip, &seg);
     }
 
+    /// Segment `seg` for connection `cid`.
+    pub(super) fn conn_input(&mut self, cid: u32, seg: &Segment<'_>, now: u64) {
+        let c = self.conns[cid as usize]
+            .as_mut()
+            .expect("demux points at a live conn");
+        let ev = c.tcb.input(seg, now);
+        // An ACK that must go now (out-of-order data: a duplicate ACK with SACK blocks;
+        // every second full segment; a window update) goes per segment, as RFC 9293
+        // §3.10.7.4 and RFC 5681 §4.2 ask, not once per burst: a sender counts duplicate
+        // ACKs to detect loss.
+        let due_now = c.tcb.poll_at() == Some(0);
+        self.after_input(cid, ev);
+        if due_now {
+            self.transmit(cid, now);
+        }
+    }
+
     /// A frame that is not an IPv4/TCP segment (`parse_tcp` said why: `e`): a host ↔ NIC
     /// control message goes to [`Self::control_input`]; anything else is counted.
     ///
     /// A control message shorter than an IPv4 header reads as `Malformed` to `parse_tcp`, so
     /// the EtherType is looked at whatever `e` is.
-    fn input_not_tcp(&mut self, f: &[u8], e: FrameError) {
+    fn input_not_tcp(&mut self, f: &[u8], e: FrameError, now: u64) {
         match msg::classify(f) {
-            FrameKind::Control(ty) => self.control_input(ty, f),
+            FrameKind::Control(ty) => self.control_input(ty, f, now),
             FrameKind::BadControl(_) => self.stats.malformed += 1,
             FrameKind::Ipv4 | FrameKind::Arp | FrameKind::Unknown(_) | FrameKind::Runt => match e {
                 FrameError::NotIpv4 | FrameError::NotTcp => self.stats.not_tcp += 1,
@@ -90,7 +95,7 @@ impl<L: HostLink> Context<L> {
     /// `control_unhandled`: the NIC → host messages of offloads the host does not drive yet
     /// (setup notifications, AccelTCP §4.1; splice closure reports, §4.3; teardown counts,
     /// §4.2; acks of other requests) and the host → NIC types, which a NIC never sends.
-    fn control_input(&mut self, ty: MsgType, f: &[u8]) {
+    fn control_input(&mut self, ty: MsgType, f: &[u8], now: u64) {
         match ty {
             MsgType::TonicDelivered | MsgType::InstallAck => {
                 let Ok(p) = msg::parse_frame(f) else {
@@ -102,12 +107,16 @@ impl<L: HostLink> Context<L> {
                     Message::InstallAck(a) if a.request_type == MsgType::TonicFlowAdd => {
                         self.tonic_install_ack(a)
                     }
+                    Message::InstallAck(a)
+                        if matches!(a.request_type, MsgType::ListenAdd | MsgType::ListenRemove) =>
+                    {
+                        self.setup_install_ack(a)
+                    }
                     _ => self.stats.control_unhandled += 1,
                 }
             }
-            MsgType::Setup | MsgType::SpliceClose | MsgType::TeardownCount => {
-                self.stats.control_unhandled += 1
-            }
+            MsgType::Setup => self.setup_input(f, now),
+            MsgType::SpliceClose | MsgType::TeardownCount => self.stats.control_unhandled += 1,
             MsgType::Teardown
             | MsgType::SpliceInstall
             | MsgType::ListenAdd
@@ -145,25 +154,40 @@ impl<L: HostLink> Context<L> {
             return;
         }
         if f.has(Flags::ACK) || !f.has(Flags::SYN) {
+            if f.has(Flags::ACK) && !f.has(Flags::SYN) && self.cookie_ack(lfd, remote_ip, seg, now)
+            {
+                return;
+            }
             self.stats.listener_non_syn += 1;
             if f.has(Flags::ACK) {
                 self.send_reset(remote_ip, seg);
             }
             return;
         }
-        let (backlog_full, opts, tonic) = {
+        let (accept_full, syn_queue_full, opts, tonic, even) = {
             let Ok(s) = self.sock(lfd) else { return };
             let SockState::Listening(l) = &s.state else {
                 return;
             };
             (
-                l.half_open >= self.cfg.max_syn_backlog || l.accept_queue.len() >= l.backlog,
+                l.accept_queue.len() >= l.backlog,
+                l.half_open >= self.cfg.max_syn_backlog,
                 self.tcp_config_for(&s.opts),
                 s.opts.tonic,
+                s.opts.setup_offload,
             )
         };
-        if backlog_full || self.live_conns >= self.cfg.max_conns {
+        if accept_full || self.live_conns >= self.cfg.max_conns {
             self.stats.syn_dropped += 1;
+            return;
+        }
+        if syn_queue_full {
+            // RFC 4987 §3.6: no state for this SYN; the cookie brings it back with the ACK.
+            if self.cfg.syn_cookies {
+                self.cookie_syn_ack(lfd, remote_ip, seg, now);
+            } else {
+                self.stats.syn_dropped += 1;
+            }
             return;
         }
         let ep = Endpoints {
@@ -176,6 +200,9 @@ impl<L: HostLink> Context<L> {
             .isn
             .isn((ep.local_ip, ep.local_port), (remote_ip, seg.src_port), now);
         let mut tcb = Tcb::accept(&opts, ep, seg, iss, now);
+        if even {
+            tcb.use_even_tsvals();
+        }
         if tonic.is_some() {
             tcb.prepare_tonic_sender();
         }

@@ -8,6 +8,7 @@
 mod api;
 mod epoll;
 mod input;
+mod setup;
 mod tonic;
 
 use std::collections::{BinaryHeap, HashMap, VecDeque};
@@ -24,6 +25,7 @@ pub use api::{Shutdown, SockOpt, SockOptName};
 pub use epoll::{
     EpollEvent, EpollOp, EPOLLERR, EPOLLET, EPOLLHUP, EPOLLIN, EPOLLONESHOT, EPOLLOUT, EPOLLRDHUP,
 };
+pub use setup::SetupHostStats;
 pub use tonic::{TonicHostStats, TAIL_CHUNK};
 
 /// A socket or epoll descriptor, as in mTCP (`int sockid`).
@@ -66,6 +68,11 @@ pub struct HostConfig {
     pub rx_burst: usize,
     /// Longest a blocking call waits before failing with `Again` (none: forever).
     pub block_timeout_ns: Option<u64>,
+    /// Answer SYNs with SYN cookies when a listener's SYN queue (`max_syn_backlog`) is full
+    /// (RFC 4987 §3.6; Linux's `tcp_syncookies = 1`), instead of dropping them.
+    pub syn_cookies: bool,
+    /// Settings of the host's SYN cookies (tick, accepted age, key rotation).
+    pub cookie: offload_api::syncookie::CookieConfig,
 }
 
 impl HostConfig {
@@ -95,6 +102,8 @@ impl HostConfig {
             flow_core: None,
             rx_burst: 64,
             block_timeout_ns: None,
+            syn_cookies: true,
+            cookie: offload_api::syncookie::CookieConfig::default(),
         }
     }
 }
@@ -123,7 +132,8 @@ pub struct HostStats {
     pub not_ours: u64,
     /// RSTs sent for segments to no connection or listener.
     pub rst_sent: u64,
-    /// SYNs dropped: listener's half-open or accept backlog full, or no connection slot.
+    /// SYNs dropped: listener's accept backlog full, half-open backlog full without SYN
+    /// cookies, or no connection slot.
     pub syn_dropped: u64,
     /// Segments to a listener that were neither SYN nor RST (answered with RST if ACK).
     pub listener_non_syn: u64,
@@ -352,12 +362,16 @@ pub struct Context<L: HostLink> {
     next_flow_id: u32,
     next_request_id: u32,
     tonic_stats: TonicHostStats,
+    /// The host's SYN cookies (RFC 4987 §3.6).
+    cookies: offload_api::syncookie::SynCookies,
+    setup_stats: SetupHostStats,
 }
 
 impl<L: HostLink> Context<L> {
     /// A context over `link` with clock `now`.
     pub fn new(cfg: HostConfig, link: L, now: Now) -> Self {
         let next_ephemeral = cfg.ephemeral.0;
+        let cfg_cookie = cfg.cookie;
         Context {
             isn: IsnGenerator::new(cfg.isn_key),
             cfg,
@@ -383,6 +397,8 @@ impl<L: HostLink> Context<L> {
             next_flow_id: 0,
             next_request_id: 0,
             tonic_stats: TonicHostStats::default(),
+            cookies: offload_api::syncookie::SynCookies::random(cfg_cookie, 0),
+            setup_stats: SetupHostStats::default(),
         }
     }
 

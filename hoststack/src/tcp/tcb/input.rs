@@ -366,7 +366,7 @@ impl Tcb {
         }
         if !sampled && self.timers.rtt_ambiguous && self.opt.ts_ok {
             if let Some((_, ecr)) = seg.options.timestamp {
-                let d = self.ts_now(now).wrapping_sub(ecr);
+                let d = self.ts_now(now).wrapping_sub(ecr) >> self.opt.ts_shift;
                 if ecr != 0 && d < 120_000 {
                     self.timers.rtt.sample(d as u64 * 1_000_000);
                     self.timers.rtt_ambiguous = false;

@@ -20,6 +20,7 @@
 //! sizes; the congestion controller is built when the handshake completes. Nothing on the
 //! per-segment path allocates.
 
+mod cookie;
 mod input;
 mod output;
 #[cfg(test)]
@@ -35,6 +36,7 @@ use super::sendbuf::SendBuf;
 use super::seq::Seq;
 use super::TcpConfig;
 
+pub use cookie::CookieHandshake;
 pub use tonic::{TonicHandover, SMALL_HOLD_NS};
 pub use types::{Endpoints, Events, Outgoing, State, TcbStats, TcpError};
 use vars::Timer;
@@ -486,7 +488,9 @@ impl Tcb {
     /// Our timestamp clock (RFC 7323 §5.4): milliseconds plus a per-connection offset.
     #[inline]
     fn ts_now(&self, now: u64) -> u32 {
-        self.opt.ts_offset.wrapping_add((now / 1_000_000) as u32)
+        self.opt
+            .ts_offset
+            .wrapping_add(((now / 1_000_000) as u32) << self.opt.ts_shift)
     }
 
     /// Ends the connection with an error (RFC 9293 §3.10.7: queues flushed).

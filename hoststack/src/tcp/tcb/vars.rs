@@ -191,6 +191,10 @@ pub(super) struct Negotiated {
     pub(super) ts_recent_at: u64,
     /// Per-connection offset of our timestamp clock (RFC 7323 §5.4).
     pub(super) ts_offset: u32,
+    /// Our timestamp clock runs at 2^`ts_shift` ticks per millisecond: 1 (even TSvals only)
+    /// on connections of a setup-offloaded listener, whose odd TSvals mark the NIC's SYN
+    /// cookies (AccelTCP §4.1); 0 elsewhere.
+    pub(super) ts_shift: u8,
     /// Last.ACK.sent: the ACK field of our last segment (RFC 7323 §4.3).
     pub(super) last_ack_sent: Seq,
     /// min(peer MSS, our MSS): the largest segment the path takes, options included.
@@ -214,6 +218,7 @@ impl Negotiated {
             ts_recent: 0,
             ts_recent_at: 0,
             ts_offset: iss.0.rotate_left(13) ^ 0x9e37_79b9,
+            ts_shift: 0,
             last_ack_sent: Seq(0),
             eff_mss,
             smss: eff_mss,

@@ -1,0 +1,420 @@
+//! AccelTCP connection-setup offload (§4.1): the NIC answers SYNs to registered listeners with
+//! SYN-cookie SYN-ACKs and turns a valid final ACK into a 0x090A setup notification for the
+//! host (App. A), keeping no per-connection state.
+//!
+//! - The host registers a listener with a 0x090E listen-add message (the options to offer)
+//!   and removes it with listen-remove; both are answered with an install ack.
+//! - A SYN with the timestamp option to a registered listener gets a SYN-ACK whose ISN is a
+//!   cookie ([`offload_api::syncookie`]) and whose TSval carries the SYN's options and the
+//!   NIC mark. A SYN without timestamps goes to the host (§3: the host keeps full control).
+//! - An ACK (with or without data, FIN included) to a registered listener whose TSecr carries
+//!   the NIC mark is checked: valid, it goes to the host inside a setup notification; invalid
+//!   (expired, rotated out, wrong hash), it is dropped and counted. Segments whose TSecr lacks
+//!   the mark belong to connections the host set up itself and pass.
+//!
+//! Ordinary ACKs of NIC-made connections do not carry the mark: the host keeps their TSvals
+//! even. A duplicate setup notification (the peer's data arrived before the host's first
+//! segment changed its TSecr) is fine: the host feeds its payload to the existing connection.
+
+use std::collections::HashMap;
+
+use offload_api::msg::{
+    AckStatus, InstallAckRepr, ListenAddFrame, ListenAddRepr, ListenOptions, ListenRemoveFrame,
+    ListenRemoveRepr, Message, MsgType, NegotiatedOptions, SetupRepr, WindowScales, ETH_HEADER_LEN,
+};
+use offload_api::syncookie::{
+    self, CookieConfig, CookieError, CookieOptions, CookieTuple, SynCookies,
+};
+use offload_api::wire::tcp::{self, TcpFlags, TcpHeader, TcpOptions, TcpPacket};
+use offload_api::wire::Seq;
+
+use crate::buf::PacketBuf;
+use crate::net::csum;
+use crate::net::parse::{ETH_HDR_LEN, IPPROTO_TCP, L3};
+use crate::offload::{CounterSink, Offload, OffloadCtx, RxFrame, Verdict};
+
+/// Window the SYN-ACK advertises (never scaled, RFC 7323 §2.2); the host announces its own
+/// window from its first segment on.
+pub const SYN_ACK_WINDOW: u16 = 65_535;
+
+/// Counters of the setup offload.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SetupStats {
+    /// SYNs to a registered listener.
+    pub syns: u64,
+    /// SYN-ACKs with a cookie sent.
+    pub cookies_sent: u64,
+    /// SYNs to a registered listener handed to the host: no timestamp option, or a listener
+    /// that does not offer timestamps.
+    pub syns_to_host: u64,
+    /// Final ACKs whose cookie checked: setup notifications sent.
+    pub validated: u64,
+    /// Final ACKs refused: cookie older than the allowed age.
+    pub rejected_expired: u64,
+    /// Final ACKs refused: made with a key that has rotated out.
+    pub rejected_rotated: u64,
+    /// Final ACKs refused: the hash does not match (forged, or another connection's).
+    pub rejected_hash: u64,
+    /// Final ACKs refused: option bits in TSecr that no SYN-ACK carries.
+    pub rejected_options: u64,
+    /// SYN-ACKs or setup notifications not sent: no buffer, or the link's ring full.
+    pub send_failed: u64,
+    /// Listen registrations added (or updated) / removed.
+    pub listen_added: u64,
+    /// Listen registrations removed.
+    pub listen_removed: u64,
+    /// Control messages of the setup types that did not parse.
+    pub bad_control: u64,
+}
+
+/// The NIC's SYN-cookie responder (AccelTCP §4.1) on an lcore's offload chain.
+///
+/// Invariant: holds no per-connection state; listeners are keyed by (address, port), address
+/// `[0; 4]` matching any address of the NIC.
+pub struct SetupOffload {
+    listeners: HashMap<([u8; 4], u16), ListenOptions>,
+    cookies: SynCookies,
+    /// Offset of the TSval clock (RFC 7323 §5.4: not the raw time).
+    ts_offset: u32,
+    stats: SetupStats,
+    scratch: Vec<u8>,
+    started: bool,
+}
+
+impl SetupOffload {
+    /// A responder with cookie settings `cfg` and a random key.
+    pub fn new(cfg: CookieConfig) -> SetupOffload {
+        let mut cookies = SynCookies::random(cfg, 0);
+        let ts_offset = cookies.make(
+            &CookieTuple {
+                remote_ip: [0; 4],
+                remote_port: 0,
+                local_ip: [0; 4],
+                local_port: 0,
+            },
+            0,
+            0,
+            0,
+        );
+        Self::with_cookies(cookies, ts_offset)
+    }
+
+    /// A responder with a given generator and TSval offset (deterministic tests).
+    pub fn with_cookies(cookies: SynCookies, ts_offset: u32) -> SetupOffload {
+        SetupOffload {
+            listeners: HashMap::new(),
+            cookies,
+            ts_offset,
+            stats: SetupStats::default(),
+            scratch: Vec::with_capacity(128),
+            started: false,
+        }
+    }
+
+    /// Its counters.
+    pub fn stats(&self) -> &SetupStats {
+        &self.stats
+    }
+
+    /// Registered listeners.
+    pub fn listeners(&self) -> usize {
+        self.listeners.len()
+    }
+
+    fn listener(&self, dst: [u8; 4], port: u16) -> Option<ListenOptions> {
+        self.listeners
+            .get(&(dst, port))
+            .or_else(|| self.listeners.get(&([0; 4], port)))
+            .copied()
+    }
+
+    fn ack_to_host<B: PacketBuf>(
+        &mut self,
+        cx: &mut OffloadCtx<'_, B>,
+        port: u16,
+        req: (u32, MsgType),
+        status: AckStatus,
+    ) {
+        let m = Message::InstallAck(InstallAckRepr {
+            request_id: req.0,
+            request_type: req.1,
+            status,
+        });
+        if m.write_frame([0; 6], [0; 6], &[], &mut self.scratch)
+            .is_err()
+            || !cx.io.to_host(port, &self.scratch)
+        {
+            self.stats.send_failed += 1;
+        }
+    }
+
+    /// Answers a SYN (`t`, from `src` to `dst`) with a cookie SYN-ACK out of `rx_port`.
+    fn syn<B: PacketBuf>(
+        &mut self,
+        cx: &mut OffloadCtx<'_, B>,
+        rx: &RxFrame<'_, B>,
+        (src, dst): ([u8; 4], [u8; 4]),
+        t: &TcpPacket<&[u8]>,
+        l: ListenOptions,
+    ) -> Verdict {
+        self.stats.syns += 1;
+        let Ok(o) = tcp::parse_options(t.options()) else {
+            return Verdict::Pass; // the host counts it as malformed
+        };
+        let Some((peer_tsval, _)) = o.timestamp.filter(|_| l.timestamps) else {
+            self.stats.syns_to_host += 1;
+            return Verdict::Pass;
+        };
+        let ct = CookieTuple {
+            remote_ip: src,
+            remote_port: t.src_port(),
+            local_ip: dst,
+            local_port: t.dst_port(),
+        };
+        let peer_mss = o.mss.unwrap_or(536);
+        let iss = self.cookies.make(&ct, t.seq_number().0, peer_mss, cx.now);
+        let co = CookieOptions {
+            mss: peer_mss,
+            peer_wscale: o.window_scale,
+            sack_permitted: o.sack_permitted,
+        };
+        let clock = self.ts_offset.wrapping_add((cx.now / 1_000_000) as u32);
+        let tsval = syncookie::encode_ts(clock, &co, true);
+        let h = TcpHeader {
+            src_port: t.dst_port(),
+            dst_port: t.src_port(),
+            seq: Seq(iss),
+            ack: t.seq_number() + 1,
+            flags: TcpFlags::SYN | TcpFlags::ACK,
+            window: SYN_ACK_WINDOW,
+            options: TcpOptions {
+                mss: Some(l.mss),
+                window_scale: l.window_scale.filter(|_| o.window_scale.is_some()),
+                sack_permitted: l.sack_permitted && o.sack_permitted,
+                timestamp: Some((tsval, peer_tsval)),
+                ..TcpOptions::default()
+            },
+        };
+        let hdr = rx.hdr;
+        let out = &mut self.scratch;
+        let hl = tcp::header_len(&h);
+        out.clear();
+        out.resize(ETH_HDR_LEN + 20 + hl, 0);
+        out[0..6].copy_from_slice(&hdr.src_mac);
+        out[6..12].copy_from_slice(&hdr.dst_mac);
+        out[12..14].copy_from_slice(&offload_api::ETHERTYPE_IPV4.to_be_bytes());
+        let ip = &mut out[ETH_HDR_LEN..ETH_HDR_LEN + 20];
+        ip[0] = 0x45;
+        ip[2..4].copy_from_slice(&((20 + hl) as u16).to_be_bytes());
+        ip[6] = 0x40; // DF
+        ip[8] = 64;
+        ip[9] = IPPROTO_TCP;
+        ip[12..16].copy_from_slice(&dst);
+        ip[16..20].copy_from_slice(&src);
+        tcp::emit(&h, &mut out[ETH_HDR_LEN + 20..]);
+        if csum::fill_checksums(out).is_err() || !cx.io.to_port(rx.port as u16, out) {
+            self.stats.send_failed += 1;
+        } else {
+            self.stats.cookies_sent += 1;
+        }
+        Verdict::Consumed
+    }
+
+    /// Checks the cookie of an ACK whose TSecr carries the NIC mark and sends the setup
+    /// notification; drops it when the cookie does not check.
+    #[allow(clippy::too_many_arguments)]
+    fn final_ack<B: PacketBuf>(
+        &mut self,
+        cx: &mut OffloadCtx<'_, B>,
+        rx: &RxFrame<'_, B>,
+        (src, dst): ([u8; 4], [u8; 4]),
+        t: &TcpPacket<&[u8]>,
+        tsecr: u32,
+        l: ListenOptions,
+        ip_len: usize,
+    ) -> Verdict {
+        let ct = CookieTuple {
+            remote_ip: src,
+            remote_port: t.src_port(),
+            local_ip: dst,
+            local_port: t.dst_port(),
+        };
+        let iss = t.ack_number().0.wrapping_sub(1);
+        let peer_isn = t.seq_number().0.wrapping_sub(1);
+        let mss = match self.cookies.check(&ct, iss, peer_isn, cx.now) {
+            Ok(m) => m,
+            Err(e) => {
+                match e {
+                    CookieError::Expired => self.stats.rejected_expired += 1,
+                    CookieError::Rotated => self.stats.rejected_rotated += 1,
+                    CookieError::BadHash => self.stats.rejected_hash += 1,
+                }
+                return Verdict::Consumed;
+            }
+        };
+        let Some(co) = syncookie::decode_ts(tsecr, mss) else {
+            self.stats.rejected_options += 1;
+            return Verdict::Consumed;
+        };
+        let window_scale = match (co.peer_wscale, l.window_scale) {
+            (Some(peer), Some(local)) => Some(WindowScales { peer, local }),
+            _ => None,
+        };
+        let m = Message::Setup(SetupRepr {
+            iss,
+            syn_ack_tsval: tsecr,
+            options: NegotiatedOptions {
+                peer_mss: co.mss,
+                local_mss: l.mss,
+                window_scale,
+                sack_permitted: co.sack_permitted && l.sack_permitted,
+                timestamps: true,
+            },
+        });
+        let frame = rx.buf.data();
+        let ip = &frame[ETH_HDR_LEN..ETH_HDR_LEN + ip_len];
+        if m.write_frame(rx.hdr.dst_mac, rx.hdr.src_mac, ip, &mut self.scratch)
+            .is_err()
+            || !cx.io.to_host(rx.port as u16, &self.scratch)
+        {
+            self.stats.send_failed += 1;
+        } else {
+            self.stats.validated += 1;
+        }
+        Verdict::Consumed
+    }
+}
+
+impl Default for SetupOffload {
+    fn default() -> Self {
+        SetupOffload::new(CookieConfig::default())
+    }
+}
+
+impl<B: PacketBuf> Offload<B> for SetupOffload {
+    fn name(&self) -> &'static str {
+        "setup"
+    }
+
+    /// Active while some listener is registered.
+    fn active(&self) -> bool {
+        !self.listeners.is_empty()
+    }
+
+    fn wire_rx(&mut self, cx: &mut OffloadCtx<'_, B>, rx: &mut RxFrame<'_, B>) -> Verdict {
+        let L3::Ipv4 {
+            proto: IPPROTO_TCP,
+            src,
+            dst,
+            l4_off,
+            l4_len,
+        } = rx.hdr.l3
+        else {
+            return Verdict::Pass;
+        };
+        if !self.started {
+            self.started = true;
+            self.cookies.rotate(cx.now);
+        }
+        let frame = rx.buf.data();
+        let Some(seg) = frame.get(l4_off..l4_off + l4_len) else {
+            return Verdict::Pass;
+        };
+        let Ok(t) = TcpPacket::new_checked(seg) else {
+            return Verdict::Pass;
+        };
+        let Some(l) = self.listener(dst, t.dst_port()) else {
+            return Verdict::Pass;
+        };
+        let f = t.flags();
+        if f.has(TcpFlags::RST) {
+            return Verdict::Pass;
+        }
+        if f.has(TcpFlags::SYN) {
+            if f.has(TcpFlags::ACK) {
+                return Verdict::Pass;
+            }
+            return self.syn(cx, rx, (src, dst), &t, l);
+        }
+        if !f.has(TcpFlags::ACK) {
+            return Verdict::Pass;
+        }
+        let Some(tsecr) = tcp::parse_options(t.options())
+            .ok()
+            .and_then(|o| o.timestamp)
+            .map(|(_, ecr)| ecr)
+        else {
+            return Verdict::Pass;
+        };
+        if !syncookie::ts_is_nic(tsecr) {
+            return Verdict::Pass;
+        }
+        let ip_len = l4_off - ETH_HDR_LEN + l4_len;
+        self.final_ack(cx, rx, (src, dst), &t, tsecr, l, ip_len)
+    }
+
+    fn host_control(
+        &mut self,
+        cx: &mut OffloadCtx<'_, B>,
+        port: u16,
+        msg: MsgType,
+        frame: &[u8],
+    ) -> Verdict {
+        let body = frame.get(ETH_HEADER_LEN..).unwrap_or(&[]);
+        match msg {
+            MsgType::ListenAdd => {
+                let Ok(r) = ListenAddFrame::new_checked(body)
+                    .map_err(|_| ())
+                    .and_then(|f| ListenAddRepr::parse(&f).map_err(|_| ()))
+                else {
+                    self.stats.bad_control += 1;
+                    return Verdict::Consumed;
+                };
+                let status = if r.options.mss < 64 {
+                    AckStatus::Invalid
+                } else {
+                    self.listeners.insert((r.addr, r.port), r.options);
+                    self.stats.listen_added += 1;
+                    AckStatus::Ok
+                };
+                self.ack_to_host(cx, port, (r.request_id, MsgType::ListenAdd), status);
+                Verdict::Consumed
+            }
+            MsgType::ListenRemove => {
+                let Ok(r) = ListenRemoveFrame::new_checked(body)
+                    .map_err(|_| ())
+                    .and_then(|f| ListenRemoveRepr::parse(&f).map_err(|_| ()))
+                else {
+                    self.stats.bad_control += 1;
+                    return Verdict::Consumed;
+                };
+                let status = if self.listeners.remove(&(r.addr, r.port)).is_some() {
+                    self.stats.listen_removed += 1;
+                    AckStatus::Ok
+                } else {
+                    AckStatus::NotFound
+                };
+                self.ack_to_host(cx, port, (r.request_id, MsgType::ListenRemove), status);
+                Verdict::Consumed
+            }
+            _ => Verdict::Pass,
+        }
+    }
+
+    fn counters(&self, out: CounterSink<'_>) {
+        let s = &self.stats;
+        out("listeners", self.listeners.len() as u64);
+        out("syns", s.syns);
+        out("cookies_sent", s.cookies_sent);
+        out("syns_to_host", s.syns_to_host);
+        out("validated", s.validated);
+        out("rejected_expired", s.rejected_expired);
+        out("rejected_rotated", s.rejected_rotated);
+        out("rejected_hash", s.rejected_hash);
+        out("rejected_options", s.rejected_options);
+        out("send_failed", s.send_failed);
+        out("listen_added", s.listen_added);
+        out("listen_removed", s.listen_removed);
+        out("bad_control", s.bad_control);
+    }
+}
