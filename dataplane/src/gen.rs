@@ -133,6 +133,21 @@ pub fn tcp(
     ipv4_frame(src_mac, dst_mac, src, dst, 6, &h, payload)
 }
 
+/// A TCP segment with the header `h` (options included, emitted by the wire module) in an
+/// Ethernet/IPv4 frame.
+pub fn tcp_with(
+    src_mac: [u8; 6],
+    dst_mac: [u8; 6],
+    src: [u8; 4],
+    dst: [u8; 4],
+    h: &offload_api::wire::tcp::TcpHeader,
+    payload: &[u8],
+) -> Vec<u8> {
+    let mut b = [0u8; 60];
+    let n = offload_api::wire::tcp::emit(h, &mut b);
+    ipv4_frame(src_mac, dst_mac, src, dst, 6, &b[..n], payload)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
