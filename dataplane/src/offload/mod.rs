@@ -30,6 +30,8 @@
 //! [`build_chain`] (or a test) assembles, and read its counters back from
 //! [`crate::lcore::LcoreReport::offloads`] or with [`OffloadChain::get`].
 
+pub mod teardown;
+
 use std::any::Any;
 use std::path::Path;
 use std::sync::Arc;
@@ -44,6 +46,7 @@ use crate::tonic::module::TonicModule;
 use crate::tonic::nic::{TonicNic, TonicNicConfig};
 use crate::tonic::plugin::{self, PluginError};
 use crate::tonic::registry::{params_from_config, Registry};
+use teardown::{TeardownConfig, TeardownOffload};
 
 /// What an offload decided about a frame (or message) it was offered.
 ///
@@ -505,16 +508,22 @@ pub fn tonic_from_config(
     Ok(nic)
 }
 
-/// The offload chain of one NIC lcore for a configuration: Tonic (idle until the host adds
-/// a flow), configured from `[tonic]`.
+/// The offload chain of one NIC lcore for a configuration, in AccelTCP §4's order: the
+/// teardown offload (AccelTCP §4.2, [`TeardownConfig`] defaults; idle until the host hands a
+/// close over), then Tonic (idle until the host adds a flow), configured from `[tonic]`.
 pub fn build_chain<B: PacketBuf>(
     cfg: &TonicConfig,
     plugins: &LoadedPlugins,
 ) -> Result<OffloadChain<B>, OffloadError> {
-    Ok(OffloadChain::new().with(Box::new(tonic_from_config(cfg, plugins)?)))
+    Ok(OffloadChain::new()
+        .with(Box::new(TeardownOffload::new(TeardownConfig::default())))
+        .with(Box::new(tonic_from_config(cfg, plugins)?)))
 }
 
-/// The chain every lcore gets without a configuration: Tonic with its defaults.
+/// The chain every lcore gets without a configuration: teardown and Tonic with their
+/// defaults.
 pub fn default_chain<B: PacketBuf>() -> OffloadChain<B> {
-    OffloadChain::new().with(Box::new(TonicNic::default()))
+    OffloadChain::new()
+        .with(Box::new(TeardownOffload::default()))
+        .with(Box::new(TonicNic::default()))
 }
