@@ -46,7 +46,7 @@ use crate::tonic::module::TonicModule;
 use crate::tonic::nic::{TonicNic, TonicNicConfig};
 use crate::tonic::plugin::{self, PluginError};
 use crate::tonic::registry::{params_from_config, Registry};
-use teardown::{TeardownConfig, TeardownOffload};
+use teardown::TeardownOffload;
 
 /// What an offload decided about a frame (or message) it was offered.
 ///
@@ -509,14 +509,14 @@ pub fn tonic_from_config(
 }
 
 /// The offload chain of one NIC lcore for a configuration, in AccelTCP §4's order: the
-/// teardown offload (AccelTCP §4.2, [`TeardownConfig`] defaults; idle until the host hands a
+/// teardown offload (AccelTCP §4.2, [`teardown::TeardownConfig`] defaults; idle until the host hands a
 /// close over), then Tonic (idle until the host adds a flow), configured from `[tonic]`.
 pub fn build_chain<B: PacketBuf>(
     cfg: &TonicConfig,
     plugins: &LoadedPlugins,
 ) -> Result<OffloadChain<B>, OffloadError> {
     Ok(OffloadChain::new()
-        .with(Box::new(TeardownOffload::new(TeardownConfig::default())))
+        .with(Box::new(TeardownOffload::default()))
         .with(Box::new(tonic_from_config(cfg, plugins)?)))
 }
 

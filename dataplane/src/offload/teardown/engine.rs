@@ -49,6 +49,7 @@ use offload_api::wire::Seq;
 use super::timer::FlowTimers;
 use crate::net::csum;
 use crate::net::parse::IPPROTO_TCP;
+use crate::wheel::{WheelConfig, WheelConfigError};
 
 /// Settings of the teardown engine of one NIC lcore.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,6 +69,11 @@ pub struct TeardownConfig {
     /// Smallest retransmission timeout, nanoseconds (an RTO of 0 from the host is raised to
     /// it).
     pub min_rto_ns: u64,
+    /// Timer bitmaps of the wheel (AccelTCP §4.2, Figure 6); with `wheel_tick_ns` it spans
+    /// one revolution, and longer timeouts take several (a round count per flow).
+    pub wheel_slots: usize,
+    /// Interval between two timer bitmaps, nanoseconds: timers fire late by less than one.
+    pub wheel_tick_ns: u64,
     /// Report the number of teardowns in progress to the host (0x090E type 0x13, AccelTCP
     /// App. A) whenever it changed.
     pub count_report: bool,
@@ -81,6 +87,8 @@ impl Default for TeardownConfig {
             max_retries: 8,
             max_rto_ns: 60_000_000_000,
             min_rto_ns: 1_000_000,
+            wheel_slots: 1_024,
+            wheel_tick_ns: 100_000,
             count_report: true,
         }
     }
@@ -291,18 +299,25 @@ const ETH: usize = 14;
 const IP: usize = 20;
 
 impl TeardownEngine {
-    /// An empty engine.
-    pub fn new(cfg: TeardownConfig) -> TeardownEngine {
-        TeardownEngine {
+    /// An empty engine; fails when the timer wheel's dimensions are unusable (zero slots or
+    /// tick, more than 2^32 flows).
+    pub fn new(cfg: TeardownConfig) -> Result<TeardownEngine, WheelConfigError> {
+        let timers = FlowTimers::new(WheelConfig {
+            ids: cfg.max_flows.max(1),
+            slots: cfg.wheel_slots,
+            tick_ns: cfg.wheel_tick_ns,
+            regions: 1,
+        })?;
+        Ok(TeardownEngine {
             flows: Vec::new(),
             free: Vec::new(),
             by_key: HashMap::new(),
-            timers: FlowTimers::new(cfg.max_flows),
+            timers,
             stats: TeardownStats::default(),
             live: 0,
             scratch: Vec::with_capacity(2048),
             cfg,
-        }
+        })
     }
 
     /// The configuration.
@@ -342,7 +357,8 @@ impl TeardownEngine {
         self.flows[id as usize].as_ref().map(|f| f.state)
     }
 
-    /// The earliest timer deadline (retransmission or end of TIME_WAIT).
+    /// When a timer (retransmission, FIN_WAIT_2 limit, end of TIME_WAIT) may next expire:
+    /// the wheel's bound, never late, possibly early by up to one tick.
     pub fn next_deadline(&self) -> Option<u64> {
         self.timers.next_deadline()
     }

@@ -26,6 +26,7 @@ pub use engine::{
 use crate::buf::PacketBuf;
 use crate::net::parse::{IPPROTO_TCP, L3};
 use crate::offload::{CounterSink, HostTcp, Offload, OffloadCtx, RxFrame, Verdict};
+use crate::wheel::WheelConfigError;
 
 /// The teardown offload of one NIC lcore: the engine plus the count reports to the host.
 #[derive(Debug)]
@@ -39,20 +40,24 @@ pub struct TeardownOffload {
 }
 
 impl Default for TeardownOffload {
+    /// The offload with [`TeardownConfig::default`].
     fn default() -> Self {
-        TeardownOffload::new(TeardownConfig::default())
+        match TeardownOffload::new(TeardownConfig::default()) {
+            Ok(t) => t,
+            Err(e) => unreachable!("the default teardown config is valid: {e}"),
+        }
     }
 }
 
 impl TeardownOffload {
-    /// An idle teardown offload.
-    pub fn new(cfg: TeardownConfig) -> TeardownOffload {
-        TeardownOffload {
-            engine: TeardownEngine::new(cfg),
+    /// An idle teardown offload; fails when the timer wheel's dimensions are unusable.
+    pub fn new(cfg: TeardownConfig) -> Result<TeardownOffload, WheelConfigError> {
+        Ok(TeardownOffload {
+            engine: TeardownEngine::new(cfg)?,
             reported: 0,
             host_port: 0,
             scratch: Vec::new(),
-        }
+        })
     }
 
     /// The engine (its flows and counters).
