@@ -86,10 +86,11 @@ impl<L: HostLink> Context<L> {
 
     /// A host ↔ NIC control message of type `ty` (its common header checked by
     /// [`msg::classify`]), dispatched by type: Tonic's delivery notifications and the install
-    /// acks of its flow adds go to the Tonic code (Tonic §5); every other type is counted in
-    /// `control_unhandled`: the NIC → host messages of offloads the host does not drive yet
-    /// (setup notifications, AccelTCP §4.1; splice closure reports, §4.3; teardown counts,
-    /// §4.2; acks of other requests) and the host → NIC types, which a NIC never sends.
+    /// acks of its flow adds go to the Tonic code (Tonic §5); teardown counts (AccelTCP §4.2)
+    /// to the teardown code; every other type is counted in `control_unhandled`: the NIC →
+    /// host messages of offloads the host does not drive yet (setup notifications, AccelTCP
+    /// §4.1; splice closure reports, §4.3; acks of other requests) and the host → NIC types,
+    /// which a NIC never sends.
     fn control_input(&mut self, ty: MsgType, f: &[u8]) {
         match ty {
             MsgType::TonicDelivered | MsgType::InstallAck => {
@@ -105,9 +106,14 @@ impl<L: HostLink> Context<L> {
                     _ => self.stats.control_unhandled += 1,
                 }
             }
-            MsgType::Setup | MsgType::SpliceClose | MsgType::TeardownCount => {
-                self.stats.control_unhandled += 1
-            }
+            MsgType::TeardownCount => match msg::parse_frame(f) {
+                Ok(msg::ParsedFrame {
+                    message: Message::TeardownCount(r),
+                    ..
+                }) => self.teardown_count(r),
+                _ => self.stats.malformed += 1,
+            },
+            MsgType::Setup | MsgType::SpliceClose => self.stats.control_unhandled += 1,
             MsgType::Teardown
             | MsgType::SpliceInstall
             | MsgType::ListenAdd

@@ -8,6 +8,7 @@
 mod api;
 mod epoll;
 mod input;
+mod teardown;
 mod tonic;
 
 use std::collections::{BinaryHeap, HashMap, VecDeque};
@@ -24,6 +25,7 @@ pub use api::{Shutdown, SockOpt, SockOptName};
 pub use epoll::{
     EpollEvent, EpollOp, EPOLLERR, EPOLLET, EPOLLHUP, EPOLLIN, EPOLLONESHOT, EPOLLOUT, EPOLLRDHUP,
 };
+pub use teardown::TeardownHostStats;
 pub use tonic::{TonicHostStats, TAIL_CHUNK};
 
 /// A socket or epoll descriptor, as in mTCP (`int sockid`).
@@ -66,6 +68,9 @@ pub struct HostConfig {
     pub rx_burst: usize,
     /// Longest a blocking call waits before failing with `Again` (none: forever).
     pub block_timeout_ns: Option<u64>,
+    /// `TCP_TEARDOWN_OFFLOAD`: closes are handed to the NIC only while its last reported
+    /// number of connections being closed is below this (AccelTCP §4.2, third condition).
+    pub teardown_threshold: u32,
 }
 
 impl HostConfig {
@@ -95,6 +100,7 @@ impl HostConfig {
             flow_core: None,
             rx_burst: 64,
             block_timeout_ns: None,
+            teardown_threshold: 65_536,
         }
     }
 }
@@ -116,7 +122,7 @@ pub struct HostStats {
     pub malformed: u64,
     /// Well-formed host ↔ NIC control messages (EtherTypes 0x090A–0x090E, AccelTCP App. A)
     /// that this host does not handle yet, counted and dropped: setup notifications
-    /// (0x090A, AccelTCP §4.1), splice closure reports (0x090D, §4.3), teardown counts,
+    /// (0x090A, AccelTCP §4.1), splice closure reports (0x090D, §4.3),
     /// install acks of requests other than Tonic flow adds, and host → NIC types.
     pub control_unhandled: u64,
     /// TCP segments to an address that is not ours.
@@ -135,6 +141,9 @@ pub struct HostStats {
     pub conns_freed: u64,
     /// Timer expiries handled.
     pub timer_fires: u64,
+    /// Closes handed to the NIC, refused by reason, and the NIC's teardown count (AccelTCP
+    /// §4.2; see `teardown.rs`).
+    pub teardown: TeardownHostStats,
 }
 
 /// A connection slot.

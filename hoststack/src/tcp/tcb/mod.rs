@@ -22,6 +22,7 @@
 
 mod input;
 mod output;
+mod teardown;
 #[cfg(test)]
 mod tests;
 mod tonic;
@@ -35,6 +36,7 @@ use super::sendbuf::SendBuf;
 use super::seq::Seq;
 use super::TcpConfig;
 
+pub use teardown::{TeardownHandover, TeardownRefusal};
 pub use tonic::{TonicHandover, SMALL_HOLD_NS};
 pub use types::{Endpoints, Events, Outgoing, State, TcbStats, TcpError};
 use vars::Timer;
