@@ -36,7 +36,10 @@ pub struct TeardownOffload {
     reported: usize,
     /// The port the host's last teardown message was tagged with (reports go there).
     host_port: u16,
+    /// Handovers whose peer had no ARP entry (sent to the broadcast address meanwhile).
+    arp_miss: u64,
     scratch: Vec<u8>,
+    msg: Vec<u8>,
 }
 
 impl Default for TeardownOffload {
@@ -56,7 +59,9 @@ impl TeardownOffload {
             engine: TeardownEngine::new(cfg)?,
             reported: 0,
             host_port: 0,
+            arp_miss: 0,
             scratch: Vec::new(),
+            msg: Vec::new(),
         })
     }
 
@@ -81,6 +86,40 @@ impl TeardownOffload {
         {
             self.reported = n;
             self.engine.count_report_sent();
+        }
+    }
+}
+
+impl TeardownOffload {
+    /// The host does not know Ethernet addresses: a zero source becomes the port's MAC, a
+    /// zero destination the peer's from the ARP table (App. A: the segments go out with the
+    /// frame's addresses). Without an ARP entry the NIC starts resolving and the segments go
+    /// to the broadcast address until a retransmission.
+    fn fill_macs<B: PacketBuf>(&mut self, cx: &mut OffloadCtx<'_, B>, port: u16, f: &mut [u8]) {
+        let eth = offload_api::msg::ETH_HEADER_LEN;
+        let Some(&[hi, lo]) = f.get(eth + 2..eth + 4) else {
+            return;
+        };
+        let hl = u16::from_be_bytes([hi, lo]) as usize;
+        let Some(ip) = f.get(eth + hl + 16..eth + hl + 20) else {
+            return;
+        };
+        let remote = [ip[0], ip[1], ip[2], ip[3]];
+        let p = port as usize;
+        if f[6..12] == [0; 6] {
+            let mac = cx.stack.iface(p).mac;
+            f[6..12].copy_from_slice(&mac);
+        }
+        if f[0..6] == [0; 6] {
+            let mac = match cx.stack.arp_lookup(p, remote, cx.now) {
+                Some(m) => m,
+                None => {
+                    self.arp_miss += 1;
+                    cx.stack.resolve(p, remote, cx.now);
+                    [0xff; 6]
+                }
+            };
+            f[0..6].copy_from_slice(&mac);
         }
     }
 }
@@ -134,10 +173,15 @@ impl<B: PacketBuf> Offload<B> for TeardownOffload {
             return Verdict::Pass;
         }
         self.host_port = port;
+        let mut f = std::mem::take(&mut self.msg);
+        f.clear();
+        f.extend_from_slice(frame);
+        self.fill_macs(cx, port, &mut f);
         let io = &mut *cx.io;
         let _ = self
             .engine
-            .offload(port, frame, cx.now, &mut |p, f| io.to_port(p, f));
+            .offload(port, &f, cx.now, &mut |p, f| io.to_port(p, f));
+        self.msg = f;
         Verdict::Consumed
     }
 
@@ -202,6 +246,7 @@ impl<B: PacketBuf> Offload<B> for TeardownOffload {
             ("bad_syn", s.bad_syn),
             ("bad_rst", s.bad_rst),
             ("out_of_order", s.out_of_order),
+            ("arp_miss", self.arp_miss),
         ];
         for (name, v) in all {
             out(name, v);
