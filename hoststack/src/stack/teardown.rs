@@ -5,7 +5,7 @@
 //! set, the context offloads the close if all of §4.2's conditions hold:
 //!
 //! - the connection is ESTABLISHED or CLOSE_WAIT, without unread data, and the data still to
-//!   send (unacknowledged and unsent) fits the peer's window
+//!   send (unacknowledged and unsent) fits the peer's window and one TSO packet (64 KB)
 //!   ([`Tcb::teardown_handover`](crate::tcp::tcb::Tcb::teardown_handover));
 //! - the close does not block: no SO_LINGER with a non-zero timeout ("if the application
 //!   wants to confirm data delivery at close(), the host stack should handle the connection
@@ -40,6 +40,8 @@ pub struct TeardownHostStats {
     pub refused_state: u64,
     /// Refused: the remaining data does not fit the peer's window.
     pub refused_window: u64,
+    /// Refused: the remaining data does not fit one TSO packet (64 KB).
+    pub refused_size: u64,
     /// Refused: SO_LINGER with a timeout (a blocking close).
     pub refused_linger: u64,
     /// Refused: the NIC's count was at the threshold.
@@ -78,6 +80,10 @@ impl<L: HostLink> Context<L> {
             Ok(h) => h,
             Err(TeardownRefusal::Window) => {
                 st.refused_window += 1;
+                return false;
+            }
+            Err(TeardownRefusal::TooLarge) => {
+                st.refused_size += 1;
                 return false;
             }
             Err(TeardownRefusal::State | TeardownRefusal::UnreadData) => {

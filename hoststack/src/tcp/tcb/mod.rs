@@ -36,7 +36,7 @@ use super::sendbuf::SendBuf;
 use super::seq::Seq;
 use super::TcpConfig;
 
-pub use teardown::{TeardownHandover, TeardownRefusal};
+pub use teardown::{TeardownHandover, TeardownRefusal, TEARDOWN_MAX_DATA};
 pub use tonic::{TonicHandover, SMALL_HOLD_NS};
 pub use types::{Endpoints, Events, Outgoing, State, TcbStats, TcpError};
 use vars::Timer;

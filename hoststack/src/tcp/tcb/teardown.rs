@@ -24,7 +24,13 @@ pub enum TeardownRefusal {
     /// The data still to send (unacknowledged and unsent) does not fit the peer's window
     /// (AccelTCP §4.2, first condition: the NIC does no congestion control).
     Window,
+    /// The data still to send does not fit one TSO packet (an IPv4 total length of 65,535
+    /// bytes, RFC 791 §3.1, less the IPv4 and TCP headers).
+    TooLarge,
 }
+
+/// Most data one teardown's TSO packet carries: 65,535 − 20 (IPv4) − 20 (TCP).
+pub const TEARDOWN_MAX_DATA: usize = 65_535 - 40;
 
 /// What the NIC needs to finish a connection's close (AccelTCP App. A).
 #[derive(Clone, Copy, Debug)]
@@ -59,6 +65,9 @@ impl Tcb {
         let remaining = self.sbuf.len() as u64;
         if remaining > self.snd.wnd as u64 {
             return Err(TeardownRefusal::Window);
+        }
+        if remaining > TEARDOWN_MAX_DATA as u64 {
+            return Err(TeardownRefusal::TooLarge);
         }
         let ws = self.opt.ws_ok;
         let repr = TeardownRepr {
