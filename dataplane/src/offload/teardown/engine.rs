@@ -449,6 +449,11 @@ impl TeardownEngine {
         let una = Seq(r.snd_una);
         let end = una + data.len() as u32;
         let rto = (r.rto_us as u64 * 1_000).clamp(self.cfg.min_rto_ns, self.cfg.max_rto_ns);
+        // Bytes in [snd.una, snd.nxt) already went out once: they are not sent again unless
+        // the retransmission timer or duplicate ACKs say so. A snd.nxt outside the data
+        // (none sent, or nonsense) starts from snd.una.
+        let nxt = Seq(r.snd_nxt);
+        let sent = if nxt.ge(una) && nxt.le(end) { nxt } else { una };
         let f = Flow {
             key,
             local_port: t.src_port(),
@@ -462,8 +467,8 @@ impl TeardownEngine {
             ip_id: u16::from_be_bytes([ip[4], ip[5]]),
             state,
             una,
-            nxt: una,
-            max: una,
+            nxt: sent,
+            max: sent,
             end,
             rcv_nxt: Seq(r.rcv_nxt),
             snd_wnd: r.snd_wnd,

@@ -624,3 +624,22 @@ fn bad_messages_and_a_full_table_are_refused_without_sending() {
     assert_eq!(h.e.stats().refused_full, 1);
     assert_eq!(h.e.in_progress(), 1);
 }
+
+#[test]
+fn bytes_the_host_sent_already_are_not_sent_again() {
+    let mut h = H::std();
+    let mut r = repr(TcpState::FinWait1, 10_000);
+    r.snd_nxt = UNA + 100;
+    h.offload(&r, &data(250)).unwrap();
+    let s = h.take();
+    assert_eq!(
+        s.iter().map(|o| (o.seq, o.len)).collect::<Vec<_>>(),
+        [(1100, 100), (1200, 50)]
+    );
+    // The first one was lost: the retransmission timer resends it.
+    h.advance_to(h.now + 10 * MS);
+    let s = h.take();
+    assert_eq!((s.len(), s[0].seq, s[0].len), (1, 1000, 100));
+    h.ack(1251);
+    assert_eq!(h.state(), Some(FlowState::FinWait2));
+}
