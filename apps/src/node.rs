@@ -11,6 +11,7 @@ use dataplane::clock::Clock;
 use dataplane::lcore::{LcoreSetup, Mode, NicLcore, PortSlot};
 use dataplane::net::stack::{IfaceConfig, NicStack, StackConfig};
 use dataplane::offload;
+use dataplane::offload::teardown::TeardownOffload;
 use dataplane::port::wire::{self, Impairments, LinkCounters, WireConfig, WireQueue};
 use dataplane::port::Port;
 use dataplane::tonic::nic::TonicNic;
@@ -100,6 +101,13 @@ impl<P: Port> Node<P> {
             .expect("every node's chain has Tonic (offload::default_chain)")
     }
 
+    /// The teardown offload on the NIC's chain (AccelTCP §4.2: its flows and counters).
+    pub fn teardown(&self) -> &TeardownOffload {
+        self.nic
+            .offload()
+            .expect("every node's chain has the teardown offload (offload::default_chain)")
+    }
+
     /// One NIC iteration then one host poll; returns the work done (frames and timers).
     pub fn step(&mut self) -> usize {
         self.nic.poll_once() + self.host.poll()
@@ -161,8 +169,8 @@ impl Pair {
     }
 
     /// Steps both nodes until `done` holds, at most `max_steps` steps; virtual time advances
-    /// `quantum_ns` per step, and jumps to the next host timer after 64 idle steps with
-    /// nothing on the wire (a jump must not overtake a frame in flight: a delayed wire would
+    /// `quantum_ns` per step, and jumps to the next host timer or NIC teardown timer
+    /// (retransmission, TIME_WAIT) after 64 idle steps with nothing on the wire (a jump must not overtake a frame in flight: a delayed wire would
     /// deliver it after timers that it should have stopped). Returns whether `done` held.
     pub fn run_until(
         &mut self,
@@ -182,10 +190,15 @@ impl Pair {
                 idle = 0;
             }
             let now = self.clock.now_ns();
-            let next = [self.a.host.next_timer(), self.b.host.next_timer()]
-                .into_iter()
-                .flatten()
-                .min();
+            let next = [
+                self.a.host.next_timer(),
+                self.b.host.next_timer(),
+                self.a.teardown().engine().next_deadline(),
+                self.b.teardown().engine().next_deadline(),
+            ]
+            .into_iter()
+            .flatten()
+            .min();
             match next {
                 Some(t) if idle > 64 && t > now && self.wire_idle() => {
                     self.clock.advance(t - now);

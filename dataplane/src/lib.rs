@@ -23,6 +23,7 @@ pub mod runtime;
 pub mod runtime_dpdk;
 pub mod sys;
 pub mod tonic;
+pub mod wheel;
 
 pub use buf::{HeapBuf, PacketBuf};
 pub use port::{Port, QueueStats};

@@ -31,6 +31,7 @@
 //! [`crate::lcore::LcoreReport::offloads`] or with [`OffloadChain::get`].
 
 pub mod setup;
+pub mod teardown;
 
 use std::any::Any;
 use std::path::Path;
@@ -46,6 +47,7 @@ use crate::tonic::module::TonicModule;
 use crate::tonic::nic::{TonicNic, TonicNicConfig};
 use crate::tonic::plugin::{self, PluginError};
 use crate::tonic::registry::{params_from_config, Registry};
+use teardown::TeardownOffload;
 
 /// What an offload decided about a frame (or message) it was offered.
 ///
@@ -507,22 +509,26 @@ pub fn tonic_from_config(
     Ok(nic)
 }
 
-/// The offload chain of one NIC lcore for a configuration: Tonic (idle until the host adds
-/// a flow), configured from `[tonic]`, then the SYN-cookie responder (idle until the host
-/// registers a setup-offloaded listener).
+/// The offload chain of one NIC lcore for a configuration, in AccelTCP §4's order: the
+/// teardown offload (AccelTCP §4.2, [`teardown::TeardownConfig`] defaults; idle until the
+/// host hands a close over), Tonic (idle until the host adds a flow), configured from
+/// `[tonic]`, then the SYN-cookie responder (AccelTCP §4.1; idle until the host registers a
+/// setup-offloaded listener).
 pub fn build_chain<B: PacketBuf>(
     cfg: &TonicConfig,
     plugins: &LoadedPlugins,
 ) -> Result<OffloadChain<B>, OffloadError> {
     Ok(OffloadChain::new()
+        .with(Box::new(TeardownOffload::default()))
         .with(Box::new(tonic_from_config(cfg, plugins)?))
         .with(Box::new(setup::SetupOffload::default())))
 }
 
-/// The chain every lcore gets without a configuration: Tonic with its defaults, then the
-/// SYN-cookie responder.
+/// The chain every lcore gets without a configuration: teardown, Tonic and the SYN-cookie
+/// responder with their defaults.
 pub fn default_chain<B: PacketBuf>() -> OffloadChain<B> {
     OffloadChain::new()
+        .with(Box::new(TeardownOffload::default()))
         .with(Box::new(TonicNic::default()))
         .with(Box::new(setup::SetupOffload::default()))
 }

@@ -40,6 +40,28 @@ pub struct Impairments {
     pub buffer_bytes: u64,
     /// Seed of the impairment random stream.
     pub seed: u64,
+    /// Drops exactly one chosen frame (tests only; not read from configurations).
+    #[serde(skip)]
+    pub drop_nth: Option<DropNth>,
+}
+
+/// A deterministic loss: the `nth` frame (counting from 1) of one sending queue for which
+/// `matches` holds is lost (counted in [`LinkCounters::lost`]), whatever the random
+/// impairments draw. Lets a test lose, say, exactly the second data segment or the FIN.
+#[derive(Clone, Copy, Debug)]
+pub struct DropNth {
+    /// Which frames count (the whole Ethernet frame).
+    pub matches: fn(&[u8]) -> bool,
+    /// Which of them is lost, from 1.
+    pub nth: u32,
+}
+
+impl PartialEq for DropNth {
+    /// Equal when they drop the same position; the predicates are not compared (function
+    /// addresses are not meaningful).
+    fn eq(&self, other: &DropNth) -> bool {
+        self.nth == other.nth
+    }
 }
 
 impl Default for Impairments {
@@ -53,6 +75,7 @@ impl Default for Impairments {
             rate_bps: 0,
             buffer_bytes: 1 << 20,
             seed: 1,
+            drop_nth: None,
         }
     }
 }
@@ -221,6 +244,7 @@ pub fn wire_pair(cfg: &WireConfig) -> (WireEnd, WireEnd) {
                 held: None,
                 pending: None,
                 stats: QueueStats::default(),
+                matched: 0,
             })
             .map(Some)
             .collect(),
@@ -277,6 +301,8 @@ pub struct WireQueue {
     held: Option<HeapBuf>,
     pending: Option<Slot>,
     stats: QueueStats,
+    /// Frames that matched [`Impairments::drop_nth`] so far.
+    matched: u32,
 }
 
 impl WireQueue {
@@ -321,7 +347,13 @@ impl WireQueue {
         self.stats.tx_packets += 1;
         self.stats.tx_bytes += buf.len() as u64;
         // Draw first, so that a down interval does not shift the seeded loss stream.
-        let lost = self.rng.chance(self.imp.loss);
+        let mut lost = self.rng.chance(self.imp.loss);
+        if let Some(d) = self.imp.drop_nth {
+            if (d.matches)(buf.data()) {
+                self.matched += 1;
+                lost |= self.matched == d.nth;
+            }
+        }
         if lost || self.tx.counters.down.load(Ordering::Relaxed) {
             LinkCounters::bump(&self.tx.counters.lost);
             return;

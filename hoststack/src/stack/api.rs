@@ -509,6 +509,9 @@ impl<L: HostLink> Context<L> {
                 }
             }
             SockState::Conn(cid) => {
+                if s.opts.teardown_offload && self.teardown_offload(cid, &s.opts) {
+                    return Ok(()); // the NIC closes it (AccelTCP §4.2)
+                }
                 let c = self.conns[cid as usize].as_mut().expect("socket's conn");
                 c.fd = None;
                 if s.opts.linger == Some(0) {

@@ -91,10 +91,12 @@ impl<L: HostLink> Context<L> {
 
     /// A host ↔ NIC control message of type `ty` (its common header checked by
     /// [`msg::classify`]), dispatched by type: Tonic's delivery notifications and the install
-    /// acks of its flow adds go to the Tonic code (Tonic §5); every other type is counted in
+    /// acks of its flow adds go to the Tonic code (Tonic §5); setup notifications and the
+    /// acks of listen registrations (AccelTCP §4.1) to the setup code; teardown counts
+    /// (AccelTCP §4.2) to the teardown code; every other type is counted in
     /// `control_unhandled`: the NIC → host messages of offloads the host does not drive yet
-    /// (setup notifications, AccelTCP §4.1; splice closure reports, §4.3; teardown counts,
-    /// §4.2; acks of other requests) and the host → NIC types, which a NIC never sends.
+    /// (splice closure reports, §4.3; acks of other requests) and the host → NIC types, which
+    /// a NIC never sends.
     fn control_input(&mut self, ty: MsgType, f: &[u8], now: u64) {
         match ty {
             MsgType::TonicDelivered | MsgType::InstallAck => {
@@ -116,7 +118,14 @@ impl<L: HostLink> Context<L> {
                 }
             }
             MsgType::Setup => self.setup_input(f, now),
-            MsgType::SpliceClose | MsgType::TeardownCount => self.stats.control_unhandled += 1,
+            MsgType::TeardownCount => match msg::parse_frame(f) {
+                Ok(msg::ParsedFrame {
+                    message: Message::TeardownCount(r),
+                    ..
+                }) => self.teardown_count(r),
+                _ => self.stats.malformed += 1,
+            },
+            MsgType::SpliceClose => self.stats.control_unhandled += 1,
             MsgType::Teardown
             | MsgType::SpliceInstall
             | MsgType::ListenAdd

@@ -9,6 +9,7 @@ mod api;
 mod epoll;
 mod input;
 mod setup;
+mod teardown;
 mod tonic;
 
 use std::collections::{BinaryHeap, HashMap, VecDeque};
@@ -26,6 +27,7 @@ pub use epoll::{
     EpollEvent, EpollOp, EPOLLERR, EPOLLET, EPOLLHUP, EPOLLIN, EPOLLONESHOT, EPOLLOUT, EPOLLRDHUP,
 };
 pub use setup::SetupHostStats;
+pub use teardown::TeardownHostStats;
 pub use tonic::{TonicHostStats, TAIL_CHUNK};
 
 /// A socket or epoll descriptor, as in mTCP (`int sockid`).
@@ -73,6 +75,9 @@ pub struct HostConfig {
     pub syn_cookies: bool,
     /// Settings of the host's SYN cookies (tick, accepted age, key rotation).
     pub cookie: offload_api::syncookie::CookieConfig,
+    /// `TCP_TEARDOWN_OFFLOAD`: closes are handed to the NIC only while its last reported
+    /// number of connections being closed is below this (AccelTCP §4.2, third condition).
+    pub teardown_threshold: u32,
 }
 
 impl HostConfig {
@@ -104,6 +109,7 @@ impl HostConfig {
             block_timeout_ns: None,
             syn_cookies: true,
             cookie: offload_api::syncookie::CookieConfig::default(),
+            teardown_threshold: 65_536,
         }
     }
 }
@@ -125,7 +131,7 @@ pub struct HostStats {
     pub malformed: u64,
     /// Well-formed host ↔ NIC control messages (EtherTypes 0x090A–0x090E, AccelTCP App. A)
     /// that this host does not handle yet, counted and dropped: setup notifications
-    /// (0x090A, AccelTCP §4.1), splice closure reports (0x090D, §4.3), teardown counts,
+    /// (0x090A, AccelTCP §4.1), splice closure reports (0x090D, §4.3),
     /// install acks of requests other than Tonic flow adds, and host → NIC types.
     pub control_unhandled: u64,
     /// TCP segments to an address that is not ours.
@@ -145,6 +151,9 @@ pub struct HostStats {
     pub conns_freed: u64,
     /// Timer expiries handled.
     pub timer_fires: u64,
+    /// Closes handed to the NIC, refused by reason, and the NIC's teardown count (AccelTCP
+    /// §4.2; see `teardown.rs`).
+    pub teardown: TeardownHostStats,
 }
 
 /// A connection slot.

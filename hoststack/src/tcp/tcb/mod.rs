@@ -23,6 +23,7 @@
 mod cookie;
 mod input;
 mod output;
+mod teardown;
 #[cfg(test)]
 mod tests;
 mod tonic;
@@ -37,6 +38,7 @@ use super::seq::Seq;
 use super::TcpConfig;
 
 pub use cookie::CookieHandshake;
+pub use teardown::{TeardownHandover, TeardownRefusal, TEARDOWN_MAX_DATA};
 pub use tonic::{TonicHandover, SMALL_HOLD_NS};
 pub use types::{Endpoints, Events, Outgoing, State, TcbStats, TcpError};
 use vars::Timer;

@@ -1,0 +1,131 @@
+//! `TCP_TEARDOWN_OFFLOAD`: closes handed to the NIC (AccelTCP §4.2, App. A "Connection
+//! teardown").
+//!
+//! When the application closes a socket with [`SockOpt::TeardownOffload`](super::SockOpt)
+//! set, the context offloads the close if all of §4.2's conditions hold:
+//!
+//! - the connection is ESTABLISHED or CLOSE_WAIT, without unread data, and the data still to
+//!   send (unacknowledged and unsent) fits the peer's window and one TSO packet (64 KB)
+//!   ([`Tcb::teardown_handover`](crate::tcp::tcb::Tcb::teardown_handover));
+//! - the close does not block: no SO_LINGER with a non-zero timeout ("if the application
+//!   wants to confirm data delivery at close(), the host stack should handle the connection
+//!   teardown by itself"); SO_LINGER with a zero timeout resets the connection as usual;
+//! - the NIC's last reported number of connections being closed is under
+//!   [`HostConfig::teardown_threshold`](super::HostConfig::teardown_threshold).
+//!
+//! It then sends one 0x090B frame (the [`TeardownRepr`] header and a TSO IPv4/TCP packet at
+//! snd.una with every remaining byte and the FIN) and forgets the connection at once: its
+//! slot, demux entry and descriptor are free (single ownership, AccelTCP §3). The NIC sends
+//! the data and FIN, retransmits, and runs TIME_WAIT. Otherwise the TCB closes the
+//! connection itself, as without the option. Each outcome is counted in
+//! [`TeardownHostStats`].
+//!
+//! The NIC reports its count with `TeardownCount` messages ([`Context::teardown_count`]).
+//!
+//! A 4-tuple the NIC keeps in TIME_WAIT is free for the host: a new connection on it (a SYN
+//! the host sends, or a SYN from the peer) ends that TIME_WAIT on the NIC.
+
+use offload_api::msg::{self, TeardownCountRepr, TeardownFrame, MAX_HEADER_LEN};
+
+use super::{Context, SockOpts};
+use crate::frame::{self, HostLink};
+use crate::tcp::tcb::TeardownRefusal;
+
+/// Counters of the teardown offload on the host side.
+#[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
+pub struct TeardownHostStats {
+    /// Closes handed to the NIC (0x090B sent; the connection was forgotten).
+    pub offloaded: u64,
+    /// Refused: not ESTABLISHED or CLOSE_WAIT (or unread data, or an error).
+    pub refused_state: u64,
+    /// Refused: the remaining data does not fit the peer's window.
+    pub refused_window: u64,
+    /// Refused: the remaining data does not fit one TSO packet (64 KB).
+    pub refused_size: u64,
+    /// Refused: SO_LINGER with a timeout (a blocking close).
+    pub refused_linger: u64,
+    /// Refused: the NIC's count was at the threshold.
+    pub refused_threshold: u64,
+    /// Refused: the link did not take the message.
+    pub refused_link: u64,
+    /// `TeardownCount` messages received.
+    pub counts: u64,
+    /// The NIC's last reported count.
+    pub nic_count: u32,
+}
+
+impl<L: HostLink> Context<L> {
+    /// Counters of the teardown offload (also in [`HostStats::teardown`](super::HostStats)).
+    pub fn teardown_stats(&self) -> &TeardownHostStats {
+        &self.stats.teardown
+    }
+
+    /// A `TeardownCount` from the NIC: the number of connections it is closing (AccelTCP
+    /// App. A), compared with the threshold at the next close.
+    pub fn teardown_count(&mut self, r: TeardownCountRepr) {
+        self.stats.teardown.counts += 1;
+        self.stats.teardown.nic_count = r.count;
+    }
+
+    /// close() of connection `cid` with `TCP_TEARDOWN_OFFLOAD` set: hands the close to the
+    /// NIC when the conditions hold (see the module documentation), frees the connection and
+    /// returns true; false when the host must close it itself (the reason is counted).
+    pub(super) fn teardown_offload(&mut self, cid: u32, opts: &SockOpts) -> bool {
+        let now = (self.now)();
+        let Some(c) = self.conns[cid as usize].as_ref() else {
+            return false;
+        };
+        let st = &mut self.stats.teardown;
+        let h = match c.tcb.teardown_handover(now) {
+            Ok(h) => h,
+            Err(TeardownRefusal::Window) => {
+                st.refused_window += 1;
+                return false;
+            }
+            Err(TeardownRefusal::TooLarge) => {
+                st.refused_size += 1;
+                return false;
+            }
+            Err(TeardownRefusal::State | TeardownRefusal::UnreadData) => {
+                st.refused_state += 1;
+                return false;
+            }
+        };
+        if opts.linger.is_some_and(|t| t > 0) {
+            st.refused_linger += 1;
+            return false;
+        }
+        if st.nic_count >= self.cfg.teardown_threshold {
+            st.refused_threshold += 1;
+            return false;
+        }
+        let ep = c.tcb.endpoints();
+        let payload = c.tcb.teardown_payload();
+        self.ip_id = self.ip_id.wrapping_add(1);
+        let id = self.ip_id;
+        let hl = h.repr.buffer_len();
+        let sent = self
+            .link
+            .send_built(self.cfg.port, &mut self.scratch, &mut |buf| {
+                // The TSO packet as a plain frame, then the 0x090B header slid in after the
+                // Ethernet header (App. A: the EtherType changes and the header goes in front
+                // of the IP packet).
+                frame::build_tcp(buf, ep.local_ip, ep.remote_ip, id, &h.header, payload);
+                let eth = msg::ETH_HEADER_LEN;
+                buf.splice(eth..eth, std::iter::repeat_n(0u8, hl));
+                buf[12..14].copy_from_slice(&msg::MsgType::Teardown.ethertype().to_be_bytes());
+                h.repr
+                    .emit(&mut TeardownFrame::new_unchecked(&mut buf[eth..eth + hl]));
+            });
+        debug_assert!(hl <= MAX_HEADER_LEN);
+        if !sent {
+            self.stats.link_full += 1;
+            self.stats.teardown.refused_link += 1;
+            return false;
+        }
+        self.stats.frames_out += 1;
+        self.stats.teardown.offloaded += 1;
+        self.free_conn(cid);
+        true
+    }
+}
