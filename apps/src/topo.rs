@@ -108,6 +108,12 @@ impl IntervalPrinter {
             );
         }
         println!("{line}");
+        // The offloads' cumulative counters (SYN cookies, teardowns, Tonic), those that moved.
+        for l in report::offloads_block(reports).lines() {
+            if l.starts_with("offload ") && !l.ends_with(": idle") {
+                println!("           {l}");
+            }
+        }
         self.prev = now;
         self.prev_t = t;
     }

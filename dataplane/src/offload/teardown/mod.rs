@@ -225,6 +225,7 @@ impl<B: PacketBuf> Offload<B> for TeardownOffload {
             ("refused_full", s.refused_full),
             ("refused_bad", s.refused_bad),
             ("in_progress", self.engine.in_progress() as u64),
+            ("wheel_armed", self.engine.timers_armed() as u64),
             ("retransmits_rto", s.retransmits_rto),
             ("retransmits_fast", s.retransmits_fast),
             ("time_wait", s.time_wait),
