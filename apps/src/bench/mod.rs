@@ -23,6 +23,7 @@ mod kernel;
 mod kernel_server;
 mod procstat;
 pub mod smol_echo;
+mod wheel;
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -30,6 +31,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub use kernel_server::kernel_echo_server;
+pub use wheel::{wheel, WheelBenchOpts};
 
 /// Echo port on the server.
 const PORT: u16 = 7007;
