@@ -51,7 +51,7 @@ enum Cmd {
     Demo(DemoArgs),
     /// Benchmarks: `bench echo` compares the host cost of a 64-byte echo on nicemu, smoltcp
     /// and the Linux kernel; `bench tonic` measures Tonic's segment scheduling decisions per
-    /// second.
+    /// second; `bench wheel` times the timer bitmap wheel.
     #[command(subcommand)]
     Bench(BenchCmd),
     /// List the Tonic protocol modules: built in, and loaded from shared libraries (--plugin,
@@ -104,6 +104,19 @@ enum BenchCmd {
         /// follow) instead of the default seeded random order.
         #[arg(long)]
         memory_order: bool,
+    },
+    /// The timer bitmap wheel (AccelTCP §4.2) against the Tonic rate timers' linked-list
+    /// wheel: ns per arm, re-arm, disarm and per-slot expiry scan, side by side.
+    Wheel {
+        /// Registered flow ids.
+        #[arg(long, default_value_t = 1 << 20)]
+        ids: usize,
+        /// Slots of both wheels (a power of two).
+        #[arg(long, default_value_t = 1024)]
+        slots: usize,
+        /// Repetitions (the report gives the median).
+        #[arg(long, default_value_t = 5)]
+        reps: usize,
     },
     /// The kernel epoll echo server `bench echo` runs in its namespace (internal).
     #[command(hide = true)]
@@ -261,6 +274,15 @@ fn main() -> ExitCode {
                 memory_order,
             };
             apps::tonic_cmd::bench(&module, &flows, seconds, opts)
+        }
+        Cmd::Bench(BenchCmd::Wheel { ids, slots, reps }) => {
+            let opts = apps::bench::WheelBenchOpts {
+                ids,
+                slots,
+                reps,
+                ..Default::default()
+            };
+            apps::bench::wheel(&opts).map(|r| print!("{r}"))
         }
         Cmd::Modules { plugin, config } => modules(plugin, config),
         Cmd::Testbench {

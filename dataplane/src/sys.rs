@@ -97,6 +97,22 @@ pub const HUGE_TABLE_MIN_BYTES: usize = 4 << 20;
 /// order would otherwise take a TLB miss (a page walk) on almost every access. The advice is
 /// best effort: where THP is off or `madvise` fails, the vector is the same, on 4 KiB pages.
 pub fn huge_vec<T: Clone>(n: usize, value: T) -> Vec<T> {
+    let mut v = huge_capacity(n);
+    v.resize(n, value);
+    v
+}
+
+/// Like [`huge_vec`], for element types that are not `Clone` (atomics): `n` values of
+/// `make()`.
+pub fn huge_vec_with<T>(n: usize, make: impl FnMut() -> T) -> Vec<T> {
+    let mut v = huge_capacity(n);
+    v.extend(std::iter::repeat_with(make).take(n));
+    v
+}
+
+/// An empty vector with capacity `n`, advised for transparent huge pages as [`huge_vec`]
+/// describes.
+fn huge_capacity<T>(n: usize) -> Vec<T> {
     let mut v: Vec<T> = Vec::with_capacity(n);
     let bytes = n.saturating_mul(std::mem::size_of::<T>());
     #[cfg(target_os = "linux")]
@@ -112,7 +128,6 @@ pub fn huge_vec<T: Clone>(n: usize, value: T) -> Vec<T> {
             let _ = unsafe { libc::madvise(lo as *mut libc::c_void, hi - lo, libc::MADV_HUGEPAGE) };
         }
     }
-    v.resize(n, value);
     v
 }
 

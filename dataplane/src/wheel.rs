@@ -32,6 +32,15 @@
 //!   the write-heavy path (§4.2: "RTO management is write-heavy") at two atomic operations and
 //!   can never fire a timer early, since a flow fires only when its current filed tick is due.
 //!
+//! Scan cost: with a million ids a slot bitmap is 128 KB, and reading it whole every tick
+//! costs tens of µs even when nothing is due. Each slot therefore also has a summary bitmap
+//! with one bit per cache line (8 words, 512 ids) of its bitmap: `arm` marks the line after
+//! setting the bit (a read of the summary word, which is usually already marked, plus a
+//! `fetch_or` the first time), and a scan reads only marked lines, clearing each mark before
+//! reading the line and marking it again if bits stay there. Unlike the per-region counter
+//! that §4.2 found too expensive to update, a mark is written once per line and slot, not on
+//! every update.
+//!
 //! Timing: tick `k` is the instant `k * tick_ns`. A timer armed for `now + after_ns` is filed
 //! at the first tick at or after that instant and fires in the first `advance` whose `now`
 //! reaches that tick: late by less than one tick, never early. A deadline in a tick the
@@ -42,6 +51,9 @@
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+
+/// Bitmap words per cache line: the unit the slot summaries mark.
+const LINE_WORDS: usize = 8;
 
 /// Dimensions of a [`TimerWheel`] (AccelTCP §4.2, Figure 6).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -122,6 +134,11 @@ pub struct TimerWheel {
     words: usize,
     /// `slots * words` bitmap words, slot-major.
     bits: Vec<AtomicU64>,
+    /// Summary words per slot: one bit per cache line (8 words) of the slot's bitmap.
+    summary_words: usize,
+    /// `slots * summary_words` words: a set bit marks a line that may hold set bits, so a
+    /// scan reads only those lines (an empty slot costs a few words, not the whole bitmap).
+    summary: Vec<AtomicU64>,
     /// Per id: the filed tick plus one; 0 = not armed.
     filed: Vec<AtomicU64>,
     regions: Vec<Region>,
@@ -172,6 +189,7 @@ impl TimerWheel {
                 slots: cfg.slots,
                 ids: cfg.ids,
             })?;
+        let summary_words = words.div_ceil(LINE_WORDS).div_ceil(64);
         let cursor = now / cfg.tick_ns;
         let regions = (0..cfg.regions)
             .map(|r| Region {
@@ -184,8 +202,12 @@ impl TimerWheel {
             .collect();
         Ok(TimerWheel {
             words,
-            bits: (0..total).map(|_| AtomicU64::new(0)).collect(),
-            filed: (0..cfg.ids).map(|_| AtomicU64::new(0)).collect(),
+            bits: crate::sys::huge_vec_with(total, || AtomicU64::new(0)),
+            summary_words,
+            summary: (0..cfg.slots * summary_words)
+                .map(|_| AtomicU64::new(0))
+                .collect(),
+            filed: crate::sys::huge_vec_with(cfg.ids, || AtomicU64::new(0)),
             regions,
             out_of_range: AtomicU64::new(0),
             cfg,
@@ -228,12 +250,24 @@ impl TimerWheel {
         let reg = &self.regions[self.region_of(id)];
         let due = now.saturating_add(after_ns).div_ceil(self.cfg.tick_ns);
         let mut tick = due.max(reg.cursor.load(Ordering::SeqCst)).min(u64::MAX - 1);
+        // Start the bitmap word's cache miss now: the atomic swap below waits for its own
+        // miss, and the two would otherwise run one after the other.
+        let slot = (tick % self.cfg.slots as u64) as usize;
+        crate::sys::prefetch(self.bits[slot * self.words + id as usize / 64].as_ptr() as *const u8);
         if filed.swap(tick + 1, Ordering::SeqCst) == 0 {
             reg.armed.fetch_add(1, Ordering::SeqCst);
         }
         loop {
-            self.word(tick, id)
+            let slot = (tick % self.cfg.slots as u64) as usize;
+            self.bits[slot * self.words + id as usize / 64]
                 .fetch_or(1 << (id % 64), Ordering::SeqCst);
+            // Mark the word's cache line in the slot's summary (after the bit: see
+            // `scan_slot`); usually already marked, then a read of a shared line.
+            let line = id as usize / 64 / LINE_WORDS;
+            let summary = &self.summary[slot * self.summary_words + line / 64];
+            if summary.load(Ordering::SeqCst) & (1 << (line % 64)) == 0 {
+                summary.fetch_or(1 << (line % 64), Ordering::SeqCst);
+            }
             if reg.hint.load(Ordering::SeqCst) > tick {
                 reg.hint.fetch_min(tick, Ordering::SeqCst);
             }
@@ -264,7 +298,7 @@ impl TimerWheel {
         if filed.swap(0, Ordering::SeqCst) != 0 {
             self.regions[self.region_of(id)]
                 .armed
-                .fetch_sub(1, Ordering::Relaxed);
+                .fetch_sub(1, Ordering::SeqCst);
         }
     }
 
@@ -327,57 +361,105 @@ impl TimerWheel {
     }
 
     /// Scans one slot bitmap over `reg`'s words: fires the ids filed at a tick `<= target`,
-    /// puts back those filed in a later round and drops stale bits.
+    /// puts back those filed in a later round and drops stale bits. Only the cache lines the
+    /// slot's summary marks are read.
     fn scan_slot(&self, reg: &Region, slot: usize, target: u64, expired: &mut impl FnMut(u32)) {
         if reg.start == reg.end {
             return;
         }
-        let base = slot * self.words;
         let (w0, w1) = (reg.start as usize / 64, (reg.end as usize - 1) / 64);
-        for w in w0..=w1 {
-            let mut mask = u64::MAX;
-            if w == w0 {
-                mask &= u64::MAX << (reg.start % 64);
+        let (l0, l1) = (w0 / LINE_WORDS, w1 / LINE_WORDS);
+        for si in l0 / 64..=l1 / 64 {
+            let mut lmask = u64::MAX;
+            if si == l0 / 64 {
+                lmask &= u64::MAX << (l0 % 64);
             }
-            if w == w1 && !reg.end.is_multiple_of(64) {
-                mask &= u64::MAX >> (64 - reg.end % 64);
+            if si == l1 / 64 && l1 % 64 != 63 {
+                lmask &= u64::MAX >> (63 - l1 % 64);
             }
-            let word = &self.bits[base + w];
-            if word.load(Ordering::Relaxed) & mask == 0 {
+            let summary = &self.summary[slot * self.summary_words + si];
+            let mut lines = summary.load(Ordering::SeqCst) & lmask;
+            if lines == 0 {
                 continue;
             }
-            let mut claimed = word.fetch_and(!mask, Ordering::SeqCst) & mask;
-            let mut keep = 0u64;
-            while claimed != 0 {
-                let b = claimed.trailing_zeros();
-                claimed &= claimed - 1;
-                let id = (w * 64) as u32 + b;
-                let filed = &self.filed[id as usize];
-                let mut v = filed.load(Ordering::SeqCst);
-                loop {
-                    // Not armed, or re-armed into another slot: a stale bit.
-                    if v == 0 || (v - 1) % self.cfg.slots as u64 != slot as u64 {
-                        break;
-                    }
-                    // Its round count is not yet zero: keep it for a later revolution.
-                    if v - 1 > target {
-                        keep |= 1 << b;
-                        break;
-                    }
-                    match filed.compare_exchange(v, 0, Ordering::SeqCst, Ordering::SeqCst) {
-                        Ok(_) => {
-                            reg.armed.fetch_sub(1, Ordering::Relaxed);
-                            expired(id);
-                            break;
-                        }
-                        Err(now_v) => v = now_v,
-                    }
+            // Clear before reading the words: an arm that sets a bit after our read of its
+            // word finds the summary bit clear and sets it again.
+            summary.fetch_and(!lines, Ordering::SeqCst);
+            while lines != 0 {
+                let lb = lines.trailing_zeros();
+                lines &= lines - 1;
+                let line = si * 64 + lb as usize;
+                let (first, last) = (line * LINE_WORDS, line * LINE_WORDS + LINE_WORDS - 1);
+                // Words of the line in a neighbouring region: their bits keep the line marked.
+                let mut busy = (first..w0)
+                    .chain(w1 + 1..=last.min(self.words - 1))
+                    .any(|w| self.bits[slot * self.words + w].load(Ordering::SeqCst) != 0);
+                for w in first.max(w0)..=last.min(w1) {
+                    busy |= self.scan_word(reg, slot, w, target, expired);
+                }
+                // Bits left in the line (long timers, other regions' ids): keep it marked.
+                if busy {
+                    summary.fetch_or(1 << lb, Ordering::SeqCst);
                 }
             }
-            if keep != 0 {
-                word.fetch_or(keep, Ordering::SeqCst);
+        }
+    }
+
+    /// Scans word `w` of `slot` (the part of it in `reg`); returns whether bits are left in
+    /// it (kept long timers, or other regions' bits).
+    fn scan_word(
+        &self,
+        reg: &Region,
+        slot: usize,
+        w: usize,
+        target: u64,
+        expired: &mut impl FnMut(u32),
+    ) -> bool {
+        let mut mask = u64::MAX;
+        if w == reg.start as usize / 64 {
+            mask &= u64::MAX << (reg.start % 64);
+        }
+        if w == (reg.end as usize - 1) / 64 && !reg.end.is_multiple_of(64) {
+            mask &= u64::MAX >> (64 - reg.end % 64);
+        }
+        let word = &self.bits[slot * self.words + w];
+        let seen = word.load(Ordering::SeqCst);
+        if seen & mask == 0 {
+            return seen != 0;
+        }
+        let old = word.fetch_and(!mask, Ordering::SeqCst);
+        let mut claimed = old & mask;
+        let mut keep = 0u64;
+        while claimed != 0 {
+            let b = claimed.trailing_zeros();
+            claimed &= claimed - 1;
+            let id = (w * 64) as u32 + b;
+            let filed = &self.filed[id as usize];
+            let mut v = filed.load(Ordering::SeqCst);
+            loop {
+                // Not armed, or re-armed into another slot: a stale bit.
+                if v == 0 || (v - 1) % self.cfg.slots as u64 != slot as u64 {
+                    break;
+                }
+                // Its round count is not yet zero: keep it for a later revolution.
+                if v - 1 > target {
+                    keep |= 1 << b;
+                    break;
+                }
+                match filed.compare_exchange(v, 0, Ordering::SeqCst, Ordering::SeqCst) {
+                    Ok(_) => {
+                        reg.armed.fetch_sub(1, Ordering::SeqCst);
+                        expired(id);
+                        break;
+                    }
+                    Err(now_v) => v = now_v,
+                }
             }
         }
+        if keep != 0 {
+            word.fetch_or(keep, Ordering::SeqCst);
+        }
+        keep != 0 || old & !mask != 0
     }
 
     /// Earliest tick time (ns) at which some armed id may fire; `None` when nothing is armed.
@@ -409,12 +491,6 @@ impl TimerWheel {
     /// Calls that named an id `>= cfg.ids` (ignored).
     pub fn out_of_range(&self) -> u64 {
         self.out_of_range.load(Ordering::Relaxed)
-    }
-
-    #[inline]
-    fn word(&self, tick: u64, id: u32) -> &AtomicU64 {
-        let slot = (tick % self.cfg.slots as u64) as usize;
-        &self.bits[slot * self.words + id as usize / 64]
     }
 }
 

@@ -10,7 +10,7 @@ use dataplane::cycles::rdtsc;
 use dataplane::port::wire::{self, WireConfig, WireQueue};
 use offload_api::link::LinkCounters;
 
-use super::procstat::thread_cpu_ns;
+use super::procstat::{self_rss_bytes, thread_cpu_ns};
 use super::smol_echo::SmolEchoServer;
 use super::{
     Deadline, EchoBenchOpts, LinkPerTxn, Measurement, Server, CLIENT_IP, CLIENT_MAC, PORT,
@@ -19,12 +19,34 @@ use super::{
 use crate::echo::{EchoClient, EchoServer};
 use crate::node::{Node, NodeSpec};
 
-/// A nicemu node on the wire, set up for many connections.
-fn node(name: &str, ip: [u8; 4], mac: [u8; 6], q: WireQueue, clock: &Clock) -> Node<WireQueue> {
+/// Frames each queue on the path (PCIe link rings, wire rings) must hold for `conns`
+/// connections: the client opens them all at once (a SYN each), and in the closed loop each
+/// has one request or echo in flight plus at most a pure ACK. The host stack drops a frame
+/// the link refuses (a loss, repaired only by retransmission), and the dropped SYNs of one
+/// burst back off in lockstep and meet a full ring again: with 4,096 descriptors, 5,000
+/// connections never all came up.
+fn ring_frames(conns: usize) -> usize {
+    (2 * conns + 1024).max(4096)
+}
+
+/// A nicemu node on the wire, set up for `conns` connections.
+fn node(
+    name: &str,
+    ip: [u8; 4],
+    mac: [u8; 6],
+    q: WireQueue,
+    clock: &Clock,
+    conns: usize,
+) -> Node<WireQueue> {
     let mut spec = NodeSpec::new(name, ip, 24, mac);
-    // Room for a SYN per connection in one go on the emulated PCIe link.
-    spec.link.depth = 4096;
+    spec.link.depth = ring_frames(conns);
     spec.host.tcp.nodelay = true;
+    // The client's connections arrive as one burst of SYNs; the listener's half-open bound
+    // (a SYN-flood guard) takes the whole burst, as one raises tcp_max_syn_backlog for
+    // such a test on Linux.
+    spec.host.max_syn_backlog = spec.host.max_syn_backlog.max(conns);
+    // Every port but the well-known ones: up to 64,512 connections to one server port.
+    spec.host.ephemeral = (1024, 65535);
     Node::new(spec, q, clock)
 }
 
@@ -36,7 +58,7 @@ pub(super) struct Client {
 
 impl Client {
     fn new(q: WireQueue, clock: &Clock, opts: &EchoBenchOpts) -> Result<Client, String> {
-        let mut node = node("client", CLIENT_IP, CLIENT_MAC, q, clock);
+        let mut node = node("client", CLIENT_IP, CLIENT_MAC, q, clock, opts.conns);
         let app = EchoClient::new(
             &mut node.host,
             SocketAddrV4::new(SERVER_IP.into(), PORT),
@@ -53,10 +75,10 @@ impl Client {
     }
 }
 
-fn wire(clock: &Clock) -> (WireQueue, WireQueue) {
+fn wire(clock: &Clock, conns: usize) -> (WireQueue, WireQueue) {
     let (mut a, mut b) = wire::wire_pair(&WireConfig {
         queues: 1,
-        ring_size: 16384,
+        ring_size: ring_frames(conns).max(16384),
         macs: [CLIENT_MAC, SERVER_MAC],
         clock: clock.clone(),
         ..WireConfig::default()
@@ -74,6 +96,10 @@ trait ServerPart {
     fn step(&mut self) -> (u64, u64, bool);
     /// The measured window starts now.
     fn mark(&mut self) {}
+    /// The server's counters, for a failure report.
+    fn counters(&self) -> String {
+        String::new()
+    }
 }
 
 /// Runs the client and `server` through the warm-up and the measured window.
@@ -96,10 +122,12 @@ fn drive(
             }
             if limit.passed() {
                 return Err(format!(
-                    "only {} of {} connections established after {:.0} s",
+                    "only {} of {} connections established after {:.0} s\nclient host: {:?}\nserver: {}",
                     client.app.connected(),
                     opts.conns,
-                    opts.warmup_seconds + 30.0
+                    opts.warmup_seconds + 30.0,
+                    client.node.host.stats(),
+                    server.counters()
                 ));
             }
         }
@@ -181,6 +209,8 @@ struct NicemuServer {
     app: EchoServer,
     /// Link counters (NIC → host, host → NIC) when the window started.
     link0: (LinkCounters, LinkCounters),
+    /// Resident bytes when the window started (every connection up).
+    rss1: Option<u64>,
 }
 
 impl ServerPart for NicemuServer {
@@ -193,7 +223,12 @@ impl ServerPart for NicemuServer {
         (t2.wrapping_sub(t1), t1.wrapping_sub(t0), events > 0)
     }
 
+    fn counters(&self) -> String {
+        format!("host {:?}", self.node.host.stats())
+    }
+
     fn mark(&mut self) {
+        self.rss1 = self_rss_bytes();
         let l = self.node.host.link();
         self.link0 = (l.rx_counters(), l.tx_counters());
     }
@@ -202,16 +237,27 @@ impl ServerPart for NicemuServer {
 /// One round with the nicemu server.
 pub(super) fn nicemu(opts: &EchoBenchOpts, round: u32, tsc_hz: u64) -> Result<Measurement, String> {
     let clock = Clock::real();
-    let (qc, qs) = wire(&clock);
+    let rss0 = self_rss_bytes();
+    let (qc, qs) = wire(&clock, opts.conns);
     let mut client = Client::new(qc, &clock, opts)?;
-    let mut node = node("server", SERVER_IP, SERVER_MAC, qs, &clock);
+    let mut node = node("server", SERVER_IP, SERVER_MAC, qs, &clock, opts.conns);
     let app = EchoServer::new(&mut node.host, PORT).map_err(|e| format!("echo server: {e:?}"))?;
     let mut srv = NicemuServer {
         node,
         app,
         link0: Default::default(),
+        rss1: None,
     };
     let w = drive(opts, &mut client, &mut srv)?;
+    let mut note = w.note();
+    if let (Some(a), Some(b)) = (rss0, srv.rss1) {
+        // Both nodes (hosts, NICs, links, wire) once every connection is up.
+        let per_conn = b.saturating_sub(a) as f64 / opts.conns as f64;
+        note += &format!(
+            "; memory {:.1} KiB per connection (client + server nodes, links, wire)",
+            per_conn / 1024.0
+        );
+    }
     let l = srv.node.host.link();
     let rx = l.rx_counters().delta(&srv.link0.0);
     let tx = l.tx_counters().delta(&srv.link0.1);
@@ -231,7 +277,7 @@ pub(super) fn nicemu(opts: &EchoBenchOpts, round: u32, tsc_hz: u64) -> Result<Me
             to_nic_bytes: tx.bytes as f64 / t,
             dma_copies: (rx.dma_copies + tx.dma_copies) as f64 / t,
         }),
-        note: Some(w.note()),
+        note: Some(note),
     })
 }
 
@@ -262,7 +308,7 @@ pub(super) fn smoltcp(
     tsc_hz: u64,
 ) -> Result<Measurement, String> {
     let clock = Clock::real();
-    let (qc, qs) = wire(&clock);
+    let (qc, qs) = wire(&clock, opts.conns);
     let mut client = Client::new(qc, &clock, opts)?;
     let srv = SmolEchoServer::new(
         qs,

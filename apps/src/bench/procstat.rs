@@ -69,6 +69,14 @@ pub(super) fn ns_per_tick() -> f64 {
     1e9 / if hz > 0 { hz as f64 } else { 100.0 }
 }
 
+/// This process's resident set size in bytes (`/proc/self/statm`, second field, in pages).
+pub(super) fn self_rss_bytes() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: u64 = text.split_whitespace().nth(1)?.parse().ok()?;
+    // 4 KiB pages: Linux's base page on x86_64, the machines this bench targets.
+    Some(pages * 4096)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
