@@ -19,6 +19,7 @@ command -v tshark >/dev/null || need+=(tshark)
 command -v ping >/dev/null || need+=(iputils-ping)
 command -v python3 >/dev/null || need+=(python3)
 command -v tc >/dev/null || need+=(iproute2)
+command -v hping3 >/dev/null || need+=(hping3)
 
 if [ ${#need[@]} -gt 0 ]; then
   echo "install-deps: installing ${need[*]}"
