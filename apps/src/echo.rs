@@ -1,5 +1,7 @@
 //! Echo over the host API: a run-to-completion epoll server, and a client that keeps N
-//! persistent connections each with one request of `size` bytes outstanding.
+//! connections each with one request of `size` bytes outstanding: persistent, or closed and
+//! reopened after a number of transactions (short-lived connections, AccelTCP §6.1 and
+//! Table 3). The server can ask for AccelTCP's setup and teardown offloads.
 
 use std::net::SocketAddrV4;
 
@@ -23,13 +25,34 @@ pub struct EchoServer {
 
 const LISTENER: u64 = u64::MAX;
 
+/// AccelTCP offloads an [`EchoServer`] asks for on its listener (its connections inherit
+/// them).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ServerOffloads {
+    /// `TCP_SETUP_OFFLOAD` (AccelTCP §4.1): the NIC answers SYNs with SYN cookies.
+    pub setup: bool,
+    /// `TCP_TEARDOWN_OFFLOAD` (AccelTCP §4.2): closes are handed to the NIC.
+    pub teardown: bool,
+}
+
 impl EchoServer {
     /// Listens on `port` of `ctx`.
     pub fn new<L: HostLink>(ctx: &mut Context<L>, port: u16) -> Result<Self, Errno> {
+        Self::with_offloads(ctx, port, ServerOffloads::default())
+    }
+
+    /// Listens on `port` of `ctx` with the AccelTCP offloads `off`.
+    pub fn with_offloads<L: HostLink>(
+        ctx: &mut Context<L>,
+        port: u16,
+        off: ServerOffloads,
+    ) -> Result<Self, Errno> {
         let listener = ctx.socket()?;
         ctx.set_nonblocking(listener, true)?;
         ctx.setsockopt(listener, SockOpt::ReuseAddr(true))?;
         ctx.setsockopt(listener, SockOpt::NoDelay(true))?;
+        ctx.setsockopt(listener, SockOpt::SetupOffload(off.setup))?;
+        ctx.setsockopt(listener, SockOpt::TeardownOffload(off.teardown))?;
         ctx.bind(listener, SocketAddrV4::new([0, 0, 0, 0].into(), port))?;
         ctx.listen(listener, 4096)?;
         let ep = ctx.epoll_create()?;
@@ -123,10 +146,16 @@ impl EchoServer {
     }
 }
 
-/// Echo load generator: `conns` persistent connections, each sending one `size`-byte request
-/// and waiting for the whole echo before the next (a transaction).
+/// Echo load generator: `conns` connections, each sending one `size`-byte request and waiting
+/// for the whole echo before the next (a transaction). Persistent, or (with
+/// [`EchoClient::with_per_conn`]) closed after `per_conn` transactions and replaced at once by
+/// a new connection, as AccelTCP §6.1's non-persistent clients do.
 pub struct EchoClient {
     ep: Fd,
+    server: SocketAddrV4,
+    per_conn: u32,
+    /// Connections closed after their transactions and reopened.
+    pub reconnects: u64,
     conns: Vec<ClientConn>,
     events: Vec<EpollEvent>,
     size: usize,
@@ -145,6 +174,8 @@ struct ClientConn {
     connected: bool,
     got: usize,
     seq: u8,
+    /// Transactions on this connection.
+    done: u32,
 }
 
 impl EchoClient {
@@ -155,34 +186,36 @@ impl EchoClient {
         conns: usize,
         size: usize,
     ) -> Result<Self, Errno> {
+        Self::with_per_conn(ctx, server, conns, size, 0)
+    }
+
+    /// Like [`EchoClient::new`], but each connection is closed after `per_conn` transactions
+    /// (0: never) and a new one opened in its place; the client closes first, so TIME_WAIT
+    /// stays on its side.
+    pub fn with_per_conn<L: HostLink>(
+        ctx: &mut Context<L>,
+        server: SocketAddrV4,
+        conns: usize,
+        size: usize,
+        per_conn: u32,
+    ) -> Result<Self, Errno> {
         let ep = ctx.epoll_create()?;
         let mut v = Vec::with_capacity(conns);
         for i in 0..conns {
-            let fd = ctx.socket()?;
-            ctx.set_nonblocking(fd, true)?;
-            ctx.setsockopt(fd, SockOpt::NoDelay(true))?;
-            match ctx.connect(fd, server) {
-                Err(Errno::InProgress) | Ok(()) => {}
-                Err(e) => return Err(e),
-            }
-            ctx.epoll_ctl(
-                ep,
-                EpollOp::Add,
-                fd,
-                EpollEvent {
-                    events: EPOLLIN | EPOLLOUT,
-                    data: i as u64,
-                },
-            )?;
+            let fd = Self::open(ctx, ep, server, i)?;
             v.push(ClientConn {
                 fd,
                 connected: false,
                 got: 0,
                 seq: i as u8,
+                done: 0,
             });
         }
         Ok(EchoClient {
             ep,
+            server,
+            per_conn,
+            reconnects: 0,
             conns: v,
             events: vec![EpollEvent::default(); 1024],
             size: size.max(1),
@@ -192,6 +225,53 @@ impl EchoClient {
             failed: 0,
             corrupt: 0,
         })
+    }
+
+    /// A new non-blocking connection to `server` for slot `k`, registered with `ep`.
+    fn open<L: HostLink>(
+        ctx: &mut Context<L>,
+        ep: Fd,
+        server: SocketAddrV4,
+        k: usize,
+    ) -> Result<Fd, Errno> {
+        let fd = ctx.socket()?;
+        ctx.set_nonblocking(fd, true)?;
+        ctx.setsockopt(fd, SockOpt::NoDelay(true))?;
+        match ctx.connect(fd, server) {
+            Err(Errno::InProgress) | Ok(()) => {}
+            Err(e) => {
+                let _ = ctx.close(fd);
+                return Err(e);
+            }
+        }
+        ctx.epoll_ctl(
+            ep,
+            EpollOp::Add,
+            fd,
+            EpollEvent {
+                events: EPOLLIN | EPOLLOUT,
+                data: k as u64,
+            },
+        )?;
+        Ok(fd)
+    }
+
+    /// Closes slot `k`'s connection after its transactions and opens the next one.
+    fn reconnect<L: HostLink>(&mut self, ctx: &mut Context<L>, k: usize) {
+        let old = self.conns[k].fd;
+        let _ = ctx.epoll_ctl(self.ep, EpollOp::Del, old, EpollEvent::default());
+        let _ = ctx.close(old);
+        match Self::open(ctx, self.ep, self.server, k) {
+            Ok(fd) => {
+                let c = &mut self.conns[k];
+                c.fd = fd;
+                c.connected = false;
+                c.got = 0;
+                c.done = 0;
+                self.reconnects += 1;
+            }
+            Err(_) => self.failed += 1,
+        }
     }
 
     /// Connections whose handshake completed.
@@ -260,7 +340,12 @@ impl EchoClient {
                 if c.got >= self.size {
                     c.got = 0;
                     c.seq = c.seq.wrapping_add(1);
+                    c.done += 1;
                     self.transactions += 1;
+                    if self.per_conn != 0 && c.done >= self.per_conn {
+                        self.reconnect(ctx, k);
+                        break;
+                    }
                     self.send_request(ctx, k);
                 }
             }

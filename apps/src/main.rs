@@ -132,9 +132,13 @@ enum BenchCmd {
 
 #[derive(Args, Debug)]
 struct EchoArgs {
-    /// Persistent connections.
+    /// Concurrent connections.
     #[arg(long, default_value_t = 1024)]
     conns: usize,
+    /// Transactions per connection: 0 keeps connections open; n closes each after n and
+    /// opens a new one (1: short-lived connections, AccelTCP Table 3).
+    #[arg(long, default_value_t = 0)]
+    per_conn: u32,
     /// Request size in bytes.
     #[arg(long, default_value_t = 64)]
     size: usize,
@@ -144,7 +148,8 @@ struct EchoArgs {
     /// Rounds (each runs every server once; the order rotates).
     #[arg(long, default_value_t = 3)]
     rounds: u32,
-    /// Servers to compare, comma-separated: nicemu, smoltcp, kernel.
+    /// Servers to compare, comma-separated: nicemu, nicemu-setup (AccelTCP's setup offload),
+    /// nicemu-offload (setup and teardown offloads), smoltcp, kernel.
     #[arg(long, default_value = "nicemu,smoltcp,kernel")]
     servers: String,
     /// Warm-up seconds before each measured window.
@@ -316,6 +321,7 @@ fn modules(mut plugins: Vec<PathBuf>, config: Option<PathBuf>) -> Result<(), Str
 fn bench_echo(a: EchoArgs) -> Result<(), String> {
     let opts = apps::bench::EchoBenchOpts {
         conns: a.conns,
+        per_conn: a.per_conn,
         size: a.size,
         seconds: a.seconds,
         rounds: a.rounds,

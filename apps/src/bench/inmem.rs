@@ -16,7 +16,7 @@ use super::{
     Deadline, EchoBenchOpts, LinkPerTxn, Measurement, Server, CLIENT_IP, CLIENT_MAC, PORT,
     SERVER_IP, SERVER_MAC,
 };
-use crate::echo::{EchoClient, EchoServer};
+use crate::echo::{EchoClient, EchoServer, ServerOffloads};
 use crate::node::{Node, NodeSpec};
 
 /// Frames each queue on the path (PCIe link rings, wire rings) must hold for `conns`
@@ -37,8 +37,14 @@ fn node(
     q: WireQueue,
     clock: &Clock,
     conns: usize,
+    per_conn: u32,
 ) -> Node<WireQueue> {
     let mut spec = NodeSpec::new(name, ip, 24, mac);
+    if per_conn != 0 && ip == CLIENT_IP {
+        // The load generator closes first and reuses its ports at once (as Linux's
+        // tcp_tw_reuse lets a client): a 60 s TIME_WAIT would hold every port it has.
+        spec.host.tcp.time_wait_ns = 1_000_000;
+    }
     spec.link.depth = ring_frames(conns);
     spec.host.tcp.nodelay = true;
     // The client's connections arrive as one burst of SYNs; the listener's half-open bound
@@ -58,12 +64,21 @@ pub(super) struct Client {
 
 impl Client {
     fn new(q: WireQueue, clock: &Clock, opts: &EchoBenchOpts) -> Result<Client, String> {
-        let mut node = node("client", CLIENT_IP, CLIENT_MAC, q, clock, opts.conns);
-        let app = EchoClient::new(
+        let mut node = node(
+            "client",
+            CLIENT_IP,
+            CLIENT_MAC,
+            q,
+            clock,
+            opts.conns,
+            opts.per_conn,
+        );
+        let app = EchoClient::with_per_conn(
             &mut node.host,
             SocketAddrV4::new(SERVER_IP.into(), PORT),
             opts.conns,
             opts.size,
+            opts.per_conn,
         )
         .map_err(|e| format!("echo client: {e:?}"))?;
         Ok(Client { node, app })
@@ -117,7 +132,7 @@ fn drive(
         i += 1;
         if i.is_multiple_of(256) {
             opts.check_stop()?;
-            if client.app.connected() == opts.conns && warm.passed() {
+            if super::warmed(&client.app, opts) && warm.passed() {
                 break;
             }
             if limit.passed() {
@@ -235,13 +250,31 @@ impl ServerPart for NicemuServer {
 }
 
 /// One round with the nicemu server.
-pub(super) fn nicemu(opts: &EchoBenchOpts, round: u32, tsc_hz: u64) -> Result<Measurement, String> {
+pub(super) fn nicemu(
+    opts: &EchoBenchOpts,
+    round: u32,
+    tsc_hz: u64,
+    server: Server,
+) -> Result<Measurement, String> {
+    let offloads = ServerOffloads {
+        setup: matches!(server, Server::NicemuSetup | Server::NicemuOffload),
+        teardown: server == Server::NicemuOffload,
+    };
     let clock = Clock::real();
     let rss0 = self_rss_bytes();
     let (qc, qs) = wire(&clock, opts.conns);
     let mut client = Client::new(qc, &clock, opts)?;
-    let mut node = node("server", SERVER_IP, SERVER_MAC, qs, &clock, opts.conns);
-    let app = EchoServer::new(&mut node.host, PORT).map_err(|e| format!("echo server: {e:?}"))?;
+    let mut node = node(
+        "server",
+        SERVER_IP,
+        SERVER_MAC,
+        qs,
+        &clock,
+        opts.conns,
+        opts.per_conn,
+    );
+    let app = EchoServer::with_offloads(&mut node.host, PORT, offloads)
+        .map_err(|e| format!("echo server: {e:?}"))?;
     let mut srv = NicemuServer {
         node,
         app,
@@ -263,7 +296,7 @@ pub(super) fn nicemu(opts: &EchoBenchOpts, round: u32, tsc_hz: u64) -> Result<Me
     let tx = l.tx_counters().delta(&srv.link0.1);
     let t = w.transactions.max(1) as f64;
     Ok(Measurement {
-        server: Server::Nicemu,
+        server,
         round,
         transactions: w.transactions,
         wall_s: w.wall,

@@ -144,11 +144,12 @@ impl KernelBench {
         round: u32,
     ) -> Result<Measurement, String> {
         let c = self.client.as_mut().ok_or("no DPDK client")?;
-        let mut app = EchoClient::new(
+        let mut app = EchoClient::with_per_conn(
             &mut c.ctx,
             SocketAddrV4::new(SERVER_IP.into(), PORT),
             opts.conns,
             opts.size,
+            opts.per_conn,
         )
         .map_err(|e| format!("echo client: {e:?}"))?;
         let step = |app: &mut EchoClient, c: &mut DpdkClient| {
@@ -163,7 +164,7 @@ impl KernelBench {
             i += 1;
             if i.is_multiple_of(256) {
                 opts.check_stop()?;
-                if app.connected() == opts.conns && warm.passed() {
+                if super::warmed(&app, opts) && warm.passed() {
                     break;
                 }
                 if limit.passed() {

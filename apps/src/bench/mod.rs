@@ -47,6 +47,10 @@ const SERVER_MAC: [u8; 6] = [0x02, 0, 0, 0, 0xbe, 0x02];
 pub enum Server {
     /// The nicemu host stack behind its emulated NIC.
     Nicemu,
+    /// The same with AccelTCP's connection-setup offload (§4.1: SYN cookies on the NIC).
+    NicemuSetup,
+    /// The same with the setup and teardown offloads (§4.1, §4.2).
+    NicemuOffload,
     /// smoltcp on the same in-memory wire.
     Smoltcp,
     /// The Linux kernel's stack in a namespace (needs the `dpdk` feature).
@@ -58,6 +62,8 @@ impl Server {
     pub fn name(self) -> &'static str {
         match self {
             Server::Nicemu => "nicemu",
+            Server::NicemuSetup => "nicemu-setup",
+            Server::NicemuOffload => "nicemu-offload",
             Server::Smoltcp => "smoltcp",
             Server::Kernel => "kernel",
         }
@@ -70,11 +76,14 @@ pub fn parse_servers(s: &str) -> Result<Vec<Server>, String> {
     for name in s.split(',').map(str::trim).filter(|n| !n.is_empty()) {
         let srv = match name {
             "nicemu" => Server::Nicemu,
+            "nicemu-setup" => Server::NicemuSetup,
+            "nicemu-offload" => Server::NicemuOffload,
             "smoltcp" => Server::Smoltcp,
             "kernel" => Server::Kernel,
             other => {
                 return Err(format!(
-                    "unknown server {other:?}, expected nicemu, smoltcp or kernel"
+                    "unknown server {other:?}, expected nicemu, nicemu-setup, nicemu-offload, \
+                     smoltcp or kernel"
                 ))
             }
         };
@@ -91,8 +100,11 @@ pub fn parse_servers(s: &str) -> Result<Vec<Server>, String> {
 /// Settings of the echo benchmark.
 #[derive(Clone, Debug)]
 pub struct EchoBenchOpts {
-    /// Persistent connections.
+    /// Concurrent connections.
     pub conns: usize,
+    /// Transactions per connection: 0 keeps connections open (persistent); n closes each
+    /// after n transactions and opens a new one at once (1: short-lived, AccelTCP Table 3).
+    pub per_conn: u32,
     /// Request (and echo) size in bytes.
     pub size: usize,
     /// Measured seconds per server per round.
@@ -114,6 +126,7 @@ impl Default for EchoBenchOpts {
     fn default() -> Self {
         EchoBenchOpts {
             conns: 1024,
+            per_conn: 0,
             size: 64,
             seconds: 5.0,
             rounds: 3,
@@ -156,7 +169,24 @@ impl EchoBenchOpts {
         if self.servers.is_empty() {
             return Err("no server given".into());
         }
+        if self.per_conn != 0 && self.servers.contains(&Server::Smoltcp) {
+            return Err(
+                "--per-conn: the smoltcp server keeps one socket per persistent connection; \
+                 leave it out of --servers for short-lived connections"
+                    .into(),
+            );
+        }
         Ok(())
+    }
+}
+
+/// True once the client's load is fully up: every persistent connection established, or,
+/// with short-lived connections, as many transactions done as connections in flight.
+fn warmed(app: &crate::echo::EchoClient, opts: &EchoBenchOpts) -> bool {
+    if opts.per_conn == 0 {
+        app.connected() == opts.conns
+    } else {
+        app.transactions >= opts.conns as u64
     }
 }
 
@@ -334,9 +364,14 @@ impl EchoBenchReport {
 impl fmt::Display for EchoBenchReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let o = &self.opts;
+        let kind = match o.per_conn {
+            0 => "persistent connections".to_string(),
+            1 => "connections in flight, one transaction each".to_string(),
+            n => format!("connections in flight, {n} transactions each"),
+        };
         writeln!(
             f,
-            "echo benchmark: {} persistent connections, {}-byte requests, {} round(s) of {} s \
+            "echo benchmark: {} {kind}, {}-byte requests, {} round(s) of {} s \
              per server (order rotates each round), TSC {:.3} GHz",
             o.conns,
             o.size,
@@ -350,7 +385,7 @@ impl fmt::Display for EchoBenchReport {
         writeln!(f)?;
         writeln!(
             f,
-            "{:<6} {:<8} {:>12} {:>12} {:>12}  detail",
+            "{:<6} {:<14} {:>12} {:>12} {:>12}  detail",
             "round", "server", "transactions", "txn/s", "host ns/txn"
         )?;
         for m in &self.rounds {
@@ -369,7 +404,7 @@ impl fmt::Display for EchoBenchReport {
             }
             writeln!(
                 f,
-                "{:<6} {:<8} {:>12} {:>12.0} {:>12.0}  {detail}",
+                "{:<6} {:<14} {:>12} {:>12.0} {:>12.0}  {detail}",
                 m.round + 1,
                 m.server.name(),
                 m.transactions,
@@ -384,14 +419,14 @@ impl fmt::Display for EchoBenchReport {
         )?;
         writeln!(
             f,
-            "{:<8} {:>12} {:>12} {:>10}",
+            "{:<14} {:>12} {:>12} {:>10}",
             "server", "txn/s", "host ns/txn", "vs nicemu"
         )?;
         for s in self.summary() {
             let ratio = s.vs_nicemu.map_or("-".into(), |r| format!("{r:.2}x"));
             write!(
                 f,
-                "{:<8} {:>12.0} {:>12.0} {:>10}",
+                "{:<14} {:>12.0} {:>12.0} {:>10}",
                 s.server.name(),
                 s.tps,
                 s.host_ns_per_txn,
@@ -505,7 +540,9 @@ pub fn echo(opts: &EchoBenchOpts) -> Result<EchoBenchReport, String> {
         for s in order {
             opts.check_stop()?;
             let m = match s {
-                Server::Nicemu => inmem::nicemu(opts, round, tsc_hz),
+                Server::Nicemu | Server::NicemuSetup | Server::NicemuOffload => {
+                    inmem::nicemu(opts, round, tsc_hz, s)
+                }
                 Server::Smoltcp => inmem::smoltcp(opts, round, tsc_hz),
                 #[cfg(feature = "dpdk")]
                 Server::Kernel => match kernel.as_mut() {
@@ -517,7 +554,7 @@ pub fn echo(opts: &EchoBenchOpts) -> Result<EchoBenchReport, String> {
             }
             .map_err(|e| format!("{} round {}: {e}", s.name(), round + 1))?;
             eprintln!(
-                "bench: round {} {:<8} {:>10.0} txn/s {:>8.0} host ns/txn",
+                "bench: round {} {:<14} {:>10.0} txn/s {:>8.0} host ns/txn",
                 round + 1,
                 s.name(),
                 m.tps(),
