@@ -425,3 +425,32 @@ pub fn wheel(o: &WheelBenchOpts) -> Result<String, String> {
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A small run end to end (nothing here is timed): every figure is there and the scans
+    /// fired what they armed.
+    #[test]
+    fn small_wheel_bench_runs() {
+        let o = WheelBenchOpts {
+            ids: 4096,
+            slots: 64,
+            reps: 1,
+            expiring: vec![1, 64],
+            threads: 2,
+            ..WheelBenchOpts::default()
+        };
+        let r = wheel(&o).unwrap();
+        for row in [
+            "arm (id not armed)",
+            "64 expiring",
+            "1024 stale bits",
+            "disarm, 2 threads",
+        ] {
+            assert!(r.contains(row), "{row} missing from\n{r}");
+        }
+        assert!(wheel(&WheelBenchOpts { slots: 100, ..o }).is_err());
+    }
+}
