@@ -117,6 +117,9 @@ enum BenchCmd {
         /// Repetitions (the report gives the median).
         #[arg(long, default_value_t = 5)]
         reps: usize,
+        /// Also time arm, re-arm and disarm from this many threads at once on one wheel.
+        #[arg(long, default_value_t = 1)]
+        threads: usize,
     },
     /// The kernel epoll echo server `bench echo` runs in its namespace (internal).
     #[command(hide = true)]
@@ -280,11 +283,17 @@ fn main() -> ExitCode {
             };
             apps::tonic_cmd::bench(&module, &flows, seconds, opts)
         }
-        Cmd::Bench(BenchCmd::Wheel { ids, slots, reps }) => {
+        Cmd::Bench(BenchCmd::Wheel {
+            ids,
+            slots,
+            reps,
+            threads,
+        }) => {
             let opts = apps::bench::WheelBenchOpts {
                 ids,
                 slots,
                 reps,
+                threads,
                 ..Default::default()
             };
             apps::bench::wheel(&opts).map(|r| print!("{r}"))

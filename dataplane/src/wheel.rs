@@ -29,7 +29,8 @@
 //!   (and clears) a bit whose flow is no longer filed at that slot. Clearing the old bit from
 //!   `arm` would race with a concurrent re-arm of the same flow into the same slot and could
 //!   erase the new bit (a lost timer) unless updates took a lock; checking at scan time keeps
-//!   the write-heavy path (§4.2: "RTO management is write-heavy") at two atomic operations and
+//!   the write-heavy path (§4.2: "RTO management is write-heavy") at two atomic read-modify-writes
+//!   (three when the arm is the first in its cache line and slot, see below) and
 //!   can never fire a timer early, since a flow fires only when its current filed tick is due.
 //!
 //! Scan cost: with a million ids a slot bitmap is 128 KB, and reading it whole every tick
@@ -249,7 +250,7 @@ impl TimerWheel {
         };
         let reg = &self.regions[self.region_of(id)];
         let due = now.saturating_add(after_ns).div_ceil(self.cfg.tick_ns);
-        let mut tick = due.max(reg.cursor.load(Ordering::SeqCst)).min(u64::MAX - 1);
+        let mut tick = due.max(reg.cursor.load(Ordering::SeqCst)).min(u64::MAX - 2);
         // Start the bitmap word's cache miss now: the atomic swap below waits for its own
         // miss, and the two would otherwise run one after the other.
         let slot = (tick % self.cfg.slots as u64) as usize;
@@ -336,7 +337,8 @@ impl TimerWheel {
     /// When `region >= cfg.regions`.
     pub fn advance_region(&self, region: usize, now: u64, mut expired: impl FnMut(u32)) {
         let reg = &self.regions[region];
-        let target = now / self.cfg.tick_ns;
+        // Room for `target + 1` (the cursor) and the filed tick plus one.
+        let target = (now / self.cfg.tick_ns).min(u64::MAX - 2);
         if reg.cursor.load(Ordering::Relaxed) > target {
             return;
         }
@@ -759,6 +761,29 @@ mod tests {
         let f = fired(&w, T);
         assert_eq!(f.len(), 667);
         assert!(f.iter().all(|id| !(333..666).contains(id)));
+    }
+
+    #[test]
+    fn extreme_times_do_not_overflow() {
+        let w = TimerWheel::new(
+            WheelConfig {
+                ids: 64,
+                slots: 4,
+                tick_ns: 1,
+                regions: 1,
+            },
+            u64::MAX - 10,
+        );
+        w.arm(1, u64::MAX - 10, u64::MAX);
+        w.arm(2, u64::MAX - 10, 3);
+        assert_eq!(fired(&w, u64::MAX - 7), vec![2]);
+        assert_eq!(fired(&w, u64::MAX), vec![1]);
+        // Past the last tick the wheel can reach: armed, never due, no overflow.
+        w.arm(3, u64::MAX, u64::MAX);
+        assert!(w.is_armed(3) && w.next_deadline().is_some());
+        assert!(fired(&w, u64::MAX).is_empty());
+        w.disarm(3);
+        assert_eq!(w.armed(), 0);
     }
 
     #[test]

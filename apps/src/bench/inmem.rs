@@ -25,7 +25,7 @@ use crate::node::{Node, NodeSpec};
 /// the link refuses (a loss, repaired only by retransmission), and the dropped SYNs of one
 /// burst back off in lockstep and meet a full ring again: with 4,096 descriptors, 5,000
 /// connections never all came up.
-fn ring_frames(conns: usize) -> usize {
+pub(super) fn ring_frames(conns: usize) -> usize {
     (2 * conns + 1024).max(4096)
 }
 

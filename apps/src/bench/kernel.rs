@@ -93,8 +93,12 @@ impl Drop for KernelBench {
 
 impl KernelBench {
     /// Creates the namespace and veth, starts the server pinned to `server_core` and the
-    /// DPDK client on `client_core`.
-    pub(super) fn start(client_core: usize, server_core: usize) -> Result<KernelBench, String> {
+    /// DPDK client, sized for `conns` connections, on `client_core`.
+    pub(super) fn start(
+        client_core: usize,
+        server_core: usize,
+        conns: usize,
+    ) -> Result<KernelBench, String> {
         let mut kb = KernelBench {
             client: None,
             server: None,
@@ -133,7 +137,7 @@ impl KernelBench {
             Ok(l) => return Err(format!("kernel echo server did not start: {l:?}")),
             Err(_) => return Err("kernel echo server did not start within 10 s".into()),
         }
-        kb.client = Some(dpdk_client(&outer, &kb.prefix, client_core)?);
+        kb.client = Some(dpdk_client(&outer, &kb.prefix, client_core, conns)?);
         Ok(kb)
     }
 
@@ -238,7 +242,7 @@ impl KernelBench {
 }
 
 /// The client's NIC on net_af_packet over `iface`, with its host context.
-fn dpdk_client(iface: &str, prefix: &str, core: usize) -> Result<DpdkClient, String> {
+fn dpdk_client(iface: &str, prefix: &str, core: usize, conns: usize) -> Result<DpdkClient, String> {
     let afp = AfPacketNic {
         core,
         mem_mb: 512,
@@ -247,7 +251,7 @@ fn dpdk_client(iface: &str, prefix: &str, core: usize) -> Result<DpdkClient, Str
         ..AfPacketNic::new(iface, &format!("{}/24", ip4(CLIENT_IP)), prefix)
     };
     let link = offload_api::link::LinkConfig {
-        depth: 4096,
+        depth: super::inmem::ring_frames(conns),
         ..Default::default()
     };
     let mut topo = afp

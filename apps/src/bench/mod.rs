@@ -517,7 +517,7 @@ pub fn echo(opts: &EchoBenchOpts) -> Result<EchoBenchReport, String> {
                 "bench: kernel server: namespace + veth, server on core {server_core}, \
                  DPDK client on core {bench_core}"
             );
-            match kernel::KernelBench::start(bench_core, server_core) {
+            match kernel::KernelBench::start(bench_core, server_core, opts.conns) {
                 Ok(k) => kernel = Some(k),
                 Err(e) => report.skipped.push((Server::Kernel, e)),
             }
