@@ -291,6 +291,37 @@ pub(super) fn nicemu(
             per_conn / 1024.0
         );
     }
+    if opts.per_conn != 0 {
+        // What the server's host and NIC did with the connections, over the whole round.
+        let h = srv.node.host.stats();
+        let hs = srv.node.host.setup_stats();
+        note += &format!(
+            "; server host: passive opens {}, NIC setups {} (dups {}, dropped {}), \
+             teardowns offloaded {}, RSTs sent {}, SYNs dropped {}, link full {}",
+            h.passive_opens,
+            hs.nic_setups,
+            hs.nic_setup_dups,
+            hs.nic_setup_dropped,
+            h.teardown.offloaded,
+            h.rst_sent,
+            h.syn_dropped,
+            h.link_full
+        );
+        if let Some(o) = srv
+            .node
+            .nic
+            .offload::<dataplane::offload::setup::SetupOffload>()
+        {
+            let s = o.stats();
+            note += &format!(
+                "; server NIC: cookies sent {}, validated {}, refused {}, send failed {}",
+                s.cookies_sent,
+                s.validated,
+                s.rejected_hash + s.rejected_expired + s.rejected_rotated + s.rejected_options,
+                s.send_failed
+            );
+        }
+    }
     let l = srv.node.host.link();
     let rx = l.rx_counters().delta(&srv.link0.0);
     let tx = l.tx_counters().delta(&srv.link0.1);
