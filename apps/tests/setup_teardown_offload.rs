@@ -205,3 +205,64 @@ fn lost_first_request_segment_is_delivered_once_after_retransmission() {
     let o = drop_one(true, is_data, 2);
     check_offloaded(&o, 3);
 }
+
+/// A client that reuses its port while A's host holds the old connection in TIME_WAIT (A
+/// closed first, without the teardown offload): the NIC's cookie handshake for the new
+/// connection ends the old one on A's host (RFC 6191) instead of feeding it the new ACK.
+#[test]
+fn new_connection_on_a_tuple_in_time_wait_replaces_it() {
+    let (a, b) = pair_specs();
+    let mut p = wire_pair(a, b, Impairments::default(), Impairments::default());
+    let l = p.a.host.socket().unwrap();
+    p.a.host.set_nonblocking(l, true).unwrap();
+    p.a.host.setsockopt(l, SockOpt::SetupOffload(true)).unwrap();
+    p.a.host
+        .bind(l, SocketAddrV4::new([0, 0, 0, 0].into(), PORT))
+        .unwrap();
+    p.a.host.listen(l, 4).unwrap();
+    for round in 0..2u8 {
+        let c = p.b.host.socket().unwrap();
+        p.b.host.set_nonblocking(c, true).unwrap();
+        p.b.host
+            .bind(c, SocketAddrV4::new([0, 0, 0, 0].into(), 40_000))
+            .unwrap();
+        assert_eq!(
+            p.b.host.connect(c, SocketAddrV4::new(A_IP.into(), PORT)),
+            Err(Errno::InProgress)
+        );
+        let mut server = None;
+        let mut got = Vec::new();
+        let mut buf = [0u8; 64];
+        let ok = p.run_until(2_000_000, 10_000, |p| {
+            if server.is_none() {
+                if let Ok((fd, _)) = p.a.host.accept(l) {
+                    p.a.host.set_nonblocking(fd, true).unwrap();
+                    assert_eq!(p.a.host.write(fd, &[round; 10]), Ok(10));
+                    p.a.host.close(fd).unwrap(); // A closes first: TIME_WAIT on A's host
+                    server = Some(fd);
+                }
+            }
+            match p.b.host.read(c, &mut buf) {
+                Ok(0) => {
+                    p.b.host.close(c).unwrap();
+                    return true;
+                }
+                Ok(k) => got.extend_from_slice(&buf[..k]),
+                Err(_) => {}
+            }
+            false
+        });
+        assert!(ok, "round {round}");
+        assert_eq!(got, vec![round; 10]);
+        // Let B's close finish; A keeps its TIME_WAIT (60 s).
+        assert!(p.run_until(200_000, 10_000, |p| p.b.host.connections() == 0));
+        assert_eq!(
+            p.a.host.connections(),
+            1,
+            "A holds the connection in TIME_WAIT"
+        );
+    }
+    let hs = p.a.host.setup_stats();
+    assert_eq!(hs.nic_setups, 2);
+    assert_eq!(hs.time_wait_reused, 1);
+}

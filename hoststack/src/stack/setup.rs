@@ -27,6 +27,9 @@ pub struct SetupHostStats {
     /// Setup notifications for a connection that already existed (the peer's next segment
     /// still echoed the NIC's TSval): its segment went to the connection.
     pub nic_setup_dups: u64,
+    /// Setup notifications for the 4-tuple of a connection in TIME_WAIT: the old connection
+    /// ended and the new one was created.
+    pub time_wait_reused: u64,
     /// Setup notifications dropped: no setup-offloaded listener on the port, accept queue
     /// full, no connection slot, or an ACK that did not complete the handshake.
     pub nic_setup_dropped: u64,
@@ -143,9 +146,19 @@ impl<L: HostLink> Context<L> {
         };
         let k = key(tf.src_ip, seg.src_port, seg.dst_port);
         if let Some(&cid) = self.demux.get(&k) {
-            self.setup_stats.nic_setup_dups += 1;
-            self.conn_input(cid, &seg, now);
-            return;
+            let time_wait = self.conns[cid as usize]
+                .as_ref()
+                .is_some_and(|c| c.tcb.state() == crate::tcp::tcb::State::TimeWait);
+            if !time_wait {
+                self.setup_stats.nic_setup_dups += 1;
+                self.conn_input(cid, &seg, now);
+                return;
+            }
+            // A new connection on the 4-tuple of one in TIME_WAIT: its handshake was made
+            // and checked on the NIC, so the old incarnation's duplicates cannot be confused
+            // with it (the peer's timestamps are newer: RFC 6191). The old one ends.
+            self.setup_stats.time_wait_reused += 1;
+            self.free_conn(cid);
         }
         let lfd = match self.listeners.get(&seg.dst_port) {
             Some(&lfd) if self.sock(lfd).is_ok_and(|s| s.opts.setup_offload) => lfd,
