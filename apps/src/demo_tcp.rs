@@ -5,7 +5,7 @@
 
 use std::net::SocketAddrV4;
 
-use apps::echo::{EchoClient, EchoServer};
+use apps::echo::{EchoClient, EchoServer, ServerOffloads};
 use apps::node::{pair_specs, wire_pair, A_IP};
 use dataplane::port::wire::Impairments;
 use hoststack::Errno;
@@ -144,6 +144,46 @@ pub fn run() -> Result<(), String> {
             server.accepted,
             client.transactions,
             link.packets as f64 / client.transactions.max(1) as f64
+        ),
+    )?;
+
+    // Short connections with AccelTCP's setup and teardown offloads (§4.1, §4.2): one
+    // transaction per connection, the NIC answers every SYN with a cookie and takes every close.
+    let opens0 = p.a.host.stats().passive_opens;
+    let mut server = EchoServer::with_offloads(
+        &mut p.a.host,
+        ECHO_PORT + 1,
+        ServerOffloads {
+            setup: true,
+            teardown: true,
+        },
+    )
+    .map_err(|e| e.to_string())?;
+    let mut client = EchoClient::with_per_conn(
+        &mut p.b.host,
+        SocketAddrV4::new(A_IP.into(), ECHO_PORT + 1),
+        64,
+        64,
+        1,
+    )
+    .map_err(|e| e.to_string())?;
+    let short = p.run_until(20_000_000, 5_000, |p| {
+        server.step(&mut p.a.host);
+        client.step(&mut p.b.host);
+        client.transactions >= 2_000
+    });
+    let opens = p.a.host.stats().passive_opens - opens0;
+    let hs = *p.a.host.setup_stats();
+    let offloaded = p.a.host.stats().teardown.offloaded;
+    check(
+        short
+            && client.corrupt == 0
+            && client.failed == 0
+            && hs.nic_setups == opens
+            && offloaded + 64 >= server.closed,
+        format!(
+            "{} short connections with the setup and teardown offloads: every SYN answered by the NIC with a SYN cookie ({} setup notifications, no SYN reached the host), {} closes handed to the NIC",
+            client.transactions, hs.nic_setups, offloaded
         ),
     )?;
     Ok(())
