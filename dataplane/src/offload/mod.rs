@@ -41,7 +41,7 @@ use offload_api::msg::MsgType;
 
 use crate::buf::PacketBuf;
 use crate::config::TonicConfig;
-use crate::net::parse::Parsed;
+use crate::net::parse::{Parsed, IPPROTO_TCP, L3};
 use crate::net::stack::NicStack;
 use crate::tonic::module::TonicModule;
 use crate::tonic::nic::{TonicNic, TonicNicConfig};
@@ -105,6 +105,44 @@ pub struct RxFrame<'a, B: PacketBuf> {
     /// Its headers, parsed once by the lcore (Ethernet, IPv4, the L4 offsets) and validated:
     /// lengths, the IPv4 header checksum and, where the NIC stack checks it, the L4 checksum.
     pub hdr: &'a Parsed,
+}
+
+impl<B: PacketBuf> RxFrame<'_, B> {
+    /// The frame's TCP segment with its IPv4 addresses, when it is an IPv4/TCP frame (the
+    /// lcore checked the bounds, RFC 9293 §3.1); `None` for anything else.
+    #[inline]
+    pub fn tcp(&self) -> Option<RxTcp<'_>> {
+        let L3::Ipv4 {
+            proto: IPPROTO_TCP,
+            src,
+            dst,
+            l4_off,
+            l4_len,
+        } = self.hdr.l3
+        else {
+            return None;
+        };
+        let seg = self.buf.data().get(l4_off..l4_off + l4_len)?;
+        Some(RxTcp {
+            src,
+            dst,
+            l4_off,
+            seg,
+        })
+    }
+}
+
+/// The TCP segment of a wire frame, as [`RxFrame::tcp`] finds it.
+#[derive(Clone, Copy, Debug)]
+pub struct RxTcp<'a> {
+    /// IPv4 source address.
+    pub src: [u8; 4],
+    /// IPv4 destination address.
+    pub dst: [u8; 4],
+    /// Offset of the TCP header in the frame.
+    pub l4_off: usize,
+    /// The TCP header and payload (up to the IPv4 total length).
+    pub seg: &'a [u8],
 }
 
 /// Where the TCP segment sits in a frame from the host (found once by the lcore for all

@@ -30,8 +30,8 @@ use offload_api::wire::Seq;
 
 use crate::buf::PacketBuf;
 use crate::net::csum;
-use crate::net::parse::{ETH_HDR_LEN, IPPROTO_TCP, L3};
-use crate::offload::{CounterSink, Offload, OffloadCtx, RxFrame, Verdict};
+use crate::net::parse::{ETH_HDR_LEN, IPPROTO_TCP};
+use crate::offload::{CounterSink, Offload, OffloadCtx, RxFrame, RxTcp, Verdict};
 
 /// Window the SYN-ACK advertises (never scaled, RFC 7323 §2.2); the host announces its own
 /// window from its first segment on.
@@ -302,24 +302,20 @@ impl<B: PacketBuf> Offload<B> for SetupOffload {
     }
 
     fn wire_rx(&mut self, cx: &mut OffloadCtx<'_, B>, rx: &mut RxFrame<'_, B>) -> Verdict {
-        let L3::Ipv4 {
-            proto: IPPROTO_TCP,
+        let Some(RxTcp {
             src,
             dst,
             l4_off,
-            l4_len,
-        } = rx.hdr.l3
+            seg,
+        }) = rx.tcp()
         else {
             return Verdict::Pass;
         };
+        let l4_len = seg.len();
         if !self.started {
             self.started = true;
             self.cookies.rotate(cx.now);
         }
-        let frame = rx.buf.data();
-        let Some(seg) = frame.get(l4_off..l4_off + l4_len) else {
-            return Verdict::Pass;
-        };
         let Ok(t) = TcpPacket::new_checked(seg) else {
             return Verdict::Pass;
         };

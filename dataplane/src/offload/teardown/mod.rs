@@ -24,7 +24,6 @@ pub use engine::{
 };
 
 use crate::buf::PacketBuf;
-use crate::net::parse::{IPPROTO_TCP, L3};
 use crate::offload::{CounterSink, HostTcp, Offload, OffloadCtx, RxFrame, Verdict};
 use crate::wheel::WheelConfigError;
 
@@ -138,19 +137,10 @@ impl<B: PacketBuf> Offload<B> for TeardownOffload {
 
     /// Segments of the connections being closed end here; everything else passes.
     fn wire_rx(&mut self, cx: &mut OffloadCtx<'_, B>, rx: &mut RxFrame<'_, B>) -> Verdict {
-        let L3::Ipv4 {
-            proto: IPPROTO_TCP,
-            src,
-            dst,
-            l4_off,
-            l4_len,
-        } = rx.hdr.l3
-        else {
+        let Some(t) = rx.tcp() else {
             return Verdict::Pass;
         };
-        let Some(seg) = rx.buf.data().get(l4_off..l4_off + l4_len) else {
-            return Verdict::Pass;
-        };
+        let (src, dst, seg) = (t.src, t.dst, t.seg);
         let io = &mut *cx.io;
         match self
             .engine

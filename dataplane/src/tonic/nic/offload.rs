@@ -6,7 +6,6 @@ use offload_api::msg::MsgType;
 
 use super::{RxVerdict, TonicNic};
 use crate::buf::PacketBuf;
-use crate::net::parse::{IPPROTO_TCP, L3};
 use crate::offload::{CounterSink, HostTcp, Offload, OffloadCtx, RxFrame, Verdict};
 
 impl<B: PacketBuf> Offload<B> for TonicNic {
@@ -22,20 +21,10 @@ impl<B: PacketBuf> Offload<B> for TonicNic {
     /// A pure ACK of a Tonic flow ends on the NIC; a segment that also carries data, a FIN, a
     /// SYN or a RST goes on to the host, which keeps the receive side (Tonic §5).
     fn wire_rx(&mut self, cx: &mut OffloadCtx<'_, B>, rx: &mut RxFrame<'_, B>) -> Verdict {
-        let L3::Ipv4 {
-            proto: IPPROTO_TCP,
-            src,
-            l4_off,
-            l4_len,
-            ..
-        } = rx.hdr.l3
-        else {
+        let Some(t) = rx.tcp() else {
             return Verdict::Pass;
         };
-        let Some(t) = rx.buf.data().get(l4_off..l4_off + l4_len) else {
-            return Verdict::Pass;
-        };
-        match self.rx(src, t, cx.now) {
+        match self.rx(t.src, t.seg, cx.now) {
             RxVerdict::NotTonic => Verdict::Pass,
             RxVerdict::Consumed => Verdict::Consumed,
             RxVerdict::ToHost => Verdict::ToHost,
