@@ -12,8 +12,9 @@
 //!    checked by python. The nicemu host stack never handles a SYN (every connection it holds
 //!    came from a 0x090A setup notification: `nic_setups == passive_opens == N`, §4.1) nor a
 //!    FIN (every close went to the NIC: `teardown.offloaded == N`, §4.2), no segment reaches
-//!    its listener and it sends no RST; the NIC's teardown engine holds nothing once the
-//!    (shortened) TIME_WAIT is over. The kernel ends with no socket of the test's port in a
+//!    its listener and it sends no RST; every connection enters TIME_WAIT on the NIC and
+//!    leaves it when its time (shortened to 5 s) is over or when the kernel reuses the
+//!    4-tuple for a new SYN (RFC 6191), and the NIC's teardown engine holds nothing at the end. The kernel ends with no socket of the test's port in a
 //!    state other than TIME-WAIT (it closes second, so its sockets simply go), and its RST,
 //!    reset and abort counters do not move.
 //! 2. [`kernel_clients_with_both_offloads_and_loss`]: the same with 10% random loss of what
