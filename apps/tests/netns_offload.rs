@@ -76,12 +76,11 @@ const PORT: u16 = 5007;
 /// Bytes of one request (and of its echo).
 const REQUEST: usize = 64;
 const MS: u64 = 1_000_000;
-/// TIME_WAIT of the NIC's teardown engine in these tests (60 s by default). It also bounds
-/// FIN_WAIT_2: the engine frees a connection whose peer's FIN does not come within
-/// `time_wait_ns` (Linux has a separate `tcp_fin_timeout`, 60 s). A kernel FIN that comes
-/// later finds nothing on the NIC, goes to the host's listener and draws a RST. With 1 s this
-/// happened under the SYN flood (python, hping3 and the polling loop share 2 cores; the
-/// client closed more than 1 s after the NIC's FIN) and with loss.
+/// TIME_WAIT of the NIC's teardown engine in these tests (60 s by default). FIN_WAIT_2 keeps
+/// its own 60 s bound (`TeardownConfig::fin_wait2_ns`, Linux's `tcp_fin_timeout`): when it
+/// was tied to TIME_WAIT, a 1 s TIME_WAIT freed flows whose kernel FIN came late (under the
+/// SYN flood, python, hping3 and the polling loop share 2 cores; with loss, a lost FIN comes
+/// back seconds later), and that FIN reached the host's listener and drew a RST.
 const TIME_WAIT_NS: u64 = 5_000 * MS;
 /// TIME_WAIT with loss: a kernel whose FIN is lost several times in a row retransmits it
 /// seconds later (RTO backoff from 200 ms).

@@ -62,6 +62,11 @@ pub struct TeardownConfig {
     pub max_flows: usize,
     /// Length of TIME_WAIT, nanoseconds (2·MSL, RFC 9293 §3.6.1; Linux uses 60 s).
     pub time_wait_ns: u64,
+    /// Longest wait in FIN_WAIT_2 for the peer's FIN once ours is acknowledged,
+    /// nanoseconds (the application has closed, so nobody else ends the connection;
+    /// Linux's `tcp_fin_timeout`, 60 s). Kept apart from `time_wait_ns`: a short TIME_WAIT
+    /// must not cut off a peer whose FIN is merely late.
+    pub fin_wait2_ns: u64,
     /// Retransmission timeouts in a row after which the engine gives up and resets the
     /// connection (RFC 9293 §3.8.3, R2).
     pub max_retries: u32,
@@ -86,6 +91,7 @@ impl Default for TeardownConfig {
         TeardownConfig {
             max_flows: 65_536,
             time_wait_ns: 60_000_000_000,
+            fin_wait2_ns: 60_000_000_000,
             max_retries: 8,
             max_rto_ns: 60_000_000_000,
             min_rto_ns: 1_000_000,
@@ -142,7 +148,7 @@ pub struct TeardownStats {
     /// Connections given up after `max_retries` timeouts (a RST was sent).
     pub gave_up: u64,
     /// FIN_WAIT_2 connections freed because the peer's FIN did not come within
-    /// `time_wait_ns`.
+    /// `fin_wait2_ns`.
     pub fin_wait2_timeouts: u64,
     /// TIME_WAIT connections ended early by a new SYN of the same 4-tuple (RFC 9293
     /// §3.10.7.4 / RFC 6191).

@@ -109,6 +109,7 @@ impl H {
     fn std() -> H {
         H::new(TeardownConfig {
             time_wait_ns: 1_000 * MS,
+            fin_wait2_ns: 3_000 * MS,
             ..TeardownConfig::default()
         })
     }
@@ -482,6 +483,9 @@ fn fin_wait_2_times_out_when_the_peer_never_closes() {
     let mut h = H::std();
     h.offload(&repr(TcpState::FinWait1, 10_000), &[]).unwrap();
     h.ack(UNA + 1);
+    assert_eq!(h.state(), Some(FlowState::FinWait2));
+    // Not cut off by the (shorter) TIME_WAIT length: a late FIN still finds the flow.
+    h.advance_to(h.now + 2_000 * MS);
     assert_eq!(h.state(), Some(FlowState::FinWait2));
     h.advance_to(h.now + 1_000 * MS);
     assert_eq!(h.state(), None);

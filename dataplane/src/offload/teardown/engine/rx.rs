@@ -244,9 +244,9 @@ impl TeardownEngine {
         match state {
             FlowState::TimeWait => self.timers.arm(id, now, self.cfg.time_wait_ns),
             FlowState::FinWait2 if state != before => {
-                // Our FIN is acknowledged: wait for the peer's, at most `time_wait_ns`
+                // Our FIN is acknowledged: wait for the peer's, at most `fin_wait2_ns`
                 // (Linux's tcp_fin_timeout for orphaned connections).
-                self.timers.arm(id, now, self.cfg.time_wait_ns);
+                self.timers.arm(id, now, self.cfg.fin_wait2_ns);
             }
             FlowState::FinWait2 => {}
             _ => {
