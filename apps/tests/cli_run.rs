@@ -119,9 +119,13 @@ fn demo_checks_pass() {
         "{text}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    // 7 NIC checks and 3 host-stack checks.
-    assert_eq!(text.matches("[ok]").count(), 10, "{text}");
+    // 7 NIC checks and 4 host-stack checks.
+    assert_eq!(text.matches("[ok]").count(), 11, "{text}");
     assert!(text.contains("10 MB each way arrived intact"), "{text}");
+    assert!(
+        text.contains("short connections with the setup and teardown offloads"),
+        "{text}"
+    );
     assert!(!text.contains("FAILED"));
     assert!(text.contains("drops: 5 total"), "{text}");
 }
