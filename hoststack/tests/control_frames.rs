@@ -268,3 +268,43 @@ fn bad_control_header_is_malformed_and_other_ethertypes_are_not_tcp() {
         assert_eq!(after.control_unhandled, before.control_unhandled);
     }
 }
+
+/// A segment of a connection handed to the NIC's teardown offload a moment ago that still
+/// reaches the host (it passed the NIC before the NIC installed the handover) is dropped
+/// and counted, not answered with a RST that would reset the NIC's connection; after the
+/// grace period the host answers such a segment as any other.
+#[test]
+fn segment_racing_a_teardown_handover_draws_no_reset() {
+    let mut net = Net::new();
+    let (c, s) = common::connected(&mut net, 80);
+    net.a
+        .setsockopt(s, hoststack::stack::SockOpt::TeardownOffload(true))
+        .unwrap();
+    net.a.close(s).unwrap();
+    assert_eq!(net.a.stats().teardown.offloaded, 1);
+    assert_eq!(net.a.connections(), 0);
+    // B's next segment (its data) arrives at A's host, which no longer has the connection.
+    let rst0 = net.a.stats().rst_sent;
+    net.b.write(c, b"late").unwrap();
+    net.run_until(100, |n| n.a.stats().teardown.late_segments == 1);
+    assert_eq!(net.a.stats().teardown.late_segments, 1);
+    assert_eq!(net.a.stats().rst_sent, rst0);
+    // A second later the host no longer knows the connection: a RST, as RFC 9293 §3.10.7.1
+    // asks for a segment to no connection.
+    net.clock
+        .fetch_add(1_500_000_000, std::sync::atomic::Ordering::Relaxed);
+    let h = Header {
+        src_port: net.b.tcb(c).unwrap().endpoints().local_port,
+        dst_port: 80,
+        seq: Seq(1),
+        ack: Seq(1),
+        flags: Flags::ACK,
+        window: 1000,
+        ..Header::default()
+    };
+    let mut f = Vec::new();
+    frame::build_tcp(&mut f, B, A, 9, &h, [b"x", &[]]);
+    feed(&mut net, &f);
+    assert_eq!(net.a.stats().rst_sent, rst0 + 1);
+    assert_eq!(net.a.stats().teardown.late_segments, 1);
+}

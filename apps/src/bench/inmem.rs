@@ -297,12 +297,14 @@ pub(super) fn nicemu(
         let hs = srv.node.host.setup_stats();
         note += &format!(
             "; server host: passive opens {}, NIC setups {} (dups {}, dropped {}), \
-             teardowns offloaded {}, RSTs sent {}, SYNs dropped {}, link full {}",
+             teardowns offloaded {} (late segments {}), RSTs sent {}, SYNs dropped {}, \
+             link full {}",
             h.passive_opens,
             hs.nic_setups,
             hs.nic_setup_dups,
             hs.nic_setup_dropped,
             h.teardown.offloaded,
+            h.teardown.late_segments,
             h.rst_sent,
             h.syn_dropped,
             h.link_full

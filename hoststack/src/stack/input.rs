@@ -49,6 +49,9 @@ impl<L: HostLink> Context<L> {
             self.conn_input(cid, &seg, now);
             return;
         }
+        if self.late_for_handover(k, seg.flags.has(Flags::SYN), now) {
+            return;
+        }
         if let Some(&lfd) = self.listeners.get(&seg.dst_port) {
             self.listener_input(lfd, tf.src_ip, &seg, now);
             return;

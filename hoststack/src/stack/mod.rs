@@ -373,6 +373,11 @@ pub struct Context<L: HostLink> {
     tonic_stats: TonicHostStats,
     /// The host's SYN cookies (RFC 4987 §3.6).
     cookies: offload_api::syncookie::SynCookies,
+    /// Connections handed to the NIC's teardown offload a moment ago, with the time until
+    /// which their stray segments are dropped (see `teardown::HANDOVER_GRACE_NS`), and the
+    /// same in handover order for expiry.
+    handed_over: HashMap<Key, u64, Fx>,
+    handed_over_q: VecDeque<(u64, Key)>,
     setup_stats: SetupHostStats,
 }
 
@@ -407,6 +412,8 @@ impl<L: HostLink> Context<L> {
             next_request_id: 0,
             tonic_stats: TonicHostStats::default(),
             cookies: offload_api::syncookie::SynCookies::random(cfg_cookie, 0),
+            handed_over: HashMap::default(),
+            handed_over_q: VecDeque::new(),
             setup_stats: SetupHostStats::default(),
         }
     }

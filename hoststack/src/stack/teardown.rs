@@ -27,7 +27,7 @@
 
 use offload_api::msg::{self, TeardownCountRepr, TeardownFrame, MAX_HEADER_LEN};
 
-use super::{Context, SockOpts};
+use super::{key, Context, Key, SockOpts};
 use crate::frame::{self, HostLink};
 use crate::tcp::tcb::TeardownRefusal;
 
@@ -52,7 +52,17 @@ pub struct TeardownHostStats {
     pub counts: u64,
     /// The NIC's last reported count.
     pub nic_count: u32,
+    /// Segments of a connection just handed to the NIC that reached the host anyway (they
+    /// passed the NIC before it installed the handover): dropped without a RST.
+    pub late_segments: u64,
 }
+
+/// How long after a handover the host still recognises the connection's segments as the
+/// NIC's (they raced the 0x090B message across the link) and drops them instead of
+/// answering with a RST. The race lasts one link crossing; a second is ample.
+pub const HANDOVER_GRACE_NS: u64 = 1_000_000_000;
+/// Most handed-over connections remembered for [`HANDOVER_GRACE_NS`] (the oldest go first).
+pub const HANDOVER_MEMORY: usize = 65_536;
 
 impl<L: HostLink> Context<L> {
     /// Counters of the teardown offload (also in [`HostStats::teardown`](super::HostStats)).
@@ -126,6 +136,48 @@ impl<L: HostLink> Context<L> {
         self.stats.frames_out += 1;
         self.stats.teardown.offloaded += 1;
         self.free_conn(cid);
+        self.remember_handover(key(ep.remote_ip, ep.remote_port, ep.local_port), now);
         true
+    }
+
+    /// Remembers a connection handed to the NIC for [`HANDOVER_GRACE_NS`].
+    fn remember_handover(&mut self, k: Key, now: u64) {
+        self.expire_handovers(now);
+        if self.handed_over_q.len() >= HANDOVER_MEMORY {
+            if let Some((_, old)) = self.handed_over_q.pop_front() {
+                self.handed_over.remove(&old);
+            }
+        }
+        let until = now + HANDOVER_GRACE_NS;
+        self.handed_over.insert(k, until);
+        self.handed_over_q.push_back((until, k));
+    }
+
+    fn expire_handovers(&mut self, now: u64) {
+        while let Some(&(until, k)) = self.handed_over_q.front() {
+            if until > now {
+                break;
+            }
+            self.handed_over_q.pop_front();
+            if self.handed_over.get(&k) == Some(&until) {
+                self.handed_over.remove(&k);
+            }
+        }
+    }
+
+    /// True (and counted) when `seg`, which matched no connection, belongs to one handed to
+    /// the NIC a moment ago and is not a SYN: it passed the NIC before the handover was
+    /// installed (single ownership, AccelTCP §3: the NIC owns it now), so the host drops it
+    /// instead of resetting the NIC's connection. A lost ACK or FIN is repaired by the peer.
+    pub(super) fn late_for_handover(&mut self, k: Key, syn: bool, now: u64) -> bool {
+        if syn || self.handed_over.is_empty() {
+            return false;
+        }
+        self.expire_handovers(now);
+        if self.handed_over.contains_key(&k) {
+            self.stats.teardown.late_segments += 1;
+            return true;
+        }
+        false
     }
 }
