@@ -41,9 +41,11 @@ fn node(
 ) -> Node<WireQueue> {
     let mut spec = NodeSpec::new(name, ip, 24, mac);
     if per_conn != 0 && ip == CLIENT_IP {
-        // The load generator closes first and reuses its ports at once (as Linux's
-        // tcp_tw_reuse lets a client): a 60 s TIME_WAIT would hold every port it has.
-        spec.host.tcp.time_wait_ns = 1_000_000;
+        // The load generator closes first and reuses its ports soon (as Linux's
+        // tcp_tw_reuse lets a client): a 60 s TIME_WAIT would hold every port it has. 100 ms
+        // stays above the round trip under load (with 1 ms, segments still in flight met
+        // closed connections and drew RSTs).
+        spec.host.tcp.time_wait_ns = 100_000_000;
     }
     spec.link.depth = ring_frames(conns);
     spec.host.tcp.nodelay = true;

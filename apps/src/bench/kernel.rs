@@ -261,10 +261,11 @@ fn dpdk_client(iface: &str, prefix: &str, core: usize, conns: usize) -> Result<D
     let host = topo.host.pop().ok_or("no host link")?;
     let mut hc = HostConfig::new(CLIENT_IP, 0);
     hc.tcp.nodelay = true;
-    // The load generator closes first and reuses its ports at once (as Linux's tcp_tw_reuse
+    // The load generator closes first and reuses its ports soon (as Linux's tcp_tw_reuse
     // lets a client), over every port but the well-known ones: with short-lived connections
-    // a 60 s TIME_WAIT would hold all of them within a second.
-    hc.tcp.time_wait_ns = 1_000_000;
+    // a 60 s TIME_WAIT would hold all of them within a second (100 ms: as the in-memory
+    // rounds' client).
+    hc.tcp.time_wait_ns = 100_000_000;
     hc.ephemeral = (1024, 65535);
     let clock = nic.clock().clone();
     let ctx = Context::new(hc, host, std::sync::Arc::new(move || clock.now_ns()));

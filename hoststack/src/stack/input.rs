@@ -49,7 +49,7 @@ impl<L: HostLink> Context<L> {
             self.conn_input(cid, &seg, now);
             return;
         }
-        if self.late_for_handover(k, seg.flags.has(Flags::SYN), now) {
+        if self.late_for_handover(k, seg.flags, now) {
             return;
         }
         if let Some(&lfd) = self.listeners.get(&seg.dst_port) {

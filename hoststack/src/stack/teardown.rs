@@ -29,6 +29,7 @@ use offload_api::msg::{self, TeardownCountRepr, TeardownFrame, MAX_HEADER_LEN};
 
 use super::{key, Context, Key, SockOpts};
 use crate::frame::{self, HostLink};
+use crate::tcp::segment::Flags;
 use crate::tcp::tcb::TeardownRefusal;
 
 /// Counters of the teardown offload on the host side.
@@ -166,11 +167,12 @@ impl<L: HostLink> Context<L> {
     }
 
     /// True (and counted) when `seg`, which matched no connection, belongs to one handed to
-    /// the NIC a moment ago and is not a SYN: it passed the NIC before the handover was
-    /// installed (single ownership, AccelTCP §3: the NIC owns it now), so the host drops it
-    /// instead of resetting the NIC's connection. A lost ACK or FIN is repaired by the peer.
-    pub(super) fn late_for_handover(&mut self, k: Key, syn: bool, now: u64) -> bool {
-        if syn || self.handed_over.is_empty() {
+    /// the NIC a moment ago and is neither a SYN nor a RST: it passed the NIC before the
+    /// handover was installed (single ownership, AccelTCP §3: the NIC owns it now), so the
+    /// host drops it instead of resetting the NIC's connection. A lost ACK or FIN is repaired
+    /// by the peer. (A RST to no connection is ignored anyway, RFC 9293 §3.10.7.1.)
+    pub(super) fn late_for_handover(&mut self, k: Key, flags: Flags, now: u64) -> bool {
+        if flags.has(Flags::SYN) || flags.has(Flags::RST) || self.handed_over.is_empty() {
             return false;
         }
         self.expire_handovers(now);
