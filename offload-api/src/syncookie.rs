@@ -13,7 +13,8 @@
 //!
 //! - `hash`: the top 24 bits of SipHash-2-4 (keyed; AccelTCP's prototype used unkeyed CRC32,
 //!   and §6 of the paper says a cryptographic hash is needed) over the 4-tuple, the peer's
-//!   ISN and the full time counter. The key rotates (see [`SynCookies`]).
+//!   ISN, the full time counter and the MSS class (so that neither can be altered). The key
+//!   rotates (see [`SynCookies`]).
 //! - `MSS`: the index into [`MSS_TABLE`] of the largest entry not above the peer's MSS.
 //! - `counter`: the low 5 bits of the time counter (one tick per [`CookieConfig::period_ns`]).
 //!   A cookie is accepted while its age in ticks is at most [`CookieConfig::max_age`].
@@ -255,14 +256,15 @@ impl SynCookies {
         }
     }
 
-    fn hash24(key: &[u8; 16], c: &CookieTuple, peer_isn: u32, t: u64) -> u32 {
-        let mut m = [0u8; 24];
+    fn hash24(key: &[u8; 16], c: &CookieTuple, peer_isn: u32, t: u64, class: u32) -> u32 {
+        let mut m = [0u8; 25];
         m[0..4].copy_from_slice(&c.remote_ip);
         m[4..8].copy_from_slice(&c.local_ip);
         m[8..10].copy_from_slice(&c.remote_port.to_be_bytes());
         m[10..12].copy_from_slice(&c.local_port.to_be_bytes());
         m[12..16].copy_from_slice(&peer_isn.to_be_bytes());
         m[16..24].copy_from_slice(&t.to_le_bytes());
+        m[24] = class as u8;
         (siphash24(key, &m) >> 40) as u32
     }
 
@@ -274,8 +276,9 @@ impl SynCookies {
         // The key `check` will pick for tick `t` (a clock read just before a rotation by
         // another caller may lie in the previous key's span).
         let key = self.key_for(t).unwrap_or(&self.cur.key);
-        let h = Self::hash24(key, c, peer_isn, t);
-        (h << 8) | (mss_class(peer_mss) << 5) | (t as u32 & 31)
+        let class = mss_class(peer_mss);
+        let h = Self::hash24(key, c, peer_isn, t, class);
+        (h << 8) | (class << 5) | (t as u32 & 31)
     }
 
     /// Checks the cookie of a final ACK on `c`: `cookie` is the ACK number minus one,
@@ -295,10 +298,11 @@ impl SynCookies {
         }
         let t = now_t - age as u64;
         let key = self.key_for(t).ok_or(CookieError::Rotated)?;
-        if Self::hash24(key, c, peer_isn, t) != cookie >> 8 {
+        let class = (cookie >> 5) & 7;
+        if Self::hash24(key, c, peer_isn, t, class) != cookie >> 8 {
             return Err(CookieError::BadHash);
         }
-        Ok(MSS_TABLE[((cookie >> 5) & 7) as usize])
+        Ok(MSS_TABLE[class as usize])
     }
 }
 
