@@ -50,11 +50,7 @@
 mod common;
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Read};
 use std::net::{Ipv4Addr, SocketAddrV4};
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc::{self, Receiver};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use dataplane::netns::AfPacketNic;
@@ -66,8 +62,10 @@ use hoststack::stack::SockOpt;
 use hoststack::{Context, Errno, Fd, HostConfig};
 use offload_api::link::HostEnd;
 
+use common::kstats::{self, delta, must_stay_zero};
 use common::netns::Netns;
 use common::node::Node;
+use common::proc::Proc;
 
 const NIC_IP: [u8; 4] = [192, 0, 2, 1];
 const KERNEL_IP: [u8; 4] = [192, 0, 2, 2];
@@ -172,122 +170,6 @@ print("done", st["ok"], "%.3f" % el, flush=True)
 // ---------------------------------------------------------------------------------------
 // Child processes.
 
-/// A child process in the namespace whose stdout lines arrive on a channel (a reader thread
-/// blocks on the pipe, so the polling loop never does). Killed when dropped.
-struct Proc {
-    what: String,
-    child: Child,
-    lines: Receiver<String>,
-    out: Vec<String>,
-    stderr: Option<JoinHandle<String>>,
-    status: Option<ExitStatus>,
-}
-
-impl Proc {
-    fn spawn(net: &Netns, args: &[&str]) -> Proc {
-        let mut child = net
-            .command(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|e| panic!("{args:?}: {e}"));
-        let stdout = child.stdout.take().expect("piped stdout");
-        let mut stderr = child.stderr.take().expect("piped stderr");
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let stderr = std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = stderr.read_to_string(&mut s);
-            s
-        });
-        Proc {
-            what: args.first().copied().unwrap_or_default().to_string(),
-            child,
-            lines,
-            out: Vec::new(),
-            stderr: Some(stderr),
-            status: None,
-        }
-    }
-
-    fn drain(&mut self) {
-        while let Ok(l) = self.lines.try_recv() {
-            self.out.push(l);
-        }
-    }
-
-    /// The exit status once the child has exited (all its output collected then).
-    fn exited(&mut self) -> Option<ExitStatus> {
-        if self.status.is_none() {
-            self.status = self.child.try_wait().expect("try_wait");
-            if self.status.is_some() {
-                // The pipe closes at exit: the reader thread ends after the last line.
-                while let Ok(l) = self.lines.recv_timeout(Duration::from_secs(2)) {
-                    self.out.push(l);
-                }
-            }
-        }
-        self.drain();
-        self.status
-    }
-
-    fn stdout(&self) -> String {
-        self.out.join("\n")
-    }
-
-    /// Its standard error once it has exited.
-    fn stderr(&mut self) -> String {
-        if self.status.is_some() {
-            self.stderr
-                .take()
-                .and_then(|h| h.join().ok())
-                .unwrap_or_default()
-        } else {
-            String::from("(still running)")
-        }
-    }
-
-    /// Everything known about the child, for failure messages.
-    fn describe(&mut self) -> String {
-        let stderr = self.stderr();
-        format!(
-            "{} exit {:?}\n--- stdout:\n{}\n--- stderr:\n{}",
-            self.what,
-            self.status,
-            self.stdout(),
-            stderr
-        )
-    }
-
-    /// Sends SIGINT (hping3 then prints its statistics and exits).
-    fn interrupt(&mut self) {
-        if self.status.is_none() {
-            let pid = self.child.id().to_string();
-            let _ = Command::new("kill")
-                .args(["-INT", &pid])
-                .stdin(Stdio::null())
-                .status();
-        }
-    }
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        if self.status.is_none() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
-}
-
 // ---------------------------------------------------------------------------------------
 // The nicemu node (`common::node`): its offloads, helper commands while it keeps polling.
 
@@ -345,44 +227,7 @@ impl Node {
 /// TCP counters of the namespace: `Tcp` of /proc/net/snmp and `TcpExt` of /proc/net/netstat,
 /// as `Tcp.OutRsts`, `TcpExt.TCPAbortOnData`, ...
 fn kernel_counters(node: &mut Node, net: &Netns) -> HashMap<String, i64> {
-    let text = node.ns_command(net, &["cat", "/proc/net/snmp", "/proc/net/netstat"]);
-    let mut m = HashMap::new();
-    let lines: Vec<&str> = text.lines().collect();
-    for pair in lines.windows(2) {
-        let (Some((p1, names)), Some((p2, values))) =
-            (pair[0].split_once(':'), pair[1].split_once(':'))
-        else {
-            continue;
-        };
-        if p1 != p2 || !matches!(p1, "Tcp" | "TcpExt") || names.trim().starts_with(char::is_numeric)
-        {
-            continue;
-        }
-        for (n, v) in names.split_whitespace().zip(values.split_whitespace()) {
-            if let Ok(v) = v.parse::<i64>() {
-                m.insert(format!("{p1}.{n}"), v);
-            }
-        }
-    }
-    assert!(
-        m.contains_key("Tcp.OutRsts") && m.contains_key("TcpExt.TCPAbortOnData"),
-        "unexpected counter files:\n{text}"
-    );
-    m
-}
-
-/// The counters that must not move: RSTs sent, resets of connections (received RSTs),
-/// failed attempts, checksum errors, aborts.
-fn must_stay_zero(name: &str) -> bool {
-    matches!(
-        name,
-        "Tcp.OutRsts" | "Tcp.EstabResets" | "Tcp.AttemptFails" | "Tcp.InCsumErrors"
-    ) || name.starts_with("TcpExt.TCPAbortOn")
-        || name == "TcpExt.TCPAbortFailed"
-}
-
-fn delta(before: &HashMap<String, i64>, after: &HashMap<String, i64>, name: &str) -> i64 {
-    after.get(name).copied().unwrap_or(0) - before.get(name).copied().unwrap_or(0)
+    kstats::parse(&node.ns_command(net, &["cat", "/proc/net/snmp", "/proc/net/netstat"]))
 }
 
 fn assert_no_resets(before: &HashMap<String, i64>, after: &HashMap<String, i64>, label: &str) {

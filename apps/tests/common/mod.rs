@@ -1,8 +1,10 @@
 //! Helpers shared by apps' integration tests.
 #![allow(dead_code)]
 
+pub mod kstats;
 pub mod netns;
 #[cfg(feature = "dpdk")]
 pub mod node;
 pub mod pattern;
+pub mod proc;
 pub mod tonic_wire;
