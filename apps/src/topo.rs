@@ -56,22 +56,9 @@ pub fn check(path: &Path) -> Result<(), String> {
 }
 
 fn warn_unavailable(cfg: &Config) {
-    let o = &cfg.offloads;
-    for (on, name) in [
-        (o.setup, "setup"),
-        (o.teardown, "teardown"),
-        (o.splice, "splice"),
-    ] {
-        if on {
-            eprintln!(
-                "nicemu: warning: {}: offloads.{name} = true, but this build has no {name} offload engine yet; it is off",
-                cfg.source
-            );
-        }
-    }
-    if let Some(m) = &cfg.tonic.module {
+    if cfg.offloads.splice {
         eprintln!(
-            "nicemu: warning: {}: tonic.module = {m:?}, but this build has no Tonic engine yet; it is off",
+            "nicemu: warning: {}: offloads.splice = true, but this build has no splice offload engine yet; it is off",
             cfg.source
         );
     }

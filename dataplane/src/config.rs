@@ -183,17 +183,101 @@ pub struct LcoreConfig {
     pub role: Role,
 }
 
-/// AccelTCP offload switches (AccelTCP §4; while an engine is not built yet, a switch that is
-/// on is reported as unavailable).
-#[derive(Clone, Debug, Default, Deserialize)]
+/// AccelTCP offloads (`[offloads]`, AccelTCP §4): which engines the NIC lcores run, and their
+/// settings. An engine that is on stays idle until the host asks for it (a listener with
+/// `TCP_SETUP_OFFLOAD`, a close with `TCP_TEARDOWN_OFFLOAD`); one that is off leaves those
+/// requests unanswered, and the host does the work itself.
+#[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct OffloadConfig {
-    /// SYN-cookie connection setup on the NIC (AccelTCP §4.1).
+    /// SYN-cookie connection setup on the NIC (AccelTCP §4.1). On by default.
     pub setup: bool,
-    /// Connection teardown on the NIC (AccelTCP §4.2).
+    /// Connection teardown on the NIC (AccelTCP §4.2). On by default.
     pub teardown: bool,
-    /// Connection splicing on the NIC (AccelTCP §4.3).
+    /// Connection splicing on the NIC (AccelTCP §4.3): not built yet, so it stays off.
     pub splice: bool,
+    /// Connections one NIC lcore may be closing at once (the teardown engine's table).
+    pub teardown_max_flows: usize,
+    /// TIME_WAIT on the NIC, milliseconds (RFC 9293 §3.6.1: 2·MSL; Linux 60 s).
+    pub teardown_time_wait_ms: u64,
+    /// Longest FIN_WAIT_2 on the NIC, milliseconds (Linux's `tcp_fin_timeout`, 60 s).
+    pub teardown_fin_wait2_ms: u64,
+    /// Retransmission timeouts in a row before the NIC gives a teardown up with a RST.
+    pub teardown_max_retries: u32,
+    /// Length of one SYN-cookie time-counter tick, seconds.
+    pub cookie_period_s: u64,
+    /// Oldest accepted cookie, in ticks (at most 30: the counter has 5 bits).
+    pub cookie_max_age: u32,
+    /// The cookie key rotates every this many ticks (more than `cookie_max_age`).
+    pub cookie_rotate_ticks: u32,
+}
+
+impl Default for OffloadConfig {
+    fn default() -> Self {
+        OffloadConfig {
+            setup: true,
+            teardown: true,
+            splice: false,
+            teardown_max_flows: 65_536,
+            teardown_time_wait_ms: 60_000,
+            teardown_fin_wait2_ms: 60_000,
+            teardown_max_retries: 8,
+            cookie_period_s: 64,
+            cookie_max_age: 2,
+            cookie_rotate_ticks: 16,
+        }
+    }
+}
+
+impl OffloadConfig {
+    /// Checks the value ranges; returns the offending key (under `offloads.`) and the
+    /// problem.
+    fn check(&self) -> Result<(), (&'static str, String)> {
+        let o = self;
+        let rules: [(&'static str, bool, &str); 7] = [
+            (
+                "teardown_max_flows",
+                (1..=1 << 24).contains(&o.teardown_max_flows),
+                "expected 1 to 16,777,216 connections",
+            ),
+            (
+                "teardown_time_wait_ms",
+                o.teardown_time_wait_ms >= 1,
+                "expected a positive time",
+            ),
+            (
+                "teardown_fin_wait2_ms",
+                o.teardown_fin_wait2_ms >= 1,
+                "expected a positive time",
+            ),
+            (
+                "teardown_max_retries",
+                (1..=64).contains(&o.teardown_max_retries),
+                "expected 1 to 64",
+            ),
+            (
+                "cookie_period_s",
+                (1..=3600).contains(&o.cookie_period_s),
+                "expected 1 to 3600 seconds",
+            ),
+            (
+                "cookie_max_age",
+                (1..=30).contains(&o.cookie_max_age),
+                "expected 1 to 30 ticks (the cookie's counter has 5 bits)",
+            ),
+            (
+                "cookie_rotate_ticks",
+                o.cookie_rotate_ticks > o.cookie_max_age,
+                "expected more ticks than cookie_max_age",
+            ),
+        ];
+        for (key, ok, msg) in rules {
+            if !ok {
+                return Err((key, msg.to_string()));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Protocol modules the Tonic engine will offer (Tonic Table 3, plus DCTCP).
@@ -532,6 +616,9 @@ impl Config {
         if let Err((key, msg)) = self.tonic.check() {
             return Err(self.err(format!("tonic.{key}"), msg));
         }
+        if let Err((key, msg)) = self.offloads.check() {
+            return Err(self.err(format!("offloads.{key}"), msg));
+        }
         Ok(())
     }
 
@@ -683,6 +770,36 @@ mod tests {
         let e = err(&(GOOD.to_string() + "\n[tonic]\nmodule = \"cubic\"\n"));
         assert_eq!(e.key, "tonic.module");
         assert!(e.message.contains("newreno"));
+    }
+
+    #[test]
+    fn offload_settings_parse_and_are_checked() {
+        let c = Config::parse(GOOD, "t.toml").unwrap();
+        assert!(c.offloads.setup && c.offloads.teardown && !c.offloads.splice);
+        let c = Config::parse(
+            &(GOOD.to_string()
+                + "\n[offloads]\nsetup = false\nteardown_time_wait_ms = 500\ncookie_max_age = 4\n"),
+            "t.toml",
+        )
+        .unwrap();
+        assert!(!c.offloads.setup && c.offloads.teardown);
+        assert_eq!(c.offloads.teardown_time_wait_ms, 500);
+        assert_eq!(c.offloads.cookie_max_age, 4);
+        let bad = |extra: &str| err(&(GOOD.to_string() + "\n[offloads]\n" + extra + "\n"));
+        assert_eq!(
+            bad("teardown_max_flows = 0").key,
+            "offloads.teardown_max_flows"
+        );
+        assert_eq!(bad("cookie_max_age = 31").key, "offloads.cookie_max_age");
+        assert_eq!(
+            bad("cookie_max_age = 20\ncookie_rotate_ticks = 20").key,
+            "offloads.cookie_rotate_ticks"
+        );
+        assert_eq!(
+            bad("teardown_time_wait_ms = 0").key,
+            "offloads.teardown_time_wait_ms"
+        );
+        assert_eq!(bad("cookies = 1").key, "offloads.cookies");
     }
 
     #[test]

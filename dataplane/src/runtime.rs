@@ -286,7 +286,9 @@ pub fn build_lcores<P: Port>(
             slots,
             NicStack::new(ifaces(cfg, macs), stack_config(opts)),
         );
-        lcore.set_offloads(build_chain(&cfg.tonic, &plugins).map_err(offload_error(cfg))?);
+        lcore.set_offloads(
+            build_chain(&cfg.tonic, &cfg.offloads, &plugins).map_err(offload_error(cfg))?,
+        );
         lcores.push(lcore);
     }
     Ok((lcores, host))
@@ -297,6 +299,9 @@ fn offload_error(cfg: &Config) -> impl Fn(OffloadError) -> RunError + '_ {
     move |e| match e {
         OffloadError::Plugin { path, message } => {
             ConfigError::new(&cfg.source, "tonic.plugins", format!("{path}: {message}")).into()
+        }
+        OffloadError::Teardown(message) => {
+            ConfigError::new(&cfg.source, "offloads.teardown", message).into()
         }
     }
 }

@@ -40,7 +40,7 @@ use std::sync::Arc;
 use offload_api::msg::MsgType;
 
 use crate::buf::PacketBuf;
-use crate::config::TonicConfig;
+use crate::config::{OffloadConfig, TonicConfig};
 use crate::net::parse::{Parsed, IPPROTO_TCP, L3};
 use crate::net::stack::NicStack;
 use crate::tonic::module::TonicModule;
@@ -489,6 +489,9 @@ pub enum OffloadError {
         /// What went wrong.
         message: String,
     },
+    /// The teardown engine's settings (`[offloads]`) make no timer wheel.
+    #[error("[offloads] teardown: {0}")]
+    Teardown(String),
 }
 
 /// The Tonic modules loaded from shared libraries, loaded once per process and registered
@@ -548,18 +551,38 @@ pub fn tonic_from_config(
 }
 
 /// The offload chain of one NIC lcore for a configuration, in AccelTCP §4's order: the
-/// teardown offload (AccelTCP §4.2, [`teardown::TeardownConfig`] defaults; idle until the
-/// host hands a close over), Tonic (idle until the host adds a flow), configured from
-/// `[tonic]`, then the SYN-cookie responder (AccelTCP §4.1; idle until the host registers a
-/// setup-offloaded listener).
+/// teardown offload (AccelTCP §4.2; idle until the host hands a close over), Tonic (idle
+/// until the host adds a flow), configured from `[tonic]`, then the SYN-cookie responder
+/// (AccelTCP §4.1; idle until the host registers a setup-offloaded listener). `[offloads]`
+/// turns the AccelTCP engines on or off and sets them up.
 pub fn build_chain<B: PacketBuf>(
     cfg: &TonicConfig,
+    offloads: &OffloadConfig,
     plugins: &LoadedPlugins,
 ) -> Result<OffloadChain<B>, OffloadError> {
-    Ok(OffloadChain::new()
-        .with(Box::new(TeardownOffload::default()))
-        .with(Box::new(tonic_from_config(cfg, plugins)?))
-        .with(Box::new(setup::SetupOffload::default())))
+    let mut chain = OffloadChain::new();
+    if offloads.teardown {
+        let td = TeardownOffload::new(teardown::TeardownConfig {
+            max_flows: offloads.teardown_max_flows,
+            time_wait_ns: offloads.teardown_time_wait_ms.saturating_mul(1_000_000),
+            fin_wait2_ns: offloads.teardown_fin_wait2_ms.saturating_mul(1_000_000),
+            max_retries: offloads.teardown_max_retries,
+            ..teardown::TeardownConfig::default()
+        })
+        .map_err(|e| OffloadError::Teardown(e.to_string()))?;
+        chain.push(Box::new(td));
+    }
+    chain.push(Box::new(tonic_from_config(cfg, plugins)?));
+    if offloads.setup {
+        chain.push(Box::new(setup::SetupOffload::new(
+            offload_api::syncookie::CookieConfig {
+                period_ns: offloads.cookie_period_s.saturating_mul(1_000_000_000),
+                max_age: offloads.cookie_max_age,
+                rotate_ticks: offloads.cookie_rotate_ticks,
+            },
+        )));
+    }
+    Ok(chain)
 }
 
 /// The chain every lcore gets without a configuration: teardown, Tonic and the SYN-cookie
