@@ -404,3 +404,74 @@ fn listener_without_teardown_offload_builds_full_tcbs() {
     assert!(net.a.tcb(s).is_some());
     assert_eq!(net.a.quasi_stats().created, 0);
 }
+
+/// Turning `TCP_TEARDOWN_OFFLOAD` off on the accepted socket makes the host close the
+/// connection itself: the record grows and the TCB sends the response and FIN.
+#[test]
+fn close_without_teardown_offload_grows_and_closes_on_the_host() {
+    let mut net = net(true);
+    let l = listener(&mut net);
+    sent(&mut net);
+    feed(&mut net, &setup_frame(b"GET /"));
+    let s = accept(&mut net, l);
+    assert_eq!(read_all(&mut net, s), b"GET /");
+    net.a
+        .setsockopt(s, SockOpt::TeardownOffload(false))
+        .unwrap();
+    net.a.write(s, b"200 OK").unwrap();
+    net.a.close(s).unwrap();
+    net.a.poll();
+    assert_eq!(net.a.quasi_stats().closed_offloaded, 0);
+    assert_eq!(net.a.quasi_stats().upgraded_api, 1);
+    assert_eq!(net.a.stats().teardown.offloaded, 0);
+    let frames = sent(&mut net);
+    let last = frames.last().expect("the response and FIN");
+    let tf = frame::parse_tcp(last).expect("a TCP segment");
+    let seg = hoststack::tcp::segment::parse(tf.tcp).unwrap();
+    assert!(seg.flags.has(Flags::FIN));
+    let data: Vec<u8> = frames
+        .iter()
+        .filter_map(|f| frame::parse_tcp(f).ok())
+        .flat_map(|tf| {
+            hoststack::tcp::segment::parse(tf.tcp)
+                .unwrap()
+                .payload
+                .to_vec()
+        })
+        .collect();
+    assert_eq!(data, b"200 OK");
+}
+
+/// More data than the record keeps (two MSS: a TCB would acknowledge at once) grows a TCB
+/// that takes the segment; every byte is read once.
+#[test]
+fn data_beyond_the_record_bound_grows_a_tcb() {
+    let mut net = net(true);
+    let l = listener(&mut net);
+    sent(&mut net);
+    feed(&mut net, &setup_frame(b"ab"));
+    let s = accept(&mut net, l);
+    let big = vec![7u8; 3000];
+    feed(&mut net, &peer_segment(2, Flags::PSH, &big));
+    assert_eq!(net.a.quasi_stats().upgraded_data, 1);
+    let got = read_all(&mut net, s);
+    assert_eq!(got.len(), 3002);
+    assert_eq!(&got[..2], b"ab");
+    assert!(got[2..].iter().all(|&b| b == 7));
+}
+
+/// A RST from the peer grows a TCB, which the RST resets: the read reports it.
+#[test]
+fn reset_grows_a_tcb_that_is_reset() {
+    let mut net = net(true);
+    let l = listener(&mut net);
+    sent(&mut net);
+    feed(&mut net, &setup_frame(b"ab"));
+    let s = accept(&mut net, l);
+    feed(&mut net, &peer_segment(2, Flags::RST, b""));
+    assert_eq!(net.a.quasi_stats().upgraded_segment, 1);
+    assert_eq!(net.a.quasi_stats().live, 0);
+    let mut b = [0u8; 8];
+    let r = net.a.read(s, &mut b);
+    assert!(matches!(r, Ok(2) | Err(Errno::ConnReset)), "{r:?}");
+}

@@ -311,6 +311,19 @@ pub(super) fn nicemu(
             h.syn_dropped,
             h.link_full
         );
+        let q = srv.node.host.quasi_stats();
+        note += &format!(
+            "; quasi-TCBs (AccelTCP §5.2): created {}, closed straight to the NIC {}, \
+             grown {} (write {}, segment {}, data {}, ACK timer {}, API {})",
+            q.created,
+            q.closed_offloaded,
+            q.upgraded(),
+            q.upgraded_write,
+            q.upgraded_segment,
+            q.upgraded_data,
+            q.upgraded_ack_timer,
+            q.upgraded_api
+        );
         if let Some(o) = srv
             .node
             .nic

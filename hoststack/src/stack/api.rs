@@ -564,7 +564,7 @@ impl<L: HostLink> Context<L> {
                 }
             }
             SockState::Quasi(qid) => {
-                if self.quasi_close(qid, &s.opts) {
+                if s.opts.teardown_offload && self.quasi_close(qid, &s.opts) {
                     return Ok(()); // the NIC closes it (AccelTCP §4.2, §5.2)
                 }
                 let Some(cid) = self.quasi_upgrade(qid, Upgrade::Api, (self.now)()) else {
