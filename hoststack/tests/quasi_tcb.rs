@@ -475,3 +475,29 @@ fn reset_grows_a_tcb_that_is_reset() {
     let r = net.a.read(s, &mut b);
     assert!(matches!(r, Ok(2) | Err(Errno::ConnReset)), "{r:?}");
 }
+
+/// The delayed-ACK timer of a record closed from its slot does not make the next record in
+/// that slot grow early; the next record's own timer does.
+#[test]
+fn a_freed_records_timer_does_not_grow_the_next_one() {
+    use std::sync::atomic::Ordering::Relaxed;
+    let mut net = net(true);
+    let l = listener(&mut net);
+    let delack = net.a.config().tcp.delayed_ack_ns;
+    feed(&mut net, &setup_frame(b"GET /"));
+    let s = accept(&mut net, l);
+    assert_eq!(read_all(&mut net, s), b"GET /");
+    net.a.write(s, b"200 OK").unwrap();
+    net.a.close(s).unwrap();
+    assert_eq!(net.a.quasi_stats().closed_offloaded, 1);
+    net.clock.fetch_add(delack / 2, Relaxed);
+    feed(&mut net, &setup_frame(b"GET /"));
+    let _s2 = accept(&mut net, l);
+    net.clock.fetch_add(delack / 2 + 1, Relaxed);
+    net.a.poll();
+    assert_eq!(net.a.quasi_stats().upgraded_ack_timer, 0);
+    assert_eq!(net.a.quasi_stats().live, 1);
+    net.clock.fetch_add(delack / 2, Relaxed);
+    net.a.poll();
+    assert_eq!(net.a.quasi_stats().upgraded_ack_timer, 1);
+}

@@ -501,7 +501,7 @@ impl<L: HostLink> Context<L> {
             }
             self.timers.pop();
             if cid & quasi::QUASI != 0 {
-                fired += self.quasi_timer(cid & !quasi::QUASI, now);
+                fired += self.quasi_timer(cid & !quasi::QUASI, t, now);
                 continue;
             }
             if let Some(c) = self.conns.get_mut(cid as usize).and_then(|c| c.as_mut()) {

@@ -31,6 +31,11 @@ use crate::tcp::TcpConfig;
 /// timers).
 pub(super) const QUASI: u32 = 1 << 31;
 
+/// A timer's deadline as the record keeps it: µs, wrapping (about 71 minutes), never 0.
+fn timer_stamp(at: u64) -> u32 {
+    ((at >> 10) as u32).max(1)
+}
+
 /// Counters of quasi-TCBs (AccelTCP §5.2).
 #[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
 pub struct QuasiStats {
@@ -163,19 +168,21 @@ impl<L: HostLink> Context<L> {
 
     fn quasi_ack_timer(&mut self, qid: u32, now: u64, cfg: &TcpConfig) {
         let at = now.saturating_add(cfg.delayed_ack_ns);
-        self.timers.push(std::cmp::Reverse((at, qid | QUASI)));
+        if let Some(q) = self.quasi_mut(qid) {
+            q.set_timer(timer_stamp(at));
+            self.timers.push(std::cmp::Reverse((at, qid | QUASI)));
+        }
     }
 
-    /// A delayed-ACK time passed for quasi-TCB `qid`: if it holds received bytes or a FIN
-    /// (nothing is ever acknowledged from the record), it grows and the TCB acknowledges
-    /// them. A timer left by an earlier record in the slot can only make a later one grow
-    /// early.
-    pub(super) fn quasi_timer(&mut self, qid: u32, now: u64) -> usize {
+    /// The delayed-ACK timer of quasi-TCB `qid` armed for `at` fired: if the record still
+    /// holds received bytes or a FIN (nothing is ever acknowledged from it), it grows and the
+    /// TCB acknowledges them. A timer armed for an earlier record in the slot is ignored.
+    pub(super) fn quasi_timer(&mut self, qid: u32, at: u64, now: u64) -> usize {
         let due = self
             .quasi
             .get(qid as usize)
             .and_then(|c| c.as_ref())
-            .is_some_and(|c| c.q.has_unacked());
+            .is_some_and(|c| c.q.timer() == timer_stamp(at) && c.q.has_unacked());
         if !due {
             return 0;
         }

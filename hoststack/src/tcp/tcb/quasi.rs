@@ -71,6 +71,8 @@ pub struct QuasiTcb {
     rcv_wscale: u8,
     /// `F_*` bits.
     flags: u8,
+    /// The stamp of the pending delayed-ACK timer (see [`QuasiTcb::set_timer`]); 0: none.
+    timer: u32,
 }
 
 impl QuasiTcb {
@@ -144,6 +146,7 @@ impl QuasiTcb {
             snd_wscale,
             rcv_wscale,
             flags,
+            timer: 0,
         })
     }
 
@@ -180,6 +183,18 @@ impl QuasiTcb {
     /// them after its RTO: the caller grows the TCB after a delayed-ACK time).
     pub fn has_unacked(&self) -> bool {
         self.rx_len > 0 || self.has(F_FIN)
+    }
+
+    /// Records the timer the caller armed for this record, as `stamp` (non-zero; the caller
+    /// derives it from the deadline), so that a timer left by an earlier record in the same
+    /// slot is told apart.
+    pub fn set_timer(&mut self, stamp: u32) {
+        self.timer = stamp;
+    }
+
+    /// The stamp given to [`QuasiTcb::set_timer`] (0: none).
+    pub fn timer(&self) -> u32 {
+        self.timer
     }
 
     /// Takes up to `buf.len()` unread bytes; returns how many.
