@@ -31,7 +31,8 @@ use crate::tcp::TcpConfig;
 /// timers).
 pub(super) const QUASI: u32 = 1 << 31;
 
-/// A timer's deadline as the record keeps it: µs, wrapping (about 71 minutes), never 0.
+/// A timer's deadline as the record keeps it: units of 1,024 ns, wrapping (about 73
+/// minutes), never 0.
 fn timer_stamp(at: u64) -> u32 {
     ((at >> 10) as u32).max(1)
 }
