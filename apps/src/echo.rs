@@ -21,6 +21,9 @@ pub struct EchoServer {
     pub accepted: u64,
     /// Connections closed (by the peer, or on error).
     pub closed: u64,
+    /// Close each connection right after echoing what one read returned (the server ends
+    /// short connections: AccelTCP §5.2's "closes the connection after a single write").
+    close_after_reply: bool,
 }
 
 const LISTENER: u64 = u64::MAX;
@@ -73,7 +76,15 @@ impl EchoServer {
             bytes: 0,
             accepted: 0,
             closed: 0,
+            close_after_reply: false,
         })
+    }
+
+    /// Makes the server close each connection right after its first echo (for clients
+    /// that send one request per connection).
+    pub fn close_after_reply(mut self, on: bool) -> Self {
+        self.close_after_reply = on;
+        self
     }
 
     /// One round: `epoll_wait` (which runs the stack), then serve every ready socket.
@@ -123,6 +134,10 @@ impl EchoServer {
                             }
                         }
                         self.bytes += off as u64;
+                        if self.close_after_reply {
+                            self.close(ctx, fd);
+                            break;
+                        }
                         if k < self.buf.len() {
                             break;
                         }

@@ -142,6 +142,14 @@ struct EchoArgs {
     /// opens a new one (1: short-lived connections, AccelTCP Table 3).
     #[arg(long, default_value_t = 0)]
     per_conn: u32,
+    /// With --per-conn 1: the nicemu servers close each connection right after the echo
+    /// (the server ends short connections) instead of after the client's FIN.
+    #[arg(long)]
+    server_closes: bool,
+    /// The nicemu servers build a full TCB for every connection (no AccelTCP §5.2
+    /// quasi-TCBs), for comparison.
+    #[arg(long)]
+    no_quasi_tcb: bool,
     /// Request size in bytes.
     #[arg(long, default_value_t = 64)]
     size: usize,
@@ -331,6 +339,8 @@ fn bench_echo(a: EchoArgs) -> Result<(), String> {
     let opts = apps::bench::EchoBenchOpts {
         conns: a.conns,
         per_conn: a.per_conn,
+        server_closes: a.server_closes,
+        no_quasi_tcb: a.no_quasi_tcb,
         size: a.size,
         seconds: a.seconds,
         rounds: a.rounds,

@@ -266,3 +266,28 @@ fn new_connection_on_a_tuple_in_time_wait_replaces_it() {
     assert_eq!(hs.nic_setups, 2);
     assert_eq!(hs.time_wait_reused, 1);
 }
+
+/// AccelTCP §5.2: with both offloads every connection starts as a quasi-TCB; a request,
+/// its echo and the close in the same step leave straight from the record, so the host
+/// never builds a full TCB.
+#[test]
+fn short_connections_live_and_die_as_quasi_tcbs() {
+    let o = run(200, Impairments::default(), Impairments::default());
+    check_offloaded(&o, 200);
+    let q = o.pair.a.host.quasi_stats();
+    assert_eq!(q.created, 200, "{q:?}");
+    assert_eq!(q.closed_offloaded, 200, "{q:?}");
+    assert_eq!(q.upgraded(), 0, "{q:?}");
+    assert_eq!(q.live, 0);
+}
+
+/// A lost request segment makes the client retransmit: whatever path the connection took
+/// (quasi or grown), every echo is intact and every close still goes to the NIC.
+#[test]
+fn lost_request_with_quasi_tcbs_is_counted_and_echoed_once() {
+    let o = drop_one(true, is_data, 2);
+    check_offloaded(&o, 3);
+    let q = o.pair.a.host.quasi_stats();
+    assert_eq!(q.created, 3, "{q:?}");
+    assert_eq!(q.closed_offloaded + q.upgraded(), 3, "{q:?}");
+}

@@ -36,9 +36,9 @@ fn node(
     mac: [u8; 6],
     q: WireQueue,
     clock: &Clock,
-    conns: usize,
-    per_conn: u32,
+    opts: &EchoBenchOpts,
 ) -> Node<WireQueue> {
+    let (conns, per_conn) = (opts.conns, opts.per_conn);
     let mut spec = NodeSpec::new(name, ip, 24, mac);
     if per_conn != 0 && ip == CLIENT_IP {
         // The load generator closes first and reuses its ports soon (as Linux's
@@ -55,6 +55,7 @@ fn node(
     spec.host.max_syn_backlog = spec.host.max_syn_backlog.max(conns);
     // Every port but the well-known ones: up to 64,512 connections to one server port.
     spec.host.ephemeral = (1024, 65535);
+    spec.host.quasi_tcb = !opts.no_quasi_tcb;
     Node::new(spec, q, clock)
 }
 
@@ -66,15 +67,7 @@ pub(super) struct Client {
 
 impl Client {
     fn new(q: WireQueue, clock: &Clock, opts: &EchoBenchOpts) -> Result<Client, String> {
-        let mut node = node(
-            "client",
-            CLIENT_IP,
-            CLIENT_MAC,
-            q,
-            clock,
-            opts.conns,
-            opts.per_conn,
-        );
+        let mut node = node("client", CLIENT_IP, CLIENT_MAC, q, clock, opts);
         let app = EchoClient::with_per_conn(
             &mut node.host,
             SocketAddrV4::new(SERVER_IP.into(), PORT),
@@ -266,17 +259,10 @@ pub(super) fn nicemu(
     let rss0 = self_rss_bytes();
     let (qc, qs) = wire(&clock, opts.conns);
     let mut client = Client::new(qc, &clock, opts)?;
-    let mut node = node(
-        "server",
-        SERVER_IP,
-        SERVER_MAC,
-        qs,
-        &clock,
-        opts.conns,
-        opts.per_conn,
-    );
+    let mut node = node("server", SERVER_IP, SERVER_MAC, qs, &clock, opts);
     let app = EchoServer::with_offloads(&mut node.host, PORT, offloads)
-        .map_err(|e| format!("echo server: {e:?}"))?;
+        .map_err(|e| format!("echo server: {e:?}"))?
+        .close_after_reply(opts.server_closes);
     let mut srv = NicemuServer {
         node,
         app,
@@ -310,6 +296,19 @@ pub(super) fn nicemu(
             h.rst_sent,
             h.syn_dropped,
             h.link_full
+        );
+        let q = srv.node.host.quasi_stats();
+        note += &format!(
+            "; quasi-TCBs (AccelTCP §5.2): created {}, closed straight to the NIC {}, \
+             grown {} (write {}, segment {}, data {}, ACK timer {}, API {})",
+            q.created,
+            q.closed_offloaded,
+            q.upgraded(),
+            q.upgraded_write,
+            q.upgraded_segment,
+            q.upgraded_data,
+            q.upgraded_ack_timer,
+            q.upgraded_api
         );
         if let Some(o) = srv
             .node

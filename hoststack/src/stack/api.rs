@@ -8,6 +8,7 @@
 use std::io::{IoSlice, IoSliceMut};
 use std::net::{Ipv4Addr, SocketAddrV4};
 
+use super::quasi::{Upgrade, QUASI};
 use super::{key, Context, Entry, Fd, Listener, Sock, SockOpts, SockState};
 use crate::frame::HostLink;
 use crate::tcp::tcb::{Endpoints, State, Tcb};
@@ -172,16 +173,26 @@ impl<L: HostLink> Context<L> {
                 // connection was built from them at the SYN (buffer sizes, offloads,
                 // TCP_TONIC: `input.rs`), so getsockopt must report them.
                 let opts = s.opts;
-                let ep = self.conns[cid as usize]
-                    .as_ref()
-                    .expect("queued conn")
-                    .tcb
-                    .endpoints();
+                let quasi = cid & QUASI != 0;
+                let ep = if quasi {
+                    self.quasi_endpoints(cid & !QUASI)
+                        .expect("queued quasi-TCB")
+                } else {
+                    self.conns[cid as usize]
+                        .as_ref()
+                        .expect("queued conn")
+                        .tcb
+                        .endpoints()
+                };
                 let nfd = match self.alloc_fd(Entry::Sock(Box::new(Sock {
                     opts,
                     nonblocking: false,
                     local: Some(SocketAddrV4::new(ep.local_ip.into(), ep.local_port)),
-                    state: SockState::Conn(cid),
+                    state: if quasi {
+                        SockState::Quasi(cid & !QUASI)
+                    } else {
+                        SockState::Conn(cid)
+                    },
                     reg: None,
                     read_shut: false,
                     error_reported: false,
@@ -197,6 +208,10 @@ impl<L: HostLink> Context<L> {
                         return Err(e);
                     }
                 };
+                if quasi {
+                    self.quasi_accepted(cid & !QUASI, nfd);
+                    return Ok((nfd, SocketAddrV4::new(ep.remote_ip.into(), ep.remote_port)));
+                }
                 let c = self.conns[cid as usize].as_mut().expect("queued conn");
                 c.fd = Some(nfd);
                 c.listener = None;
@@ -222,6 +237,7 @@ impl<L: HostLink> Context<L> {
                     _ => Errno::IsConn,
                 });
             }
+            SockState::Quasi(_) => return Err(Errno::IsConn),
             SockState::Listening(_) => return Err(Errno::Inval),
         }
         if addr.port() == 0 || addr.ip().is_unspecified() {
@@ -301,6 +317,9 @@ impl<L: HostLink> Context<L> {
 
     /// readv: scatter read.
     pub fn readv(&mut self, fd: Fd, bufs: &mut [IoSliceMut<'_>]) -> Result<usize, Errno> {
+        if let Some(r) = self.quasi_readv(fd, bufs) {
+            return r;
+        }
         let deadline = self.deadline();
         loop {
             let s = self.sock(fd)?;
@@ -355,6 +374,20 @@ impl<L: HostLink> Context<L> {
         f: impl FnOnce(&[u8], &[u8]) -> usize,
     ) -> Result<usize, Errno> {
         let s = self.sock(fd)?;
+        if let SockState::Quasi(qid) = s.state {
+            let q = self.quasi_mut(qid).expect("socket's quasi-TCB");
+            let a = q.unread();
+            if a.is_empty() {
+                return if q.fin_received() {
+                    Ok(0)
+                } else {
+                    Err(Errno::Again)
+                };
+            }
+            let n = f(a, &[]).min(a.len());
+            q.recv_consume(n);
+            return Ok(n);
+        }
         let SockState::Conn(cid) = s.state else {
             return Err(Errno::NotConn);
         };
@@ -384,6 +417,12 @@ impl<L: HostLink> Context<L> {
     /// writev: gather write.
     pub fn writev(&mut self, fd: Fd, bufs: &[IoSlice<'_>]) -> Result<usize, Errno> {
         let total: usize = bufs.iter().map(|b| b.len()).sum();
+        if let SockState::Quasi(qid) = self.sock(fd)?.state {
+            if self.quasi_write(qid, bufs) {
+                return Ok(total);
+            }
+            self.quasi_upgrade(qid, Upgrade::Write, (self.now)());
+        }
         let deadline = self.deadline();
         let mut done = 0;
         loop {
@@ -434,6 +473,9 @@ impl<L: HostLink> Context<L> {
 
     /// shutdown.
     pub fn shutdown(&mut self, fd: Fd, how: Shutdown) -> Result<(), Errno> {
+        if let SockState::Quasi(qid) = self.sock(fd)?.state {
+            self.quasi_upgrade(qid, Upgrade::Api, (self.now)());
+        }
         let s = self.sock_mut(fd)?;
         let SockState::Conn(cid) = s.state else {
             return Err(Errno::NotConn);
@@ -489,6 +531,19 @@ impl<L: HostLink> Context<L> {
                     self.setup_unregister(port);
                 }
                 // Pending connections die with the listener (reset, as Linux does).
+                let queued: Vec<u32> = l
+                    .accept_queue
+                    .iter()
+                    .map(|&cid| {
+                        if cid & QUASI == 0 {
+                            return cid;
+                        }
+                        let now = (self.now)();
+                        self.quasi_upgrade(cid & !QUASI, Upgrade::Api, now)
+                            .unwrap_or(u32::MAX)
+                    })
+                    .filter(|&cid| cid != u32::MAX)
+                    .collect();
                 let pending: Vec<u32> = self
                     .conns
                     .iter()
@@ -497,7 +552,7 @@ impl<L: HostLink> Context<L> {
                         Some(c) if c.listener == Some(fd) => Some(i as u32),
                         _ => None,
                     })
-                    .chain(l.accept_queue.iter().copied())
+                    .chain(queued)
                     .collect();
                 for cid in pending {
                     if let Some(c) = self.conns[cid as usize].as_mut() {
@@ -507,6 +562,22 @@ impl<L: HostLink> Context<L> {
                         self.mark_dirty(cid);
                     }
                 }
+            }
+            SockState::Quasi(qid) => {
+                if s.opts.teardown_offload && self.quasi_close(qid, &s.opts) {
+                    return Ok(()); // the NIC closes it (AccelTCP §4.2, §5.2)
+                }
+                let Some(cid) = self.quasi_upgrade(qid, Upgrade::Api, (self.now)()) else {
+                    return Ok(());
+                };
+                let c = self.conns[cid as usize].as_mut().expect("just grown");
+                c.fd = None;
+                if s.opts.linger == Some(0) {
+                    c.tcb.abort();
+                } else {
+                    c.tcb.close();
+                }
+                self.mark_dirty(cid);
             }
             SockState::Conn(cid) => {
                 if s.opts.teardown_offload && self.teardown_offload(cid, &s.opts) {
@@ -535,6 +606,10 @@ impl<L: HostLink> Context<L> {
 
     /// getpeername.
     pub fn getpeername(&self, fd: Fd) -> Result<SocketAddrV4, Errno> {
+        if let SockState::Quasi(qid) = self.sock(fd)?.state {
+            let ep = self.quasi_endpoints(qid).expect("socket's quasi-TCB");
+            return Ok(SocketAddrV4::new(ep.remote_ip.into(), ep.remote_port));
+        }
         let SockState::Conn(cid) = self.sock(fd)?.state else {
             return Err(Errno::NotConn);
         };
@@ -613,6 +688,40 @@ impl<L: HostLink> Context<L> {
                 SockOpt::Error(e)
             }
         })
+    }
+
+    /// readv on a quasi-TCB socket (AccelTCP §5.2): the bytes it took, end of stream after
+    /// the peer's FIN, `Again` when non-blocking. None when `fd` is not one, or it grew
+    /// because a blocking read would block (the caller reads from the TCB).
+    fn quasi_readv(&mut self, fd: Fd, bufs: &mut [IoSliceMut<'_>]) -> Option<Result<usize, Errno>> {
+        let s = self.sock(fd).ok()?;
+        let SockState::Quasi(qid) = s.state else {
+            return None;
+        };
+        if s.read_shut {
+            return Some(Ok(0));
+        }
+        let nonblocking = s.nonblocking;
+        let q = self.quasi_mut(qid)?;
+        let mut n = 0;
+        for b in bufs.iter_mut() {
+            if b.is_empty() {
+                continue;
+            }
+            let got = q.recv(b);
+            n += got;
+            if got < b.len() {
+                break;
+            }
+        }
+        if n > 0 || bufs.iter().all(|b| b.is_empty()) || q.fin_received() {
+            return Some(Ok(n));
+        }
+        if nonblocking {
+            return Some(Err(Errno::Again));
+        }
+        self.quasi_upgrade(qid, Upgrade::Api, (self.now)());
+        None
     }
 
     fn deadline(&self) -> Option<u64> {

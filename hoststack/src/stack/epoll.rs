@@ -216,6 +216,22 @@ impl<L: HostLink> Context<L> {
                     EPOLLIN
                 }
             }
+            SockState::Quasi(qid) => {
+                let Some(q) = self.quasi_ref(*qid) else {
+                    return 0;
+                };
+                let mut ev = 0;
+                if !q.unread().is_empty() || q.fin_received() || s.read_shut {
+                    ev |= EPOLLIN;
+                }
+                if q.fin_received() {
+                    ev |= EPOLLRDHUP;
+                }
+                if q.send_room() > 0 {
+                    ev |= EPOLLOUT;
+                }
+                ev
+            }
             SockState::Conn(cid) => {
                 let Some(c) = self.conns[*cid as usize].as_ref() else {
                     return 0;

@@ -46,6 +46,10 @@ impl<L: HostLink> Context<L> {
         };
         let k = key(tf.src_ip, seg.src_port, seg.dst_port);
         if let Some(&cid) = self.demux.get(&k) {
+            if cid & super::quasi::QUASI != 0 {
+                self.quasi_input(cid & !super::quasi::QUASI, &seg, now);
+                return;
+            }
             self.conn_input(cid, &seg, now);
             return;
         }

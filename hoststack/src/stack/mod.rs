@@ -8,6 +8,7 @@
 mod api;
 mod epoll;
 mod input;
+mod quasi;
 mod setup;
 mod teardown;
 mod tonic;
@@ -26,6 +27,7 @@ pub use api::{Shutdown, SockOpt, SockOptName};
 pub use epoll::{
     EpollEvent, EpollOp, EPOLLERR, EPOLLET, EPOLLHUP, EPOLLIN, EPOLLONESHOT, EPOLLOUT, EPOLLRDHUP,
 };
+pub use quasi::QuasiStats;
 pub use setup::SetupHostStats;
 pub use teardown::TeardownHostStats;
 pub use tonic::{TonicHostStats, TAIL_CHUNK};
@@ -78,6 +80,10 @@ pub struct HostConfig {
     /// `TCP_TEARDOWN_OFFLOAD`: closes are handed to the NIC only while its last reported
     /// number of connections being closed is below this (AccelTCP §4.2, third condition).
     pub teardown_threshold: u32,
+    /// AccelTCP §5.2 lazy TCB creation: connections from 0x090A setup notifications under a
+    /// listener with both `TCP_SETUP_OFFLOAD` and `TCP_TEARDOWN_OFFLOAD` start as a small
+    /// quasi-TCB (see `stack/quasi.rs`). On by default.
+    pub quasi_tcb: bool,
 }
 
 impl HostConfig {
@@ -110,6 +116,7 @@ impl HostConfig {
             syn_cookies: true,
             cookie: offload_api::syncookie::CookieConfig::default(),
             teardown_threshold: 65_536,
+            quasi_tcb: true,
         }
     }
 }
@@ -284,6 +291,8 @@ enum SockState {
     Fresh,
     Listening(Listener),
     Conn(u32),
+    /// A connection still held as a quasi-TCB (index into `Context::quasi`; AccelTCP §5.2).
+    Quasi(u32),
 }
 
 struct Sock {
@@ -379,6 +388,13 @@ pub struct Context<L: HostLink> {
     handed_over: HashMap<Key, u64, Fx>,
     handed_over_q: VecDeque<(u64, Key)>,
     setup_stats: SetupHostStats,
+    /// Quasi-TCBs (AccelTCP §5.2); their ids carry [`quasi::QUASI`] in `demux`, accept
+    /// queues and timers.
+    quasi: Vec<Option<quasi::QuasiConn>>,
+    free_quasi: Vec<u32>,
+    /// Quasi-TCBs written to since the last flush.
+    quasi_dirty: Vec<u32>,
+    quasi_stats: QuasiStats,
 }
 
 impl<L: HostLink> Context<L> {
@@ -415,6 +431,10 @@ impl<L: HostLink> Context<L> {
             handed_over: HashMap::default(),
             handed_over_q: VecDeque::new(),
             setup_stats: SetupHostStats::default(),
+            quasi: Vec::new(),
+            free_quasi: Vec::new(),
+            quasi_dirty: Vec::new(),
+            quasi_stats: QuasiStats::default(),
         }
     }
 
@@ -448,7 +468,8 @@ impl<L: HostLink> Context<L> {
         (self.now)()
     }
 
-    /// The connection state machine behind a connected socket (for stats and traces).
+    /// The connection state machine behind a connected socket (for stats and traces). None
+    /// for a connection still held as a quasi-TCB (AccelTCP §5.2): looking does not grow it.
     pub fn tcb(&self, fd: Fd) -> Option<&Tcb> {
         match self.sock(fd).ok()?.state {
             SockState::Conn(cid) => self.conns[cid as usize].as_ref().map(|c| &c.tcb),
@@ -479,6 +500,10 @@ impl<L: HostLink> Context<L> {
                 break;
             }
             self.timers.pop();
+            if cid & quasi::QUASI != 0 {
+                fired += self.quasi_timer(cid & !quasi::QUASI, t, now);
+                continue;
+            }
             if let Some(c) = self.conns.get_mut(cid as usize).and_then(|c| c.as_mut()) {
                 if c.timer_at == t {
                     c.timer_at = u64::MAX;
@@ -506,6 +531,7 @@ impl<L: HostLink> Context<L> {
     /// Sends what every dirty connection has to send, reschedules its timer, frees finished
     /// orphans.
     fn flush(&mut self, now: u64) {
+        self.quasi_flush(now);
         while let Some(cid) = self.dirty.pop() {
             self.transmit(cid, now);
         }

@@ -146,6 +146,11 @@ impl<L: HostLink> Context<L> {
         };
         let k = key(tf.src_ip, seg.src_port, seg.dst_port);
         if let Some(&cid) = self.demux.get(&k) {
+            if cid & super::quasi::QUASI != 0 {
+                self.setup_stats.nic_setup_dups += 1;
+                self.quasi_input(cid & !super::quasi::QUASI, &seg, now);
+                return;
+            }
             let time_wait = self.conns[cid as usize]
                 .as_ref()
                 .is_some_and(|c| c.tcb.state() == crate::tcp::tcb::State::TimeWait);
@@ -177,6 +182,14 @@ impl<L: HostLink> Context<L> {
             syn_ack_tsval: o.timestamps.then_some(r.syn_ack_tsval),
             even_tsvals: true,
         };
+        if let Some(ok) = self.quasi_create(lfd, tf.src_ip, &seg, &h, now) {
+            if ok {
+                self.setup_stats.nic_setups += 1;
+            } else {
+                self.setup_stats.nic_setup_dropped += 1;
+            }
+            return;
+        }
         if !self.cookie_conn(lfd, tf.src_ip, &seg, &h, now) {
             self.setup_stats.nic_setup_dropped += 1;
             return;

@@ -30,7 +30,7 @@ use offload_api::msg::{self, TeardownCountRepr, TeardownFrame, MAX_HEADER_LEN};
 use super::{key, Context, Key, SockOpts};
 use crate::frame::{self, HostLink};
 use crate::tcp::segment::Flags;
-use crate::tcp::tcb::TeardownRefusal;
+use crate::tcp::tcb::{Endpoints, TeardownHandover, TeardownRefusal};
 
 /// Counters of the teardown offload on the host side.
 #[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
@@ -111,7 +111,28 @@ impl<L: HostLink> Context<L> {
             return false;
         }
         let ep = c.tcb.endpoints();
-        let payload = c.tcb.teardown_payload();
+        // The connection leaves its slot for the send (the payload borrows its TCB).
+        let Some(c) = self.conns[cid as usize].take() else {
+            return false;
+        };
+        let sent = self.send_teardown(ep, &h, c.tcb.teardown_payload());
+        self.conns[cid as usize] = Some(c);
+        if !sent {
+            return false;
+        }
+        self.free_conn(cid);
+        self.remember_handover(key(ep.remote_ip, ep.remote_port, ep.local_port), now);
+        true
+    }
+
+    /// Sends one 0x090B frame: `h`'s message header and its TSO packet with `payload` (App.
+    /// A). False (counted) when the link does not take it.
+    pub(super) fn send_teardown(
+        &mut self,
+        ep: Endpoints,
+        h: &TeardownHandover,
+        payload: [&[u8]; 2],
+    ) -> bool {
         self.ip_id = self.ip_id.wrapping_add(1);
         let id = self.ip_id;
         let hl = h.repr.buffer_len();
@@ -136,13 +157,11 @@ impl<L: HostLink> Context<L> {
         }
         self.stats.frames_out += 1;
         self.stats.teardown.offloaded += 1;
-        self.free_conn(cid);
-        self.remember_handover(key(ep.remote_ip, ep.remote_port, ep.local_port), now);
         true
     }
 
     /// Remembers a connection handed to the NIC for [`HANDOVER_GRACE_NS`].
-    fn remember_handover(&mut self, k: Key, now: u64) {
+    pub(super) fn remember_handover(&mut self, k: Key, now: u64) {
         self.expire_handovers(now);
         if self.handed_over_q.len() >= HANDOVER_MEMORY {
             if let Some((_, old)) = self.handed_over_q.pop_front() {

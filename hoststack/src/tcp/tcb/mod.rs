@@ -23,6 +23,7 @@
 mod cookie;
 mod input;
 mod output;
+mod quasi;
 mod teardown;
 #[cfg(test)]
 mod tests;
@@ -38,6 +39,7 @@ use super::seq::Seq;
 use super::TcpConfig;
 
 pub use cookie::CookieHandshake;
+pub use quasi::{QuasiMiss, QuasiTcb, QUASI_MAX_BYTES};
 pub use teardown::{TeardownHandover, TeardownRefusal, TEARDOWN_MAX_DATA};
 pub use tonic::{TonicHandover, SMALL_HOLD_NS};
 pub use types::{Endpoints, Events, Outgoing, State, TcbStats, TcpError};
