@@ -146,10 +146,6 @@ struct EchoArgs {
     /// (the server ends short connections) instead of after the client's FIN.
     #[arg(long)]
     server_closes: bool,
-    /// The nicemu servers build a full TCB for every connection (no AccelTCP §5.2
-    /// quasi-TCBs), for comparison.
-    #[arg(long)]
-    no_quasi_tcb: bool,
     /// Request size in bytes.
     #[arg(long, default_value_t = 64)]
     size: usize,
@@ -160,7 +156,8 @@ struct EchoArgs {
     #[arg(long, default_value_t = 3)]
     rounds: u32,
     /// Servers to compare, comma-separated: nicemu, nicemu-setup (AccelTCP's setup offload),
-    /// nicemu-offload (setup and teardown offloads), smoltcp, kernel.
+    /// nicemu-offload (setup and teardown offloads), nicemu-quasi (the same with quasi-TCBs,
+    /// AccelTCP §5.2), smoltcp, kernel.
     #[arg(long, default_value = "nicemu,smoltcp,kernel")]
     servers: String,
     /// Warm-up seconds before each measured window.
@@ -340,7 +337,6 @@ fn bench_echo(a: EchoArgs) -> Result<(), String> {
         conns: a.conns,
         per_conn: a.per_conn,
         server_closes: a.server_closes,
-        no_quasi_tcb: a.no_quasi_tcb,
         size: a.size,
         seconds: a.seconds,
         rounds: a.rounds,

@@ -37,6 +37,7 @@ fn node(
     q: WireQueue,
     clock: &Clock,
     opts: &EchoBenchOpts,
+    quasi: bool,
 ) -> Node<WireQueue> {
     let (conns, per_conn) = (opts.conns, opts.per_conn);
     let mut spec = NodeSpec::new(name, ip, 24, mac);
@@ -55,7 +56,7 @@ fn node(
     spec.host.max_syn_backlog = spec.host.max_syn_backlog.max(conns);
     // Every port but the well-known ones: up to 64,512 connections to one server port.
     spec.host.ephemeral = (1024, 65535);
-    spec.host.quasi_tcb = !opts.no_quasi_tcb;
+    spec.host.quasi_tcb = quasi;
     Node::new(spec, q, clock)
 }
 
@@ -67,7 +68,7 @@ pub(super) struct Client {
 
 impl Client {
     fn new(q: WireQueue, clock: &Clock, opts: &EchoBenchOpts) -> Result<Client, String> {
-        let mut node = node("client", CLIENT_IP, CLIENT_MAC, q, clock, opts);
+        let mut node = node("client", CLIENT_IP, CLIENT_MAC, q, clock, opts, false);
         let app = EchoClient::with_per_conn(
             &mut node.host,
             SocketAddrV4::new(SERVER_IP.into(), PORT),
@@ -252,14 +253,18 @@ pub(super) fn nicemu(
     server: Server,
 ) -> Result<Measurement, String> {
     let offloads = ServerOffloads {
-        setup: matches!(server, Server::NicemuSetup | Server::NicemuOffload),
-        teardown: server == Server::NicemuOffload,
+        setup: matches!(
+            server,
+            Server::NicemuSetup | Server::NicemuOffload | Server::NicemuQuasi
+        ),
+        teardown: matches!(server, Server::NicemuOffload | Server::NicemuQuasi),
     };
     let clock = Clock::real();
     let rss0 = self_rss_bytes();
     let (qc, qs) = wire(&clock, opts.conns);
     let mut client = Client::new(qc, &clock, opts)?;
-    let mut node = node("server", SERVER_IP, SERVER_MAC, qs, &clock, opts);
+    let quasi = server == Server::NicemuQuasi;
+    let mut node = node("server", SERVER_IP, SERVER_MAC, qs, &clock, opts, quasi);
     let app = EchoServer::with_offloads(&mut node.host, PORT, offloads)
         .map_err(|e| format!("echo server: {e:?}"))?
         .close_after_reply(opts.server_closes);

@@ -49,8 +49,11 @@ pub enum Server {
     Nicemu,
     /// The same with AccelTCP's connection-setup offload (§4.1: SYN cookies on the NIC).
     NicemuSetup,
-    /// The same with the setup and teardown offloads (§4.1, §4.2).
+    /// The same with the setup and teardown offloads (§4.1, §4.2), full TCBs.
     NicemuOffload,
+    /// The same with quasi-TCBs (§5.2: NIC-made connections start as a small record that
+    /// grows into a full TCB only when needed).
+    NicemuQuasi,
     /// smoltcp on the same in-memory wire.
     Smoltcp,
     /// The Linux kernel's stack in a namespace (needs the `dpdk` feature).
@@ -64,6 +67,7 @@ impl Server {
             Server::Nicemu => "nicemu",
             Server::NicemuSetup => "nicemu-setup",
             Server::NicemuOffload => "nicemu-offload",
+            Server::NicemuQuasi => "nicemu-quasi",
             Server::Smoltcp => "smoltcp",
             Server::Kernel => "kernel",
         }
@@ -78,12 +82,13 @@ pub fn parse_servers(s: &str) -> Result<Vec<Server>, String> {
             "nicemu" => Server::Nicemu,
             "nicemu-setup" => Server::NicemuSetup,
             "nicemu-offload" => Server::NicemuOffload,
+            "nicemu-quasi" => Server::NicemuQuasi,
             "smoltcp" => Server::Smoltcp,
             "kernel" => Server::Kernel,
             other => {
                 return Err(format!(
                     "unknown server {other:?}, expected nicemu, nicemu-setup, nicemu-offload, \
-                     smoltcp or kernel"
+                     nicemu-quasi, smoltcp or kernel"
                 ))
             }
         };
@@ -108,9 +113,6 @@ pub struct EchoBenchOpts {
     /// With `per_conn` 1: the nicemu server closes each connection right after its echo
     /// (instead of after the client's FIN).
     pub server_closes: bool,
-    /// The nicemu servers build a full TCB for every connection (`HostConfig::quasi_tcb`
-    /// off: no AccelTCP §5.2 quasi-TCBs).
-    pub no_quasi_tcb: bool,
     /// Request (and echo) size in bytes.
     pub size: usize,
     /// Measured seconds per server per round.
@@ -134,7 +136,6 @@ impl Default for EchoBenchOpts {
             conns: 1024,
             per_conn: 0,
             server_closes: false,
-            no_quasi_tcb: false,
             size: 64,
             seconds: 5.0,
             rounds: 3,
@@ -482,18 +483,22 @@ impl fmt::Display for EchoBenchReport {
              in-memory servers, and the client core's rate over af_packet for the kernel"
         )?;
         if self.opts.per_conn != 0 {
-            // AccelTCP Table 3's question: how much host work the offloads save.
-            if let Some(r) = self
-                .summary()
-                .iter()
-                .find(|s| s.server == Server::NicemuOffload)
-                .and_then(|s| s.vs_nicemu)
-            {
+            // AccelTCP Table 3's question: how much host work the offloads save (the row
+            // with every optimisation that ran: quasi-TCBs, else setup + teardown).
+            let sum = self.summary();
+            let full = [Server::NicemuQuasi, Server::NicemuOffload]
+                .into_iter()
+                .find_map(|row| {
+                    let s = sum.iter().find(|s| s.server == row)?;
+                    Some((row, s.vs_nicemu?))
+                });
+            if let Some((row, r)) = full {
                 writeln!(f)?;
                 writeln!(
                     f,
-                    "goal (setup + teardown offloads cut the host's cost per short connection at \
-                     least 4x, AccelTCP Table 3): {:.2}x lower, {}",
+                    "goal (the offloads cut the host's cost per short connection at least 4x, \
+                     AccelTCP Table 3; row {}): {:.2}x lower, {}",
+                    row.name(),
                     1.0 / r.max(1e-9),
                     if r <= 0.25 { "MET" } else { "NOT MET" }
                 )?;
@@ -568,9 +573,10 @@ pub fn echo(opts: &EchoBenchOpts) -> Result<EchoBenchReport, String> {
         for s in order {
             opts.check_stop()?;
             let m = match s {
-                Server::Nicemu | Server::NicemuSetup | Server::NicemuOffload => {
-                    inmem::nicemu(opts, round, tsc_hz, s)
-                }
+                Server::Nicemu
+                | Server::NicemuSetup
+                | Server::NicemuOffload
+                | Server::NicemuQuasi => inmem::nicemu(opts, round, tsc_hz, s),
                 Server::Smoltcp => inmem::smoltcp(opts, round, tsc_hz),
                 #[cfg(feature = "dpdk")]
                 Server::Kernel => match kernel.as_mut() {
@@ -680,7 +686,7 @@ mod tests {
             server_closes: true,
             seconds: 0.2,
             rounds: 1,
-            servers: vec![Server::NicemuOffload],
+            servers: vec![Server::NicemuQuasi],
             warmup_seconds: 0.0,
             ..EchoBenchOpts::default()
         };
