@@ -403,3 +403,52 @@ fn accepted_sockets_inherit_the_listeners_options() {
         Ok(SockOpt::SndBuf(96 * 1024))
     );
 }
+
+/// A client that reuses its port while the server holds the old connection in TIME_WAIT
+/// (the server closed first): the new SYN, with a newer timestamp, ends the TIME_WAIT
+/// connection and the listener takes it (RFC 6191), instead of the old connection answering
+/// with an ACK and the client's SYN going nowhere.
+#[test]
+fn syn_reusing_a_tuple_in_time_wait_starts_a_new_connection() {
+    let mut net = Net::new();
+    let l = listener(&mut net.a, 95);
+    for round in 0..2u8 {
+        let c = net.b.socket().unwrap();
+        net.b.set_nonblocking(c, true).unwrap();
+        net.b.bind(c, addr([0; 4], 40_123)).unwrap();
+        assert_eq!(net.b.connect(c, addr(A, 95)), Err(Errno::InProgress));
+        let mut s = None;
+        assert!(
+            net.run_until(100_000, |n| {
+                if s.is_none() {
+                    s = n.a.accept(l).ok().map(|(fd, _)| fd);
+                }
+                s.is_some()
+            }),
+            "round {round}: the server did not accept"
+        );
+        let s = s.unwrap();
+        net.a.set_nonblocking(s, true).unwrap();
+        assert_eq!(net.a.write(s, &[round; 5]), Ok(5));
+        net.a.close(s).unwrap(); // the server closes first: TIME_WAIT on A
+        let mut buf = [0u8; 16];
+        let mut got = Vec::new();
+        assert!(net.run_until(100_000, |n| match n.b.read(c, &mut buf) {
+            Ok(0) => true,
+            Ok(k) => {
+                got.extend_from_slice(&buf[..k]);
+                false
+            }
+            Err(_) => false,
+        }));
+        assert_eq!(got, vec![round; 5]);
+        net.b.close(c).unwrap();
+        assert!(net.run_until(100_000, |n| n.b.connections() == 0));
+        assert_eq!(
+            net.a.connections(),
+            1,
+            "A holds the old connection in TIME_WAIT"
+        );
+    }
+    assert_eq!(net.a.stats().time_wait_reused, 1);
+}

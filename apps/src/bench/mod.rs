@@ -492,16 +492,7 @@ impl fmt::Display for EchoBenchReport {
                     let s = sum.iter().find(|s| s.server == row)?;
                     Some((row, s.vs_nicemu?))
                 });
-            if self.opts.server_closes {
-                writeln!(f)?;
-                writeln!(
-                    f,
-                    "goal (AccelTCP Table 3, 4x): not judged with --server-closes: the rows \
-                     without the teardown offload keep each connection in TIME_WAIT on the host \
-                     (60 s), and the no-offload row stalls once the client reuses its ports \
-                     (see BENCHMARKS.md)"
-                )?;
-            } else if let Some((row, r)) = full {
+            if let Some((row, r)) = full {
                 writeln!(f)?;
                 writeln!(
                     f,

@@ -50,8 +50,18 @@ impl<L: HostLink> Context<L> {
                 self.quasi_input(cid & !super::quasi::QUASI, &seg, now);
                 return;
             }
-            self.conn_input(cid, &seg, now);
-            return;
+            let reincarnate = self.listeners.contains_key(&seg.dst_port)
+                && self.conns[cid as usize]
+                    .as_ref()
+                    .is_some_and(|c| c.tcb.time_wait_accepts_syn(&seg));
+            if !reincarnate {
+                self.conn_input(cid, &seg, now);
+                return;
+            }
+            // A new connection on the 4-tuple of one in TIME_WAIT (RFC 6191): the old one
+            // ends and the listener takes the SYN.
+            self.stats.time_wait_reused += 1;
+            self.free_conn(cid);
         }
         if self.late_for_handover(k, seg.flags, now) {
             return;

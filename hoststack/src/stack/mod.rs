@@ -156,6 +156,9 @@ pub struct HostStats {
     pub passive_opens: u64,
     /// Connections freed.
     pub conns_freed: u64,
+    /// Connections in TIME_WAIT ended by a SYN that starts a new incarnation of their
+    /// 4-tuple (RFC 6191), which the listener then took.
+    pub time_wait_reused: u64,
     /// Timer expiries handled.
     pub timer_fires: u64,
     /// Closes handed to the NIC, refused by reason, and the NIC's teardown count (AccelTCP

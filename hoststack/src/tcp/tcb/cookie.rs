@@ -116,4 +116,29 @@ impl Tcb {
         debug_assert!(t.state != State::SynSent);
         (t, ev)
     }
+
+    /// True when `syn`, a SYN without ACK for this connection's 4-tuple, may start a new
+    /// incarnation while this one is in TIME_WAIT (RFC 1122 §4.2.2.13: its sequence number is
+    /// above RCV.NXT; RFC 6191 §2: its timestamp is newer than TS.Recent). The caller then
+    /// ends this connection and treats the SYN as new.
+    pub fn time_wait_accepts_syn(&self, syn: &Segment<'_>) -> bool {
+        if self.state != State::TimeWait
+            || !syn.flags.has(Flags::SYN)
+            || syn.flags.has(Flags::ACK)
+            || syn.flags.has(Flags::RST)
+        {
+            return false;
+        }
+        // As Linux decides (tcp_timewait_state_process): not when PAWS would reject the SYN
+        // (its TSval older than TS.Recent), and then when either its sequence number is above
+        // RCV.NXT or its TSval is newer.
+        let ts = match (self.opt.ts_ok, syn.options.timestamp) {
+            (true, Some((tsval, _))) => Some(tsval.wrapping_sub(self.opt.ts_recent) as i32),
+            _ => None,
+        };
+        if ts.is_some_and(|d| d < 0) {
+            return false;
+        }
+        syn.seq.gt(self.rcv.nxt) || ts.is_some_and(|d| d > 0)
+    }
 }

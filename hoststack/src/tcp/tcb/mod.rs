@@ -132,9 +132,9 @@ impl Tcb {
     /// The SYN offers MSS, window scale (RFC 7323 §2), SACK-permitted (RFC 2018) and
     /// timestamps (RFC 7323 §3) as configured.
     pub fn connect(cfg: &TcpConfig, ep: Endpoints, iss: Seq, now: u64) -> Tcb {
-        let _ = now;
         let mut t = Tcb::new(cfg, ep, iss, State::SynSent);
         t.active = true;
+        t.opt.ts_offset = ts_offset_for(iss, now);
         t
     }
 
@@ -146,6 +146,7 @@ impl Tcb {
     /// SACK-permitted and timestamps when it carried TSopt, each also only when configured.
     pub fn accept(cfg: &TcpConfig, ep: Endpoints, syn: &Segment<'_>, iss: Seq, now: u64) -> Tcb {
         let mut t = Tcb::new(cfg, ep, iss, State::SynReceived);
+        t.opt.ts_offset = ts_offset_for(iss, now);
         t.rcv.irs = syn.seq;
         t.rcv.nxt = syn.seq + 1;
         t.opt.last_ack_sent = t.rcv.nxt;
@@ -587,6 +588,16 @@ impl Tcb {
         }
         self.rec.cc.as_deref_mut().expect("just built")
     }
+}
+
+/// The offset of a connection's timestamp clock (RFC 7323 §5.4), from its ISS taken at `now`:
+/// the ISS is the RFC 6528 clock plus a keyed hash of the 4-tuple, and the offset is derived
+/// from that hash alone, so it is unpredictable across 4-tuples but the same for successive
+/// incarnations of one 4-tuple, whose TSvals then keep increasing: a peer holding the old
+/// incarnation in TIME_WAIT can tell the new SYN is newer (RFC 6191).
+fn ts_offset_for(iss: Seq, now: u64) -> u32 {
+    let tuple_hash = iss.0.wrapping_sub((now / 4000) as u32);
+    tuple_hash.rotate_left(13) ^ 0x9e37_79b9
 }
 
 /// The RST to answer a segment that reached no connection or listener (RFC 9293 §3.10.7.1):
