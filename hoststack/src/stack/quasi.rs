@@ -24,7 +24,7 @@
 use super::{key, Context, Fd, SockOpts, SockState};
 use crate::frame::HostLink;
 use crate::tcp::segment::Segment;
-use crate::tcp::tcb::{CookieHandshake, Endpoints, QuasiMiss, QuasiTcb, TeardownRefusal};
+use crate::tcp::tcb::{CookieHandshake, Endpoints, QuasiMiss, QuasiTcb};
 use crate::tcp::TcpConfig;
 
 /// Marks a quasi-TCB's index where a connection index also goes (demux, accept queues,
@@ -352,30 +352,14 @@ impl<L: HostLink> Context<L> {
         };
         let ep = c.q.endpoints(self.cfg.ip);
         let cfg = self.quasi_config(None, ep.local_port);
-        let st = &mut self.stats.teardown;
-        let h = match c.q.teardown_handover(&cfg, now) {
-            Ok(h) => h,
-            Err(TeardownRefusal::Window) => {
-                st.refused_window += 1;
-                return false;
-            }
-            Err(TeardownRefusal::TooLarge) => {
-                st.refused_size += 1;
-                return false;
-            }
-            Err(TeardownRefusal::State | TeardownRefusal::UnreadData) => {
-                st.refused_state += 1;
-                return false;
-            }
+        let Some(h) = super::teardown::admit_teardown(
+            &mut self.stats.teardown,
+            c.q.teardown_handover(&cfg, now),
+            opts,
+            self.cfg.teardown_threshold,
+        ) else {
+            return false;
         };
-        if opts.linger.is_some_and(|t| t > 0) {
-            st.refused_linger += 1;
-            return false;
-        }
-        if st.nic_count >= self.cfg.teardown_threshold {
-            st.refused_threshold += 1;
-            return false;
-        }
         // The record leaves the table for the send (the payload borrows it).
         let Some(qc) = self.quasi[qid as usize].take() else {
             return false;

@@ -86,30 +86,14 @@ impl<L: HostLink> Context<L> {
         let Some(c) = self.conns[cid as usize].as_ref() else {
             return false;
         };
-        let st = &mut self.stats.teardown;
-        let h = match c.tcb.teardown_handover(now) {
-            Ok(h) => h,
-            Err(TeardownRefusal::Window) => {
-                st.refused_window += 1;
-                return false;
-            }
-            Err(TeardownRefusal::TooLarge) => {
-                st.refused_size += 1;
-                return false;
-            }
-            Err(TeardownRefusal::State | TeardownRefusal::UnreadData) => {
-                st.refused_state += 1;
-                return false;
-            }
+        let Some(h) = admit_teardown(
+            &mut self.stats.teardown,
+            c.tcb.teardown_handover(now),
+            opts,
+            self.cfg.teardown_threshold,
+        ) else {
+            return false;
         };
-        if opts.linger.is_some_and(|t| t > 0) {
-            st.refused_linger += 1;
-            return false;
-        }
-        if st.nic_count >= self.cfg.teardown_threshold {
-            st.refused_threshold += 1;
-            return false;
-        }
         let ep = c.tcb.endpoints();
         // The connection leaves its slot for the send (the payload borrows its TCB).
         let Some(c) = self.conns[cid as usize].take() else {
@@ -201,4 +185,40 @@ impl<L: HostLink> Context<L> {
         }
         false
     }
+}
+
+/// AccelTCP §4.2's conditions on a close, for a full TCB's or a quasi-TCB's handover:
+/// `handover` says whether the connection's state and data allow it; beyond that no blocking
+/// close (SO_LINGER with a timeout) and the NIC's count of teardowns under `threshold`. The
+/// handover when all hold; otherwise none, with the reason counted in `st`.
+pub(super) fn admit_teardown(
+    st: &mut TeardownHostStats,
+    handover: Result<TeardownHandover, TeardownRefusal>,
+    opts: &SockOpts,
+    threshold: u32,
+) -> Option<TeardownHandover> {
+    let h = match handover {
+        Ok(h) => h,
+        Err(TeardownRefusal::Window) => {
+            st.refused_window += 1;
+            return None;
+        }
+        Err(TeardownRefusal::TooLarge) => {
+            st.refused_size += 1;
+            return None;
+        }
+        Err(TeardownRefusal::State | TeardownRefusal::UnreadData) => {
+            st.refused_state += 1;
+            return None;
+        }
+    };
+    if opts.linger.is_some_and(|t| t > 0) {
+        st.refused_linger += 1;
+        return None;
+    }
+    if st.nic_count >= threshold {
+        st.refused_threshold += 1;
+        return None;
+    }
+    Some(h)
 }
