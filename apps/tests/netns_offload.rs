@@ -62,7 +62,7 @@ use hoststack::stack::SockOpt;
 use hoststack::{Context, Errno, Fd, HostConfig};
 use offload_api::link::HostEnd;
 
-use common::kstats::{self, delta, must_stay_zero};
+use common::kstats::{self, assert_no_resets, delta};
 use common::netns::Netns;
 use common::node::Node;
 use common::proc::Proc;
@@ -228,24 +228,6 @@ impl Node {
 /// as `Tcp.OutRsts`, `TcpExt.TCPAbortOnData`, ...
 fn kernel_counters(node: &mut Node, net: &Netns) -> HashMap<String, i64> {
     kstats::parse(&node.ns_command(net, &["cat", "/proc/net/snmp", "/proc/net/netstat"]))
-}
-
-fn assert_no_resets(before: &HashMap<String, i64>, after: &HashMap<String, i64>, label: &str) {
-    let moved: Vec<String> = after
-        .keys()
-        .filter(|k| must_stay_zero(k))
-        .filter(|k| delta(before, after, k) != 0)
-        .map(|k| format!("{k} +{}", delta(before, after, k)))
-        .collect();
-    let all: Vec<String> = after
-        .keys()
-        .filter(|k| delta(before, after, k) != 0)
-        .map(|k| format!("{k} +{}", delta(before, after, k)))
-        .collect();
-    assert!(
-        moved.is_empty(),
-        "{label}: kernel counted resets/aborts/errors: {moved:?}; all counters that moved: {all:?}"
-    );
 }
 
 /// Waits until the kernel holds no socket of the test's port in a state other than LISTEN

@@ -34,7 +34,7 @@ use hoststack::tcp::tcb::{State, TcbStats};
 use hoststack::{Context, Errno, Fd, HostConfig};
 use offload_api::link::HostEnd;
 
-use common::kstats::{self, delta, must_stay_zero};
+use common::kstats::{self, assert_no_resets, delta};
 use common::netns::Netns;
 use common::node::Node;
 use common::pattern::{Pattern, PYTHON_TABLE};
@@ -351,19 +351,6 @@ fn filter_hits(node: &mut Node, net: &Netns, dir: &str) -> u64 {
 /// as `Tcp.OutRsts`, `TcpExt.TCPAbortOnData`, ...
 fn kernel_counters(node: &mut Node, net: &Netns) -> HashMap<String, i64> {
     kstats::parse(&node.ns_command(net, &["cat", "/proc/net/snmp", "/proc/net/netstat"]))
-}
-
-fn assert_no_resets(before: &HashMap<String, i64>, after: &HashMap<String, i64>, label: &str) {
-    let moved: Vec<String> = after
-        .keys()
-        .filter(|k| must_stay_zero(k))
-        .filter(|k| delta(before, after, k) != 0)
-        .map(|k| format!("{k} +{}", delta(before, after, k)))
-        .collect();
-    assert!(
-        moved.is_empty(),
-        "{label}: kernel counted resets/aborts/errors: {moved:?}"
-    );
 }
 
 /// Waits until the kernel has no connection on the test ports in a state other than

@@ -132,6 +132,17 @@ fn transaction(quasi: bool, more: &[Vec<u8>]) -> (Net, Vec<Vec<u8>>) {
     (net, frames)
 }
 
+/// A context with quasi-TCBs on, its listener, and the socket of a NIC-made connection whose
+/// completing ACK carried `request` (the listener's registration already taken off the link).
+fn quasi_with(request: &[u8]) -> (Net, Fd) {
+    let mut net = net(true);
+    let l = listener(&mut net);
+    sent(&mut net);
+    feed(&mut net, &setup_frame(request));
+    let s = accept(&mut net, l);
+    (net, s)
+}
+
 #[test]
 fn request_response_close_is_one_teardown_frame_from_the_quasi_tcb() {
     let (net, frames) = transaction(true, &[]);
@@ -214,11 +225,7 @@ fn quasi_handover_equals_the_full_tcb_handover() {
 
 #[test]
 fn write_without_close_grows_a_tcb_and_sends_a_segment() {
-    let mut net = net(true);
-    let l = listener(&mut net);
-    sent(&mut net);
-    feed(&mut net, &setup_frame(b"GET /"));
-    let s = accept(&mut net, l);
+    let (mut net, s) = quasi_with(b"GET /");
     assert!(net.a.tcb(s).is_none(), "still a quasi-TCB");
     assert_eq!(read_all(&mut net, s), b"GET /");
     assert_eq!(net.a.write(s, b"200 OK"), Ok(6));
@@ -275,11 +282,7 @@ impl WithAck for Vec<u8> {
 
 #[test]
 fn in_order_data_and_fin_stay_on_the_quasi_path_and_are_read_once() {
-    let mut net = net(true);
-    let l = listener(&mut net);
-    sent(&mut net);
-    feed(&mut net, &setup_frame(b"ab"));
-    let s = accept(&mut net, l);
+    let (mut net, s) = quasi_with(b"ab");
     assert_eq!(read_all(&mut net, s), b"ab");
     feed(&mut net, &peer_segment(2, Flags::PSH, b"cd"));
     feed(&mut net, &peer_segment(4, Flags::FIN, b""));
@@ -301,11 +304,7 @@ fn in_order_data_and_fin_stay_on_the_quasi_path_and_are_read_once() {
 
 #[test]
 fn out_of_order_data_grows_a_tcb_and_is_delivered_once() {
-    let mut net = net(true);
-    let l = listener(&mut net);
-    sent(&mut net);
-    feed(&mut net, &setup_frame(b"ab"));
-    let s = accept(&mut net, l);
+    let (mut net, s) = quasi_with(b"ab");
     assert_eq!(read_all(&mut net, s), b"ab");
     feed(&mut net, &peer_segment(4, Flags::PSH, b"ef"));
     assert_eq!(net.a.quasi_stats().upgraded_segment, 1);
@@ -328,11 +327,7 @@ fn out_of_order_data_grows_a_tcb_and_is_delivered_once() {
 
 #[test]
 fn unacknowledged_data_grows_a_tcb_after_a_delayed_ack_time() {
-    let mut net = net(true);
-    let l = listener(&mut net);
-    sent(&mut net);
-    feed(&mut net, &setup_frame(b"GET /"));
-    let s = accept(&mut net, l);
+    let (mut net, s) = quasi_with(b"GET /");
     net.a.poll();
     assert!(sent(&mut net).is_empty());
     let delack = net.a.config().tcp.delayed_ack_ns;
@@ -409,11 +404,7 @@ fn listener_without_teardown_offload_builds_full_tcbs() {
 /// connection itself: the record grows and the TCB sends the response and FIN.
 #[test]
 fn close_without_teardown_offload_grows_and_closes_on_the_host() {
-    let mut net = net(true);
-    let l = listener(&mut net);
-    sent(&mut net);
-    feed(&mut net, &setup_frame(b"GET /"));
-    let s = accept(&mut net, l);
+    let (mut net, s) = quasi_with(b"GET /");
     assert_eq!(read_all(&mut net, s), b"GET /");
     net.a
         .setsockopt(s, SockOpt::TeardownOffload(false))
@@ -446,11 +437,7 @@ fn close_without_teardown_offload_grows_and_closes_on_the_host() {
 /// that takes the segment; every byte is read once.
 #[test]
 fn data_beyond_the_record_bound_grows_a_tcb() {
-    let mut net = net(true);
-    let l = listener(&mut net);
-    sent(&mut net);
-    feed(&mut net, &setup_frame(b"ab"));
-    let s = accept(&mut net, l);
+    let (mut net, s) = quasi_with(b"ab");
     let big = vec![7u8; 3000];
     feed(&mut net, &peer_segment(2, Flags::PSH, &big));
     assert_eq!(net.a.quasi_stats().upgraded_data, 1);
@@ -463,11 +450,7 @@ fn data_beyond_the_record_bound_grows_a_tcb() {
 /// A RST from the peer grows a TCB, which the RST resets: the read reports it.
 #[test]
 fn reset_grows_a_tcb_that_is_reset() {
-    let mut net = net(true);
-    let l = listener(&mut net);
-    sent(&mut net);
-    feed(&mut net, &setup_frame(b"ab"));
-    let s = accept(&mut net, l);
+    let (mut net, s) = quasi_with(b"ab");
     feed(&mut net, &peer_segment(2, Flags::RST, b""));
     assert_eq!(net.a.quasi_stats().upgraded_segment, 1);
     assert_eq!(net.a.quasi_stats().live, 0);

@@ -46,3 +46,22 @@ pub fn must_stay_zero(name: &str) -> bool {
 pub fn delta(before: &HashMap<String, i64>, after: &HashMap<String, i64>, name: &str) -> i64 {
     after.get(name).copied().unwrap_or(0) - before.get(name).copied().unwrap_or(0)
 }
+
+/// Fails the test when a counter of [`must_stay_zero`] moved from `before` to `after`, naming
+/// those and every other counter that moved.
+pub fn assert_no_resets(before: &HashMap<String, i64>, after: &HashMap<String, i64>, label: &str) {
+    let moved = |only_bad: bool| -> Vec<String> {
+        after
+            .keys()
+            .filter(|k| !only_bad || must_stay_zero(k))
+            .filter(|k| delta(before, after, k) != 0)
+            .map(|k| format!("{k} +{}", delta(before, after, k)))
+            .collect()
+    };
+    let bad = moved(true);
+    assert!(
+        bad.is_empty(),
+        "{label}: kernel counted resets/aborts/errors: {bad:?}; all counters that moved: {:?}",
+        moved(false)
+    );
+}
