@@ -292,3 +292,50 @@ fn forged_final_acks_are_dropped_and_counted_by_reason() {
     assert_eq!(from_host(&mut r).len(), 1);
     assert_eq!(counter(&mut r, "validated"), 1);
 }
+
+#[test]
+fn listen_table_is_bounded_and_refuses_beyond_it() {
+    let mut r = rig(); // port 80 registered
+    let max = dataplane::offload::setup::MAX_LISTENERS;
+    let mut statuses = Vec::new();
+    for i in 0..max as u16 {
+        let m = Message::ListenAdd(ListenAddRepr {
+            request_id: 100 + i as u32,
+            addr: NIC_IP,
+            port: 1000 + i,
+            options: ListenOptions {
+                mss: 1460,
+                window_scale: None,
+                sack_permitted: false,
+                timestamps: true,
+            },
+        });
+        let mut f = Vec::new();
+        m.write_frame([0; 6], [0; 6], &[], &mut f).unwrap();
+        r.host.send(0, &f).unwrap();
+        spin(&mut r);
+        for a in from_host(&mut r) {
+            if let Message::InstallAck(a) = msg::parse_frame(&a).unwrap().message {
+                statuses.push(a.status);
+            }
+        }
+    }
+    // Port 80 took one entry: all but the last registration fit.
+    assert_eq!(statuses.len(), max);
+    assert!(statuses[..max - 1].iter().all(|s| *s == AckStatus::Ok));
+    assert_eq!(statuses[max - 1], AckStatus::TableFull);
+    assert_eq!(counter(&mut r, "listeners"), max as u64);
+    // The refused port's SYNs go to the host; a registered one still gets its cookie.
+    let nic_mac = dataplane::runtime::wire_mac(0);
+    let h = TcpHeader {
+        src_port: 40_000,
+        dst_port: 1000 + max as u16 - 1,
+        ..syn(Some(1))
+    };
+    let f = dataplane::gen::tcp_with(PEER_MAC, nic_mac, PEER_IP, NIC_IP, &h, &[]);
+    r.left.tx_burst(&mut vec![HeapBuf::from_frame(&f)]);
+    spin(&mut r);
+    assert_eq!(from_host(&mut r).len(), 1);
+    assert!(from_wire(&mut r).is_empty());
+    handshake_start(&mut r, 40_001);
+}

@@ -16,8 +16,6 @@
 //! even. A duplicate setup notification (the peer's data arrived before the host's first
 //! segment changed its TSecr) is fine: the host feeds its payload to the existing connection.
 
-use std::collections::HashMap;
-
 use offload_api::msg::{
     AckStatus, InstallAckRepr, ListenAddFrame, ListenAddRepr, ListenOptions, ListenRemoveFrame,
     ListenRemoveRepr, Message, MsgType, NegotiatedOptions, SetupRepr, WindowScales, ETH_HEADER_LEN,
@@ -36,6 +34,10 @@ use crate::offload::{CounterSink, Offload, OffloadCtx, RxFrame, RxTcp, Verdict};
 /// Window the SYN-ACK advertises (never scaled, RFC 7323 §2.2); the host announces its own
 /// window from its first segment on.
 pub const SYN_ACK_WINDOW: u16 = 65_535;
+
+/// Most listeners one NIC lcore registers; more are refused (`AckStatus::TableFull`) and
+/// their SYNs go to the host.
+pub const MAX_LISTENERS: usize = 256;
 
 /// Counters of the setup offload.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -69,10 +71,12 @@ pub struct SetupStats {
 
 /// The NIC's SYN-cookie responder (AccelTCP §4.1) on an lcore's offload chain.
 ///
-/// Invariant: holds no per-connection state; listeners are keyed by (address, port), address
+/// Invariant: holds no per-connection state; listeners are unique by (address, port), address
 /// `[0; 4]` matching any address of the NIC.
 pub struct SetupOffload {
-    listeners: HashMap<([u8; 4], u16), ListenOptions>,
+    /// Registered listeners: a handful per host, searched on every TCP frame from the wire,
+    /// so a short array scanned by port beats a hashed map (no SipHash per frame).
+    listeners: Vec<(([u8; 4], u16), ListenOptions)>,
     cookies: SynCookies,
     /// Offset of the TSval clock (RFC 7323 §5.4: not the raw time).
     ts_offset: u32,
@@ -102,7 +106,7 @@ impl SetupOffload {
     /// A responder with a given generator and TSval offset (deterministic tests).
     pub fn with_cookies(cookies: SynCookies, ts_offset: u32) -> SetupOffload {
         SetupOffload {
-            listeners: HashMap::new(),
+            listeners: Vec::new(),
             cookies,
             ts_offset,
             stats: SetupStats::default(),
@@ -122,10 +126,18 @@ impl SetupOffload {
     }
 
     fn listener(&self, dst: [u8; 4], port: u16) -> Option<ListenOptions> {
-        self.listeners
-            .get(&(dst, port))
-            .or_else(|| self.listeners.get(&([0; 4], port)))
-            .copied()
+        let mut any = None;
+        for &((addr, p), o) in &self.listeners {
+            if p == port {
+                if addr == dst {
+                    return Some(o);
+                }
+                if addr == [0; 4] {
+                    any = Some(o);
+                }
+            }
+        }
+        any
     }
 
     fn ack_to_host<B: PacketBuf>(
@@ -369,9 +381,21 @@ impl<B: PacketBuf> Offload<B> for SetupOffload {
                 let status = if r.options.mss < 64 {
                     AckStatus::Invalid
                 } else {
-                    self.listeners.insert((r.addr, r.port), r.options);
-                    self.stats.listen_added += 1;
-                    AckStatus::Ok
+                    let k = (r.addr, r.port);
+                    let full = self.listeners.len() >= MAX_LISTENERS;
+                    match self.listeners.iter_mut().find(|(key, _)| *key == k) {
+                        Some((_, o)) => {
+                            *o = r.options;
+                            self.stats.listen_added += 1;
+                            AckStatus::Ok
+                        }
+                        None if full => AckStatus::TableFull,
+                        None => {
+                            self.listeners.push((k, r.options));
+                            self.stats.listen_added += 1;
+                            AckStatus::Ok
+                        }
+                    }
                 };
                 self.ack_to_host(cx, port, (r.request_id, MsgType::ListenAdd), status);
                 Verdict::Consumed
@@ -384,7 +408,10 @@ impl<B: PacketBuf> Offload<B> for SetupOffload {
                     self.stats.bad_control += 1;
                     return Verdict::Consumed;
                 };
-                let status = if self.listeners.remove(&(r.addr, r.port)).is_some() {
+                let k = (r.addr, r.port);
+                let found = self.listeners.iter().position(|(key, _)| *key == k);
+                let status = if let Some(i) = found {
+                    self.listeners.swap_remove(i);
                     self.stats.listen_removed += 1;
                     AckStatus::Ok
                 } else {
