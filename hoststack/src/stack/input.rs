@@ -50,7 +50,8 @@ impl<L: HostLink> Context<L> {
                 self.quasi_input(cid & !super::quasi::QUASI, &seg, now);
                 return;
             }
-            let reincarnate = self.listeners.contains_key(&seg.dst_port)
+            let reincarnate = seg.flags.has(Flags::SYN)
+                && self.listeners.contains_key(&seg.dst_port)
                 && self.conns[cid as usize]
                     .as_ref()
                     .is_some_and(|c| c.tcb.time_wait_accepts_syn(&seg));
