@@ -10,6 +10,7 @@ mod epoll;
 mod input;
 mod quasi;
 mod setup;
+mod splice;
 mod teardown;
 mod tonic;
 
@@ -29,6 +30,7 @@ pub use epoll::{
 };
 pub use quasi::QuasiStats;
 pub use setup::SetupHostStats;
+pub use splice::{SpliceCallback, SpliceEnd, SpliceHostStats, SpliceReport, SpliceSide};
 pub use teardown::TeardownHostStats;
 pub use tonic::{TonicHostStats, TAIL_CHUNK};
 
