@@ -50,6 +50,12 @@ impl<L: HostLink> Context<L> {
                 self.quasi_input(cid & !super::quasi::QUASI, &seg, now);
                 return;
             }
+            if !self.splice_conns.is_empty() {
+                if let Some(&id) = self.splice_conns.get(&cid) {
+                    self.splice_input(id, cid, f, &seg, now);
+                    return;
+                }
+            }
             let reincarnate = seg.flags.has(Flags::SYN)
                 && self.listeners.contains_key(&seg.dst_port)
                 && self.conns[cid as usize]
@@ -64,7 +70,7 @@ impl<L: HostLink> Context<L> {
             self.stats.time_wait_reused += 1;
             self.free_conn(cid);
         }
-        if self.late_for_handover(k, seg.flags, now) {
+        if self.splice_late(k, f) || self.late_for_handover(k, seg.flags, now) {
             return;
         }
         if let Some(&lfd) = self.listeners.get(&seg.dst_port) {
@@ -132,6 +138,9 @@ impl<L: HostLink> Context<L> {
                     {
                         self.setup_install_ack(a)
                     }
+                    Message::InstallAck(a) if a.request_type == MsgType::SpliceInstall => {
+                        self.splice_install_ack(a)
+                    }
                     _ => self.stats.control_unhandled += 1,
                 }
             }
@@ -143,7 +152,13 @@ impl<L: HostLink> Context<L> {
                 }) => self.teardown_count(r),
                 _ => self.stats.malformed += 1,
             },
-            MsgType::SpliceClose => self.stats.control_unhandled += 1,
+            MsgType::SpliceClose => match msg::parse_frame(f) {
+                Ok(msg::ParsedFrame {
+                    message: Message::SpliceClose(r),
+                    ..
+                }) => self.splice_closed(r),
+                _ => self.stats.malformed += 1,
+            },
             MsgType::Teardown
             | MsgType::SpliceInstall
             | MsgType::ListenAdd

@@ -400,6 +400,15 @@ pub struct Context<L: HostLink> {
     /// Quasi-TCBs written to since the last flush.
     quasi_dirty: Vec<u32>,
     quasi_stats: QuasiStats,
+    /// Pairs handed to `nsplice`, by request id, until their closure (AccelTCP §4.3).
+    splices: HashMap<u32, splice::Splice, Fx>,
+    /// Connection → its pair, while the host still holds the connection.
+    splice_conns: HashMap<u32, u32, Fx>,
+    /// 4-tuples of pairs on the NIC → their pair (frames that raced the install go back).
+    splice_keys: HashMap<Key, u32, Fx>,
+    /// Pairs that need a look on every poll (draining, or relayed by the host).
+    splice_busy: Vec<u32>,
+    splice_stats: SpliceHostStats,
 }
 
 impl<L: HostLink> Context<L> {
@@ -440,6 +449,11 @@ impl<L: HostLink> Context<L> {
             free_quasi: Vec::new(),
             quasi_dirty: Vec::new(),
             quasi_stats: QuasiStats::default(),
+            splices: HashMap::default(),
+            splice_conns: HashMap::default(),
+            splice_keys: HashMap::default(),
+            splice_busy: Vec::new(),
+            splice_stats: SpliceHostStats::default(),
         }
     }
 
@@ -489,6 +503,7 @@ impl<L: HostLink> Context<L> {
         self.flush(now);
         let mut work = self.rx(now);
         work += self.fire_timers(now);
+        self.splice_progress(now);
         self.flush(now);
         work
     }

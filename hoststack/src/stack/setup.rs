@@ -47,7 +47,7 @@ impl<L: HostLink> Context<L> {
         &self.setup_stats
     }
 
-    fn send_control(&mut self, m: &Message) -> bool {
+    pub(super) fn send_control(&mut self, m: &Message) -> bool {
         let port = self.cfg.port;
         let Context {
             link,

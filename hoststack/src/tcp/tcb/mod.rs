@@ -24,6 +24,7 @@ mod cookie;
 mod input;
 mod output;
 mod quasi;
+mod splice;
 mod teardown;
 #[cfg(test)]
 mod tests;
@@ -40,6 +41,7 @@ use super::TcpConfig;
 
 pub use cookie::CookieHandshake;
 pub use quasi::{QuasiMiss, QuasiTcb, QUASI_MAX_BYTES};
+pub use splice::SpliceView;
 pub use teardown::{TeardownHandover, TeardownRefusal, TEARDOWN_MAX_DATA};
 pub use tonic::{TonicHandover, SMALL_HOLD_NS};
 pub use types::{Endpoints, Events, Outgoing, State, TcbStats, TcpError};
