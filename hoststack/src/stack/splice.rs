@@ -62,13 +62,19 @@ pub struct SpliceReport {
     pub client: SocketAddrV4,
     /// The server's address (the remote end of `sock_s`).
     pub server: SocketAddrV4,
-    /// TCP payload bytes relayed client → server after the splice (retransmissions included).
+    /// Bytes relayed client → server from the `nsplice` call on, each byte once: those the
+    /// host moved (unread at the call, or relayed by the host after a refusal) plus those
+    /// the NIC relayed. What the server's application reads after what the proxy wrote.
     pub bytes_c2s: u64,
-    /// TCP payload bytes relayed server → client after the splice.
+    /// Bytes relayed server → client from the `nsplice` call on, each byte once.
     pub bytes_s2c: u64,
-    /// Packets relayed client → server after the splice.
+    /// The part of `bytes_c2s` the host moved itself.
+    pub host_bytes_c2s: u64,
+    /// The part of `bytes_s2c` the host moved itself.
+    pub host_bytes_s2c: u64,
+    /// Packets the NIC relayed client → server (retransmissions and pure ACKs included).
     pub packets_c2s: u64,
-    /// Packets relayed server → client after the splice.
+    /// Packets the NIC relayed server → client.
     pub packets_s2c: u64,
     /// How the pair ended.
     pub end: SpliceEnd,
@@ -581,8 +587,10 @@ impl<L: HostLink> Context<L> {
         (sp.callback)(&SpliceReport {
             client,
             server,
-            bytes_c2s: r.bytes_ab,
-            bytes_s2c: r.bytes_ba,
+            bytes_c2s: r.bytes_ab + sp.relayed_ab,
+            bytes_s2c: r.bytes_ba + sp.relayed_ba,
+            host_bytes_c2s: sp.relayed_ab,
+            host_bytes_s2c: sp.relayed_ba,
             packets_c2s: r.packets_ab,
             packets_s2c: r.packets_ba,
             end,
@@ -680,6 +688,8 @@ impl<L: HostLink> Context<L> {
             server,
             bytes_c2s: sp.relayed_ab,
             bytes_s2c: sp.relayed_ba,
+            host_bytes_c2s: sp.relayed_ab,
+            host_bytes_s2c: sp.relayed_ba,
             packets_c2s: 0,
             packets_s2c: 0,
             end,
