@@ -11,5 +11,6 @@
 pub mod bench;
 pub mod echo;
 pub mod node;
+pub mod plot;
 pub mod smol;
 pub mod tonic_cmd;
