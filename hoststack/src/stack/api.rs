@@ -247,24 +247,25 @@ impl<L: HostLink> Context<L> {
             return Err(Errno::Again);
         }
         let remote_ip = addr.ip().octets();
-        let local_port = match s.local {
+        let (local_ip, local_port) = match s.local {
             Some(l) => {
                 if self
                     .demux
-                    .contains_key(&key(remote_ip, addr.port(), l.port()))
+                    .contains_key(&key(remote_ip, addr.port(), self.cfg.ip, l.port()))
                 {
                     return Err(Errno::AddrInUse);
                 }
-                l.port()
+                (self.cfg.ip, l.port())
             }
-            None => {
+            None if self.cfg.extra_ips.is_empty() => {
                 let p = self.pick_port(Some((remote_ip, addr.port())))?;
                 *self.bound.entry(p).or_insert(0) += 1;
-                p
+                (self.cfg.ip, p)
             }
+            None => self.pick_local(remote_ip, addr.port())?,
         };
         let ep = Endpoints {
-            local_ip: self.cfg.ip,
+            local_ip,
             local_port,
             remote_ip,
             remote_port: addr.port(),
@@ -284,7 +285,7 @@ impl<L: HostLink> Context<L> {
         c.fd = Some(fd);
         c.owner = tonic.map_or(super::Owner::Host, super::Owner::tonic);
         self.demux
-            .insert(key(remote_ip, addr.port(), local_port), cid);
+            .insert(key(remote_ip, addr.port(), local_ip, local_port), cid);
         self.stats.active_opens += 1;
         self.mark_dirty(cid);
         let s = self.sock_mut(fd)?;
@@ -513,7 +514,7 @@ impl<L: HostLink> Context<L> {
         };
         self.free_fds.push(fd);
         self.open_fds -= 1;
-        if let Some(l) = s.local {
+        if let Some(l) = s.local.filter(|l| l.ip().octets() == self.cfg.ip) {
             let p = l.port();
             if let Some(n) = self.bound.get_mut(&p) {
                 *n -= 1;
@@ -741,6 +742,58 @@ impl<L: HostLink> Context<L> {
         }
     }
 
+    /// A local address and port for a connection to `remote_ip:remote_port` when the
+    /// context has several addresses ([`super::HostConfig::extra_ips`]): the addresses take
+    /// turns, and on each any ephemeral port not already connected to that remote will do
+    /// (as Linux's `IP_BIND_ADDRESS_NO_PORT`); on the primary address the port must also be
+    /// unbound. With a flow map, only ports whose replies reach this core.
+    fn pick_local(
+        &mut self,
+        remote_ip: [u8; 4],
+        remote_port: u16,
+    ) -> Result<([u8; 4], u16), Errno> {
+        let n = self.cfg.extra_ips.len() + 1;
+        let (lo, hi) = self.cfg.ephemeral;
+        let span = (hi as u32).saturating_sub(lo as u32) + 1;
+        for _ in 0..n {
+            let i = self.next_local_ip % n;
+            self.next_local_ip = (i + 1) % n;
+            if i == 0 {
+                if let Ok(p) = self.pick_port(Some((remote_ip, remote_port))) {
+                    *self.bound.entry(p).or_insert(0) += 1;
+                    return Ok((self.cfg.ip, p));
+                }
+                continue;
+            }
+            let ip = self.cfg.extra_ips[i - 1];
+            let mut p = self.next_ephemeral.clamp(lo, hi);
+            for _ in 0..span {
+                let cand = p;
+                p = if p >= hi { lo } else { p + 1 };
+                if self
+                    .demux
+                    .contains_key(&key(remote_ip, remote_port, ip, cand))
+                {
+                    continue;
+                }
+                if let Some(map) = &self.cfg.flow_core {
+                    let ep = Endpoints {
+                        local_ip: ip,
+                        local_port: cand,
+                        remote_ip,
+                        remote_port,
+                    };
+                    if map(&ep) != self.cfg.core {
+                        continue;
+                    }
+                }
+                self.next_ephemeral = p;
+                return Ok((ip, cand));
+            }
+        }
+        Err(Errno::AddrNotAvail)
+    }
+
     /// An ephemeral port: free for `remote` (or entirely free when none) and, with a flow
     /// map, one whose replies reach this core (mTCP's `mtcp_init_rss`).
     fn pick_port(&mut self, remote: Option<([u8; 4], u16)>) -> Result<u16, Errno> {
@@ -752,7 +805,7 @@ impl<L: HostLink> Context<L> {
             p = if p >= hi { lo } else { p + 1 };
             let free = match remote {
                 Some((rip, rport)) => {
-                    !self.demux.contains_key(&key(rip, rport, cand))
+                    !self.demux.contains_key(&key(rip, rport, self.cfg.ip, cand))
                         && !self.listeners.contains_key(&cand)
                         && !self.bound.contains_key(&cand)
                 }

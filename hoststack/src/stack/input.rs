@@ -33,7 +33,7 @@ impl<L: HostLink> Context<L> {
                 return;
             }
         };
-        if tf.dst_ip != self.cfg.ip {
+        if tf.dst_ip != self.cfg.ip && !self.cfg.extra_ips.contains(&tf.dst_ip) {
             self.stats.not_ours += 1;
             return;
         }
@@ -44,7 +44,7 @@ impl<L: HostLink> Context<L> {
                 return;
             }
         };
-        let k = key(tf.src_ip, seg.src_port, seg.dst_port);
+        let k = key(tf.src_ip, seg.src_port, tf.dst_ip, seg.dst_port);
         if let Some(&cid) = self.demux.get(&k) {
             if cid & super::quasi::QUASI != 0 {
                 self.quasi_input(cid & !super::quasi::QUASI, &seg, now);
@@ -73,11 +73,16 @@ impl<L: HostLink> Context<L> {
         if self.splice_late(k, f) || self.late_for_handover(k, seg.flags, now) {
             return;
         }
-        if let Some(&lfd) = self.listeners.get(&seg.dst_port) {
+        // Listeners serve the primary address only (see `HostConfig::extra_ips`).
+        if let Some(&lfd) = self
+            .listeners
+            .get(&seg.dst_port)
+            .filter(|_| tf.dst_ip == self.cfg.ip)
+        {
             self.listener_input(lfd, tf.src_ip, &seg, now);
             return;
         }
-        self.send_reset(tf.src_ip, &seg);
+        self.send_reset(tf.dst_ip, tf.src_ip, &seg);
     }
 
     /// Segment `seg` for connection `cid`.
@@ -169,14 +174,14 @@ impl<L: HostLink> Context<L> {
         }
     }
 
-    fn send_reset(&mut self, remote_ip: [u8; 4], seg: &Segment<'_>) {
+    fn send_reset(&mut self, local_ip: [u8; 4], remote_ip: [u8; 4], seg: &Segment<'_>) {
         let Some(h) = reset_for(seg) else {
             return;
         };
         self.ip_id = self.ip_id.wrapping_add(1);
         frame::build_tcp(
             &mut self.scratch,
-            self.cfg.ip,
+            local_ip,
             remote_ip,
             self.ip_id,
             &h,
@@ -202,7 +207,7 @@ impl<L: HostLink> Context<L> {
             }
             self.stats.listener_non_syn += 1;
             if f.has(Flags::ACK) {
-                self.send_reset(remote_ip, seg);
+                self.send_reset(self.cfg.ip, remote_ip, seg);
             }
             return;
         }
@@ -261,7 +266,7 @@ impl<L: HostLink> Context<L> {
             }
         }
         self.demux
-            .insert(key(remote_ip, seg.src_port, seg.dst_port), cid);
+            .insert(key(remote_ip, seg.src_port, self.cfg.ip, seg.dst_port), cid);
         self.stats.passive_opens += 1;
         self.mark_dirty(cid);
     }

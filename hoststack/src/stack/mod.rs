@@ -64,6 +64,11 @@ pub struct HostConfig {
     pub max_syn_backlog: usize,
     /// Ephemeral port range for connect, inclusive (Linux default 32768–60999).
     pub ephemeral: (u16, u16),
+    /// More local addresses for outgoing connections (a load generator's client range):
+    /// `connect` rotates over `ip` and these, each with the whole ephemeral range, so one
+    /// context can hold more than 64k connections to one server port. Listeners and the
+    /// offloads serve `ip` only; the NIC must answer ARP for every address here.
+    pub extra_ips: Vec<[u8; 4]>,
     /// Secret for RFC 6528 ISNs.
     pub isn_key: [u8; 16],
     /// This context's core index and the flow → core map (see [`FlowCore`]).
@@ -110,6 +115,7 @@ impl HostConfig {
             max_conns: 1 << 16,
             max_syn_backlog: 1024,
             ephemeral: (32768, 60999),
+            extra_ips: Vec::new(),
             isn_key,
             core: 0,
             flow_core: None,
@@ -345,17 +351,27 @@ impl Hasher for FxHasher {
     fn write_u16(&mut self, v: u16) {
         self.write_u64(v as u64)
     }
+    fn write_u128(&mut self, v: u128) {
+        self.write_u64(v as u64);
+        self.write_u64((v >> 64) as u64)
+    }
 }
 
 type Fx = BuildHasherDefault<FxHasher>;
 
-/// Demux key: remote address, remote port, local port.
-type Key = u64;
+/// Demux key: remote address, remote port, local port, and the local address.
+type Key = u128;
 
-fn key(remote_ip: [u8; 4], remote_port: u16, local_port: u16) -> Key {
-    ((u32::from_be_bytes(remote_ip) as u64) << 32)
-        | ((remote_port as u64) << 16)
-        | local_port as u64
+fn key(remote_ip: [u8; 4], remote_port: u16, local_ip: [u8; 4], local_port: u16) -> Key {
+    ((u32::from_be_bytes(local_ip) as u128) << 64)
+        | ((u32::from_be_bytes(remote_ip) as u128) << 32)
+        | ((remote_port as u128) << 16)
+        | local_port as u128
+}
+
+/// The demux key of a connection's endpoints.
+fn ep_key(ep: &Endpoints) -> Key {
+    key(ep.remote_ip, ep.remote_port, ep.local_ip, ep.local_port)
 }
 
 /// One host core's stack. See the module documentation.
@@ -378,6 +394,8 @@ pub struct Context<L: HostLink> {
     ip_id: u16,
     scratch: Vec<u8>,
     next_ephemeral: u16,
+    /// Rotation over the local addresses for `connect` (see [`HostConfig::extra_ips`]).
+    next_local_ip: usize,
     stats: HostStats,
     /// NIC flow id → connection, for `TCP_TONIC` connections the NIC runs.
     tonic_flows: HashMap<u32, u32, Fx>,
@@ -435,6 +453,7 @@ impl<L: HostLink> Context<L> {
             ip_id: 0,
             scratch: Vec::with_capacity(2048),
             next_ephemeral,
+            next_local_ip: 0,
             stats: HostStats::default(),
             tonic_flows: HashMap::default(),
             free_flow_ids: Vec::new(),
@@ -657,8 +676,7 @@ impl<L: HostLink> Context<L> {
     fn free_conn(&mut self, cid: u32) {
         self.tonic_forget(cid);
         if let Some(c) = self.conns[cid as usize].take() {
-            let ep = c.tcb.endpoints();
-            let k = key(ep.remote_ip, ep.remote_port, ep.local_port);
+            let k = ep_key(&c.tcb.endpoints());
             if self.demux.get(&k) == Some(&cid) {
                 self.demux.remove(&k);
             }

@@ -21,7 +21,7 @@
 //!
 //! [`Context::tcb`] returns none for a quasi connection (it does not grow it).
 
-use super::{key, Context, Fd, SockOpts, SockState};
+use super::{ep_key, key, Context, Fd, SockOpts, SockState};
 use crate::frame::HostLink;
 use crate::tcp::segment::Segment;
 use crate::tcp::tcb::{CookieHandshake, Endpoints, QuasiMiss, QuasiTcb};
@@ -153,8 +153,10 @@ impl<L: HostLink> Context<L> {
         self.quasi_stats.created += 1;
         self.quasi_stats.live += 1;
         self.stats.passive_opens += 1;
-        self.demux
-            .insert(key(remote_ip, ack.src_port, ack.dst_port), qid | QUASI);
+        self.demux.insert(
+            key(remote_ip, ack.src_port, self.cfg.ip, ack.dst_port),
+            qid | QUASI,
+        );
         if unacked {
             self.quasi_ack_timer(qid, now, &opts);
         }
@@ -242,7 +244,7 @@ impl<L: HostLink> Context<L> {
         let tcb = crate::tcp::tcb::Tcb::from_quasi(&cfg, self.cfg.ip, &qc.q, now);
         let cid = self.alloc_conn(tcb);
         self.live_conns -= 1; // it was counted as a quasi-TCB
-        let k = key(ep.remote_ip, ep.remote_port, ep.local_port);
+        let k = ep_key(&ep);
         self.demux.insert(k, cid);
         let mut listener = None;
         if qc.fd.is_none() {
@@ -276,7 +278,7 @@ impl<L: HostLink> Context<L> {
     fn quasi_free(&mut self, qid: u32) {
         if let Some(qc) = self.quasi.get_mut(qid as usize).and_then(|c| c.take()) {
             let ep = qc.q.endpoints(self.cfg.ip);
-            let k = key(ep.remote_ip, ep.remote_port, ep.local_port);
+            let k = ep_key(&ep);
             if self.demux.get(&k) == Some(&(qid | QUASI)) {
                 self.demux.remove(&k);
             }
@@ -371,7 +373,7 @@ impl<L: HostLink> Context<L> {
         }
         self.quasi_stats.closed_offloaded += 1;
         self.quasi_free(qid);
-        self.remember_handover(key(ep.remote_ip, ep.remote_port, ep.local_port), now);
+        self.remember_handover(ep_key(&ep), now);
         true
     }
 }

@@ -144,7 +144,7 @@ impl<L: HostLink> Context<L> {
             self.stats.malformed += 1;
             return;
         };
-        let k = key(tf.src_ip, seg.src_port, seg.dst_port);
+        let k = key(tf.src_ip, seg.src_port, tf.dst_ip, seg.dst_port);
         if let Some(&cid) = self.demux.get(&k) {
             if cid & super::quasi::QUASI != 0 {
                 self.setup_stats.nic_setup_dups += 1;
@@ -244,7 +244,7 @@ impl<L: HostLink> Context<L> {
             }
         }
         self.demux
-            .insert(key(remote_ip, ack.src_port, ack.dst_port), cid);
+            .insert(key(remote_ip, ack.src_port, self.cfg.ip, ack.dst_port), cid);
         self.stats.passive_opens += 1;
         self.after_input(cid, ev);
         true

@@ -29,7 +29,7 @@ use offload_api::msg::{
 };
 
 use super::quasi::Upgrade;
-use super::{key, Context, Fd, Key, SockState};
+use super::{ep_key, Context, Fd, Key, SockState};
 use crate::errno::Errno;
 use crate::frame::HostLink;
 use crate::tcp::segment::{Flags, Segment};
@@ -288,7 +288,7 @@ impl<L: HostLink> Context<L> {
             return;
         };
         let local = s.local;
-        if let Some(l) = local {
+        if let Some(l) = local.filter(|l| l.ip().octets() == self.cfg.ip) {
             if let Some(n) = self.bound.get_mut(&l.port()) {
                 *n -= 1;
                 if *n == 0 {
@@ -524,12 +524,7 @@ impl<L: HostLink> Context<L> {
         sp.phase = Phase::OnNic;
         let kept = std::mem::take(&mut sp.kept);
         sp.kept_bytes = 0;
-        let (ca, cb, ka, kb) = (
-            sp.a,
-            sp.b,
-            key(sp.a_ep.remote_ip, sp.a_ep.remote_port, sp.a_ep.local_port),
-            key(sp.b_ep.remote_ip, sp.b_ep.remote_port, sp.b_ep.local_port),
-        );
+        let (ca, cb, ka, kb) = (sp.a, sp.b, ep_key(&sp.a_ep), ep_key(&sp.b_ep));
         // Single ownership (AccelTCP §3): the NIC has the pair now; the kept segments go to
         // it, translated there like any other of the pair's packets.
         let port = self.cfg.port;
@@ -570,8 +565,7 @@ impl<L: HostLink> Context<L> {
             return;
         };
         for ep in [&sp.a_ep, &sp.b_ep] {
-            self.splice_keys
-                .remove(&key(ep.remote_ip, ep.remote_port, ep.local_port));
+            self.splice_keys.remove(&ep_key(ep));
         }
         self.splice_stats.closed += 1;
         let end = match r.reason {

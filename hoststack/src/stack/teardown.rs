@@ -27,7 +27,7 @@
 
 use offload_api::msg::{self, TeardownCountRepr, TeardownFrame, MAX_HEADER_LEN};
 
-use super::{key, Context, Key, SockOpts};
+use super::{ep_key, Context, Key, SockOpts};
 use crate::frame::{self, HostLink};
 use crate::tcp::segment::Flags;
 use crate::tcp::tcb::{Endpoints, TeardownHandover, TeardownRefusal};
@@ -105,7 +105,7 @@ impl<L: HostLink> Context<L> {
             return false;
         }
         self.free_conn(cid);
-        self.remember_handover(key(ep.remote_ip, ep.remote_port, ep.local_port), now);
+        self.remember_handover(ep_key(&ep), now);
         true
     }
 
