@@ -10,6 +10,7 @@
 
 pub mod bench;
 pub mod echo;
+pub mod loadgen;
 pub mod node;
 pub mod plot;
 pub mod smol;
