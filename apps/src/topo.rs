@@ -55,15 +55,6 @@ pub fn check(path: &Path) -> Result<(), String> {
     Ok(())
 }
 
-fn warn_unavailable(cfg: &Config) {
-    if cfg.offloads.splice {
-        eprintln!(
-            "nicemu: warning: {}: offloads.splice = true, but this build has no splice offload engine yet; it is off",
-            cfg.source
-        );
-    }
-}
-
 /// Prints interval statistics: rates since the previous call.
 pub struct IntervalPrinter {
     prev: Vec<report::PortTotals>,
@@ -138,7 +129,6 @@ pub fn run(
 ) -> Result<(), String> {
     let cfg = Config::load(&args.config).map_err(|e| e.to_string())?;
     cfg.check_cores(&allowed()?).map_err(|e| e.to_string())?;
-    warn_unavailable(&cfg);
     let opts = options(args, &cfg, mode)?;
     let stop = Arc::new(AtomicBool::new(false));
     install_ctrlc(&stop);

@@ -194,8 +194,16 @@ pub struct OffloadConfig {
     pub setup: bool,
     /// Connection teardown on the NIC (AccelTCP §4.2). On by default.
     pub teardown: bool,
-    /// Connection splicing on the NIC (AccelTCP §4.3): not built yet, so it stays off.
+    /// Connection splicing on the NIC (AccelTCP §4.3). On by default.
     pub splice: bool,
+    /// Spliced pairs the NIC holds at once, over all its lcores (the shared splice table);
+    /// more are refused and the host relays them itself.
+    pub splice_max_pairs: usize,
+    /// A spliced pair without traffic for this long is removed and reported, milliseconds.
+    pub splice_idle_timeout_ms: u64,
+    /// How long a pair whose FINs were both acknowledged still translates (a retransmitted
+    /// last FIN or ACK), milliseconds.
+    pub splice_linger_ms: u64,
     /// Connections one NIC lcore may be closing at once (the teardown engine's table).
     pub teardown_max_flows: usize,
     /// TIME_WAIT on the NIC, milliseconds (RFC 9293 §3.6.1: 2·MSL; Linux 60 s).
@@ -217,7 +225,10 @@ impl Default for OffloadConfig {
         OffloadConfig {
             setup: true,
             teardown: true,
-            splice: false,
+            splice: true,
+            splice_max_pairs: 65_536,
+            splice_idle_timeout_ms: 60_000,
+            splice_linger_ms: 1_000,
             teardown_max_flows: 65_536,
             teardown_time_wait_ms: 60_000,
             teardown_fin_wait2_ms: 60_000,
@@ -234,7 +245,22 @@ impl OffloadConfig {
     /// problem.
     fn check(&self) -> Result<(), (&'static str, String)> {
         let o = self;
-        let rules: [(&'static str, bool, &str); 7] = [
+        let rules: [(&'static str, bool, &str); 10] = [
+            (
+                "splice_max_pairs",
+                (1..=1 << 24).contains(&o.splice_max_pairs),
+                "expected 1 to 16,777,216 pairs",
+            ),
+            (
+                "splice_idle_timeout_ms",
+                o.splice_idle_timeout_ms >= 1,
+                "expected a positive time",
+            ),
+            (
+                "splice_linger_ms",
+                o.splice_linger_ms <= 600_000,
+                "expected at most 600000 ms",
+            ),
             (
                 "teardown_max_flows",
                 (1..=1 << 24).contains(&o.teardown_max_flows),
@@ -775,7 +801,19 @@ mod tests {
     #[test]
     fn offload_settings_parse_and_are_checked() {
         let c = Config::parse(GOOD, "t.toml").unwrap();
-        assert!(c.offloads.setup && c.offloads.teardown && !c.offloads.splice);
+        assert!(c.offloads.setup && c.offloads.teardown && c.offloads.splice);
+        assert_eq!(c.offloads.splice_max_pairs, 65_536);
+        assert_eq!(c.offloads.splice_idle_timeout_ms, 60_000);
+        assert_eq!(c.offloads.splice_linger_ms, 1_000);
+        let c = Config::parse(
+            &(GOOD.to_string()
+                + "\n[offloads]\nsplice = false\nsplice_max_pairs = 1048576\nsplice_linger_ms = 0\n"),
+            "t.toml",
+        )
+        .unwrap();
+        assert!(!c.offloads.splice);
+        assert_eq!(c.offloads.splice_max_pairs, 1 << 20);
+        assert_eq!(c.offloads.splice_linger_ms, 0);
         let c = Config::parse(
             &(GOOD.to_string()
                 + "\n[offloads]\nsetup = false\nteardown_time_wait_ms = 500\ncookie_max_age = 4\n"),
@@ -791,6 +829,19 @@ mod tests {
             "offloads.teardown_max_flows"
         );
         assert_eq!(bad("cookie_max_age = 31").key, "offloads.cookie_max_age");
+        assert_eq!(bad("splice_max_pairs = 0").key, "offloads.splice_max_pairs");
+        assert_eq!(
+            bad("splice_max_pairs = 16777217").key,
+            "offloads.splice_max_pairs"
+        );
+        assert_eq!(
+            bad("splice_idle_timeout_ms = 0").key,
+            "offloads.splice_idle_timeout_ms"
+        );
+        assert_eq!(
+            bad("splice_linger_ms = 600001").key,
+            "offloads.splice_linger_ms"
+        );
         assert_eq!(
             bad("cookie_max_age = 20\ncookie_rotate_ticks = 20").key,
             "offloads.cookie_rotate_ticks"

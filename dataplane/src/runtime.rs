@@ -14,7 +14,7 @@ use crate::clock::Clock;
 use crate::config::{Config, ConfigError, Driver};
 use crate::lcore::{LcoreReport, LcoreSetup, Mode, NicLcore, PortSlot};
 use crate::net::stack::{IfaceConfig, L4Checksum, NicStack, StackConfig};
-use crate::offload::{build_chain, LoadedPlugins, OffloadError};
+use crate::offload::{build_chain, LoadedPlugins, OffloadError, SharedOffloads};
 use crate::pcap::PcapWriter;
 use crate::port::wire::{wire_pair, Impairments, LinkCounters, WireConfig, WireEnd, WireQueue};
 use crate::port::Port;
@@ -253,6 +253,8 @@ pub fn build_lcores<P: Port>(
     let captures = open_captures(cfg, opts)?;
     // Every lcore gets the offloads of the configuration; plugins load once per process.
     let plugins = LoadedPlugins::load(&cfg.tonic).map_err(offload_error(cfg))?;
+    // The splice table is one per process: a pair's segments may reach any lcore.
+    let shared = SharedOffloads::new(&cfg.offloads);
     let mut host = Vec::new();
     let mut nic_ends = Vec::new();
     if opts.host_channels {
@@ -287,7 +289,8 @@ pub fn build_lcores<P: Port>(
             NicStack::new(ifaces(cfg, macs), stack_config(opts)),
         );
         lcore.set_offloads(
-            build_chain(&cfg.tonic, &cfg.offloads, &plugins).map_err(offload_error(cfg))?,
+            build_chain(&cfg.tonic, &cfg.offloads, &plugins, &shared)
+                .map_err(offload_error(cfg))?,
         );
         lcores.push(lcore);
     }

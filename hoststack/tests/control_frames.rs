@@ -203,6 +203,7 @@ fn splice_close_report_is_an_unhandled_control_message() {
     let m = Message::SpliceClose(SpliceCloseRepr {
         request_id: 9,
         reason: CloseReason::Fin,
+        rst_side: 0,
         a: tuple(80, 40_000),
         b: tuple(40_001, 8080),
         bytes_ab: 10,

@@ -24,6 +24,7 @@
 
 pub mod link;
 pub mod msg;
+pub mod splice;
 pub mod syncookie;
 pub mod tonic_abi;
 pub mod wire;

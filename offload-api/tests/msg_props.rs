@@ -120,13 +120,15 @@ fn splice_close() -> impl Strategy<Value = SpliceCloseRepr> {
     (
         any::<u32>(),
         (0u8..=2).prop_map(|c| CloseReason::from_u8(c).unwrap()),
+        0u8..=2,
         tuple(),
         tuple(),
         any::<[u64; 4]>(),
     )
-        .prop_map(|(request_id, reason, a, b, n)| SpliceCloseRepr {
+        .prop_map(|(request_id, reason, rst_side, a, b, n)| SpliceCloseRepr {
             request_id,
             reason,
+            rst_side,
             a,
             b,
             bytes_ab: n[0],

@@ -31,10 +31,12 @@
 //! [`crate::lcore::LcoreReport::offloads`] or with [`OffloadChain::get`].
 
 pub mod setup;
+pub mod splice;
 pub mod teardown;
 
 use std::any::Any;
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use offload_api::msg::MsgType;
@@ -47,6 +49,7 @@ use crate::tonic::module::TonicModule;
 use crate::tonic::nic::{TonicNic, TonicNicConfig};
 use crate::tonic::plugin::{self, PluginError};
 use crate::tonic::registry::{params_from_config, Registry};
+use splice::{SpliceConfig, SpliceOffload, SpliceTable};
 use teardown::TeardownOffload;
 
 /// What an offload decided about a frame (or message) it was offered.
@@ -243,6 +246,13 @@ pub trait Offload<B: PacketBuf>: Any + Send {
         None
     }
 
+    /// For an offload whose state other lcores can change (the shared splice table): a
+    /// counter that is non-zero while it may be active. The chain reads it on every frame
+    /// while it believes every offload idle, since no hook of this lcore ran to tell it.
+    fn shared_activity(&self) -> Option<Arc<AtomicUsize>> {
+        None
+    }
+
     /// Reports the offload's own counters, each as `(name, value)`, always the same names in
     /// the same order.
     fn counters(&self, out: CounterSink<'_>) {
@@ -298,10 +308,12 @@ struct Slot<B: PacketBuf> {
 /// cookies; whatever passes goes to the host).
 ///
 /// Invariant: `any_active` is true exactly when some offload reported [`Offload::active`]
-/// after its last hook call.
+/// after its last hook call; `shared` holds the [`Offload::shared_activity`] counters, which
+/// other lcores may raise at any time.
 pub struct OffloadChain<B: PacketBuf> {
     slots: Vec<Slot<B>>,
     any_active: bool,
+    shared: Vec<Arc<AtomicUsize>>,
 }
 
 impl<B: PacketBuf> Default for OffloadChain<B> {
@@ -309,6 +321,7 @@ impl<B: PacketBuf> Default for OffloadChain<B> {
         OffloadChain {
             slots: Vec::new(),
             any_active: false,
+            shared: Vec::new(),
         }
     }
 }
@@ -322,6 +335,7 @@ impl<B: PacketBuf> OffloadChain<B> {
     /// Appends `offload` at the end of the chain (it sees what the earlier ones pass).
     pub fn push(&mut self, offload: Box<dyn Offload<B>>) {
         self.any_active |= offload.active();
+        self.shared.extend(offload.shared_activity());
         self.slots.push(Slot {
             offload,
             verdicts: VerdictCounts::default(),
@@ -344,10 +358,11 @@ impl<B: PacketBuf> OffloadChain<B> {
         self.slots.is_empty()
     }
 
-    /// True while some offload is active: only then do frames visit the chain.
+    /// True while some offload is active (or a shared one may have become active on another
+    /// lcore): only then do frames visit the chain.
     #[inline(always)]
     pub fn any_active(&self) -> bool {
-        self.any_active
+        self.any_active || self.shared.iter().any(|c| c.load(Ordering::Relaxed) != 0)
     }
 
     fn refresh(&mut self) {
@@ -550,17 +565,46 @@ pub fn tonic_from_config(
     Ok(nic)
 }
 
+/// State the offloads of all NIC lcores of a process share, made once per process: the
+/// splice table (AccelTCP §4.3; RSS may bring a spliced pair's segments to any lcore).
+#[derive(Clone, Debug, Default)]
+pub struct SharedOffloads {
+    /// The splice table, when `[offloads] splice` is on.
+    pub splice: Option<Arc<SpliceTable>>,
+}
+
+impl SharedOffloads {
+    /// The shared state `[offloads]` asks for.
+    pub fn new(offloads: &OffloadConfig) -> SharedOffloads {
+        SharedOffloads {
+            splice: offloads.splice.then(|| {
+                SpliceTable::new(SpliceConfig {
+                    max_pairs: offloads.splice_max_pairs,
+                    idle_timeout_ns: offloads.splice_idle_timeout_ms.saturating_mul(1_000_000),
+                    linger_ns: offloads.splice_linger_ms.saturating_mul(1_000_000),
+                })
+            }),
+        }
+    }
+}
+
 /// The offload chain of one NIC lcore for a configuration, in AccelTCP §4's order: the
-/// teardown offload (AccelTCP §4.2; idle until the host hands a close over), Tonic (idle
-/// until the host adds a flow), configured from `[tonic]`, then the SYN-cookie responder
-/// (AccelTCP §4.1; idle until the host registers a setup-offloaded listener). `[offloads]`
-/// turns the AccelTCP engines on or off and sets them up.
+/// splice offload over the process's shared table (AccelTCP §4.3; idle until the host
+/// installs a pair), the teardown offload (AccelTCP §4.2; idle until the host hands a close
+/// over), Tonic (idle until the host adds a flow), configured from `[tonic]`, then the
+/// SYN-cookie responder (AccelTCP §4.1; idle until the host registers a setup-offloaded
+/// listener). `[offloads]` turns the AccelTCP engines on or off and sets them up; `shared`
+/// comes from [`SharedOffloads::new`] with the same `offloads`, once per process.
 pub fn build_chain<B: PacketBuf>(
     cfg: &TonicConfig,
     offloads: &OffloadConfig,
     plugins: &LoadedPlugins,
+    shared: &SharedOffloads,
 ) -> Result<OffloadChain<B>, OffloadError> {
     let mut chain = OffloadChain::new();
+    if let Some(t) = &shared.splice {
+        chain.push(Box::new(SpliceOffload::new(t.clone())));
+    }
     if offloads.teardown {
         let td = TeardownOffload::new(teardown::TeardownConfig {
             max_flows: offloads.teardown_max_flows,
@@ -585,10 +629,11 @@ pub fn build_chain<B: PacketBuf>(
     Ok(chain)
 }
 
-/// The chain every lcore gets without a configuration: teardown, Tonic and the SYN-cookie
-/// responder with their defaults.
+/// The chain every lcore gets without a configuration: splice (over a table of its own),
+/// teardown, Tonic and the SYN-cookie responder with their defaults.
 pub fn default_chain<B: PacketBuf>() -> OffloadChain<B> {
     OffloadChain::new()
+        .with(Box::new(SpliceOffload::default()))
         .with(Box::new(TeardownOffload::default()))
         .with(Box::new(TonicNic::default()))
         .with(Box::new(setup::SetupOffload::default()))

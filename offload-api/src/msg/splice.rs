@@ -228,7 +228,8 @@ msg_view! {
     /// | 0      | 4    | common header| version 1, type 0x0D, header length ≥ 68 |
     /// | 4      | 4    | `request_id` | the install's request id |
     /// | 8      | 1    | `reason`     | [`CloseReason`] code |
-    /// | 9      | 3    | reserved     | 0 |
+    /// | 9      | 1    | `rst_side`   | who reset the pair: 0 none, 1 side A's peer, 2 side B's peer |
+    /// | 10     | 2    | reserved     | 0 |
     /// | 12     | 12   | `tuple_a`    | side A's [`FourTuple`] |
     /// | 24     | 12   | `tuple_b`    | side B's [`FourTuple`] |
     /// | 36     | 8    | `bytes_ab`   | TCP payload bytes relayed A → B |
@@ -241,6 +242,8 @@ msg_view! {
         request_id / set_request_id: u32 = 4;
         /// Close reason code.
         reason / set_reason: u8 = 8;
+        /// RST side code (0 none, 1 A, 2 B).
+        rst_side / set_rst_side: u8 = 9;
         /// Side A.
         tuple_a / set_tuple_a: FourTuple = 12;
         /// Side B.
@@ -263,6 +266,9 @@ pub struct SpliceCloseRepr {
     pub request_id: u32,
     /// Why the pair was removed.
     pub reason: CloseReason,
+    /// Whose peer sent the RST: 0 none, 1 side A's (the client), 2 side B's (the server).
+    /// Values above 2 are refused on parse.
+    pub rst_side: u8,
     /// Side A's 4-tuple.
     pub a: FourTuple,
     /// Side B's 4-tuple.
@@ -278,13 +284,17 @@ pub struct SpliceCloseRepr {
 }
 
 impl SpliceCloseRepr {
-    /// Reads a closure report. Fails on a bad common header or an unknown reason. Never
-    /// panics.
+    /// Reads a closure report. Fails on a bad common header, an unknown reason or an
+    /// `rst_side` above 2. Never panics.
     pub fn parse<T: AsRef<[u8]>>(frame: &SpliceCloseFrame<T>) -> Result<SpliceCloseRepr, MsgError> {
         frame.check_len()?;
         Ok(SpliceCloseRepr {
             request_id: frame.request_id(),
             reason: CloseReason::from_u8(frame.reason()).ok_or(MsgError::BadField("reason"))?,
+            rst_side: match frame.rst_side() {
+                s @ 0..=2 => s,
+                _ => return Err(MsgError::BadField("rst_side")),
+            },
             a: frame.tuple_a(),
             b: frame.tuple_b(),
             bytes_ab: frame.bytes_ab(),
@@ -306,6 +316,7 @@ impl SpliceCloseRepr {
         frame.clear_fields();
         frame.set_request_id(self.request_id);
         frame.set_reason(self.reason.code());
+        frame.set_rst_side(self.rst_side);
         frame.set_tuple_a(self.a);
         frame.set_tuple_b(self.b);
         frame.set_bytes_ab(self.bytes_ab);
@@ -381,7 +392,8 @@ mod tests {
     fn close_layout_and_round_trip() {
         let r = SpliceCloseRepr {
             request_id: 7,
-            reason: CloseReason::Timeout,
+            reason: CloseReason::Rst,
+            rst_side: 2,
             a: side(1).tuple,
             b: side(2).tuple,
             bytes_ab: 1 << 40,
@@ -391,12 +403,18 @@ mod tests {
         };
         let mut buf = [0xEEu8; 68];
         r.emit(&mut SpliceCloseFrame::new_unchecked(&mut buf[..]));
-        assert_eq!(&buf[..12], &[1, 0x0D, 0, 68, 0, 0, 0, 7, 2, 0, 0, 0]);
+        assert_eq!(&buf[..12], &[1, 0x0D, 0, 68, 0, 0, 0, 7, 1, 2, 0, 0]);
         assert_eq!(&buf[36..44], &[0, 0, 1, 0, 0, 0, 0, 0]);
         assert_eq!(&buf[60..68], &[0xFF; 8]);
         let f = SpliceCloseFrame::new_checked(&buf[..]).unwrap();
         assert_eq!(SpliceCloseRepr::parse(&f).unwrap(), r);
         let mut f = SpliceCloseFrame::new_unchecked(&mut buf[..]);
+        f.set_rst_side(3);
+        assert_eq!(
+            SpliceCloseRepr::parse(&f),
+            Err(MsgError::BadField("rst_side"))
+        );
+        f.set_rst_side(1);
         f.set_reason(3);
         assert_eq!(
             SpliceCloseRepr::parse(&f),

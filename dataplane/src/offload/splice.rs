@@ -1,0 +1,946 @@
+//! AccelTCP's connection-splicing offload on the NIC (AccelTCP §4.3, Figure 7; App. A
+//! "Connection splicing"; `docs/architecture.md`, "Splice offload").
+//!
+//! An L7 proxy that no longer needs to see a pair of connections hands both to the NIC with
+//! one 0x090C splice install; from then on the NIC relays every segment of the pair by
+//! rewriting its headers ([`offload_api::splice::translate`]) and sending it out of the other
+//! side's port, without the host (zero DMA). The NIC follows the pair's teardown passively
+//! and, once both FINs are acknowledged, a RST went through, or the pair idled out, removes
+//! it and tells the host with a 0x090D closure report.
+//!
+//! - [`SpliceTable`]: the pairs, shared by every NIC lcore of a process (RSS may bring a
+//!   pair's segments to any lcore): two entries per pair keyed by the arriving 4-tuple, in
+//!   [`SHARDS`] independently locked hash maps, so that lcores rarely meet on a lock and a
+//!   lookup is one multiply-hash and one probe. Made once per process
+//!   ([`SharedOffloads::new`](super::SharedOffloads::new)) and handed to every lcore's
+//!   [`SpliceOffload`].
+//! - [`SpliceOffload`]: one lcore's view. `host_control` installs pairs and answers install
+//!   acks; `wire_rx` and `host_tcp` translate; `poll` removes closed or idle pairs and sends
+//!   the closure reports.
+//!
+//! Who reports: the lcore that installed a pair (its *owner*; the host core linked to it made
+//! the `nsplice` call and keeps the pair's count). Any lcore may see the segment that closes
+//! a pair; it marks the pair and pushes it onto the owner's inbox (a lock-free queue), and
+//! the owner's next poll schedules the report: right away after a RST (whose entries the
+//! seeing lcore already removed), after the linger time after a FIN close (so that a
+//! retransmitted last FIN or ACK still gets translated). Idle timeouts run on the owner's
+//! timer heap, re-armed lazily from the pair's last activity.
+//!
+//! Lock order: a shard lock, then a pair lock; never a shard lock while holding a pair lock.
+//! Only an install holds two shard locks, taken in index order.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crossbeam::queue::SegQueue;
+use offload_api::msg::{
+    AckStatus, CloseReason, FourTuple, InstallAckRepr, Message, MsgType, SpliceCloseRepr,
+    SpliceInstallRepr, SpliceSide, ETH_HEADER_LEN,
+};
+use offload_api::splice::{directions, translate, Dir, PairTracker, Side, Translated};
+use offload_api::wire::tcp::TcpFlags;
+
+use crate::buf::PacketBuf;
+use crate::net::csum;
+use crate::offload::{CounterSink, HostTcp, Offload, OffloadCtx, RxFrame, Verdict};
+
+/// Number of independently locked shards of the [`SpliceTable`] (a power of two).
+pub const SHARDS: usize = 64;
+
+/// Settings of the splice table (`[offloads]` `splice_*`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SpliceConfig {
+    /// Most pairs installed at once, over all lcores; more are refused with
+    /// [`AckStatus::TableFull`] (the host relays those itself).
+    pub max_pairs: usize,
+    /// A pair without any segment for this long is removed and reported
+    /// ([`CloseReason::Timeout`]), nanoseconds.
+    pub idle_timeout_ns: u64,
+    /// How long a pair whose FINs were both acknowledged keeps translating (a retransmitted
+    /// last FIN or ACK), nanoseconds.
+    pub linger_ns: u64,
+}
+
+impl Default for SpliceConfig {
+    /// 65,536 pairs, 60 s idle timeout, 1 s linger.
+    fn default() -> Self {
+        SpliceConfig {
+            max_pairs: 65_536,
+            idle_timeout_ns: 60_000_000_000,
+            linger_ns: 1_000_000_000,
+        }
+    }
+}
+
+/// A table key: an arriving 4-tuple (source IP and port, destination IP and port).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Key {
+    ips: u64,
+    ports: u32,
+}
+
+impl Key {
+    fn new(src: [u8; 4], sport: u16, dst: [u8; 4], dport: u16) -> Key {
+        Key {
+            ips: (u64::from(u32::from_be_bytes(src)) << 32) | u64::from(u32::from_be_bytes(dst)),
+            ports: (u32::from(sport) << 16) | u32::from(dport),
+        }
+    }
+
+    fn of(d: &Dir) -> Key {
+        let (s, sp, t, tp) = d.in_key();
+        Key::new(s, sp, t, tp)
+    }
+
+    /// A 64-bit mix of the key (multiply-xorshift, as FxHash/wyhash do): good high and low
+    /// bits, no SipHash on the per-packet path (the keys are not attacker-chosen beyond what
+    /// the host accepted as connections).
+    #[inline(always)]
+    fn hash(self) -> u64 {
+        let x = self.ips ^ (u64::from(self.ports)).rotate_left(29);
+        let h = (x ^ (x >> 31)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        h ^ (h >> 29)
+    }
+
+    #[inline(always)]
+    fn shard(self) -> usize {
+        (self.hash() >> 40) as usize & (SHARDS - 1)
+    }
+}
+
+impl std::hash::Hash for Key {
+    #[inline(always)]
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(Key::hash(*self));
+    }
+}
+
+/// Passes the key's own mix through (it already is a good hash).
+#[derive(Default)]
+struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = v;
+    }
+}
+
+type Shard = HashMap<Key, (Arc<Pair>, Side), BuildHasherDefault<KeyHasher>>;
+
+/// The mutable part of a pair, behind its lock.
+#[derive(Debug)]
+struct PairState {
+    /// `dirs[Side::A.index()]` is A → B.
+    dirs: [Dir; 2],
+    track: PairTracker,
+    /// When both FINs were found acknowledged.
+    closed_at: Option<u64>,
+    /// Entries removed from the table (or being removed): segments pass.
+    removed: bool,
+    /// The closure report was made.
+    reported: bool,
+}
+
+/// One spliced pair, shared by its two table entries and its owner's timers.
+#[derive(Debug)]
+pub struct Pair {
+    request_id: u32,
+    a: FourTuple,
+    b: FourTuple,
+    keys: [Key; 2],
+    /// The owner lcore's inbox (closures seen by any lcore).
+    inbox: Arc<SegQueue<Arc<Pair>>>,
+    state: Mutex<PairState>,
+}
+
+impl Pair {
+    fn lock(&self) -> MutexGuard<'_, PairState> {
+        // A panic elsewhere cannot leave the state half-written in a way that matters here.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The splice table of a process: every pair's two entries, shared by all NIC lcores.
+///
+/// Invariant: `len` counts pairs whose entries are (being) in the table, at most
+/// `cfg.max_pairs`; a key maps to at most one pair.
+#[derive(Debug)]
+pub struct SpliceTable {
+    shards: Box<[Mutex<Shard>]>,
+    /// Shared with every lcore's chain ([`Offload::shared_activity`]).
+    len: Arc<AtomicUsize>,
+    cfg: SpliceConfig,
+}
+
+impl SpliceTable {
+    /// An empty table.
+    pub fn new(cfg: SpliceConfig) -> Arc<SpliceTable> {
+        Arc::new(SpliceTable {
+            shards: (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect(),
+            len: Arc::new(AtomicUsize::new(0)),
+            cfg,
+        })
+    }
+
+    /// Its settings.
+    pub fn config(&self) -> SpliceConfig {
+        self.cfg
+    }
+
+    /// Pairs installed.
+    #[inline(always)]
+    pub fn len(&self) -> usize {
+        self.len.load(Ordering::Relaxed)
+    }
+
+    /// True without pairs.
+    #[inline(always)]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn shard(&self, i: usize) -> MutexGuard<'_, Shard> {
+        self.shards[i].lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// True when a segment from `src:sport` to `dst:dport` belongs to an installed pair.
+    pub fn contains(&self, src: [u8; 4], sport: u16, dst: [u8; 4], dport: u16) -> bool {
+        let k = Key::new(src, sport, dst, dport);
+        self.shard(k.shard()).contains_key(&k)
+    }
+
+    /// Inserts both entries of `p`: `Exists` when either key is taken, `TableFull` at
+    /// capacity.
+    fn insert(&self, p: &Arc<Pair>) -> AckStatus {
+        let [k0, k1] = p.keys;
+        let (s0, s1) = (k0.shard(), k1.shard());
+        if self.len.fetch_add(1, Ordering::AcqRel) >= self.cfg.max_pairs {
+            self.len.fetch_sub(1, Ordering::AcqRel);
+            return AckStatus::TableFull;
+        }
+        let status = if s0 == s1 {
+            let mut g = self.shard(s0);
+            if g.contains_key(&k0) || g.contains_key(&k1) {
+                AckStatus::Exists
+            } else {
+                g.insert(k0, (p.clone(), Side::A));
+                g.insert(k1, (p.clone(), Side::B));
+                AckStatus::Ok
+            }
+        } else {
+            let (lo, hi) = (s0.min(s1), s0.max(s1));
+            let mut gl = self.shard(lo);
+            let mut gh = self.shard(hi);
+            let (g0, g1) = if s0 < s1 {
+                (&mut gl, &mut gh)
+            } else {
+                (&mut gh, &mut gl)
+            };
+            if g0.contains_key(&k0) || g1.contains_key(&k1) {
+                AckStatus::Exists
+            } else {
+                g0.insert(k0, (p.clone(), Side::A));
+                g1.insert(k1, (p.clone(), Side::B));
+                AckStatus::Ok
+            }
+        };
+        if status != AckStatus::Ok {
+            self.len.fetch_sub(1, Ordering::AcqRel);
+        }
+        status
+    }
+
+    /// Removes both entries of `p` (only those that still point at `p`).
+    fn remove(&self, p: &Arc<Pair>) {
+        let mut gone = false;
+        for k in p.keys {
+            let mut g = self.shard(k.shard());
+            if g.get(&k).is_some_and(|(q, _)| Arc::ptr_eq(q, p)) {
+                g.remove(&k);
+                gone = true;
+            }
+        }
+        if gone {
+            self.len.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+
+    /// Runs `f` on the pair whose entry is `k`, under the shard lock.
+    #[inline]
+    fn with<R>(&self, k: Key, f: impl FnOnce(&Arc<Pair>, Side) -> R) -> Option<R> {
+        let g = self.shard(k.shard());
+        let (p, side) = g.get(&k)?;
+        Some(f(p, *side))
+    }
+}
+
+/// Counters of one lcore's splice offload (`active_pairs` is the process-wide table size).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SpliceStats {
+    /// Pairs installed by this lcore.
+    pub installs: u64,
+    /// Installs refused: table full.
+    pub refused_full: u64,
+    /// Installs refused: a 4-tuple already spliced.
+    pub refused_exists: u64,
+    /// Installs refused: bad fields (window scale, ports, identical tuples), or a message
+    /// that did not parse.
+    pub refused_invalid: u64,
+    /// Segments translated A → B (wire and host).
+    pub translated_ab: u64,
+    /// Segments translated B → A (wire and host).
+    pub translated_ba: u64,
+    /// Of those, segments from the host (`host_tcp` and install payloads).
+    pub from_host: u64,
+    /// Pairs closed by FIN/FIN (reported by this lcore).
+    pub closed_fin: u64,
+    /// Pairs closed by a RST (reported by this lcore).
+    pub closed_rst: u64,
+    /// Pairs removed after the idle timeout (reported by this lcore).
+    pub closed_idle: u64,
+    /// Segments of a pair that did not translate (malformed headers or options): dropped.
+    pub malformed: u64,
+    /// Segments dropped because the out side's neighbour MAC is not known yet (resolution
+    /// started; TCP retransmits).
+    pub arp_miss: u64,
+    /// Segments that left with a timestamp option made NOPs (out side without timestamps).
+    pub ts_stripped: u64,
+    /// Segments that left without timestamps towards a side that has them (RFC 7323 §3.2).
+    pub ts_missing: u64,
+    /// Segments that left with a SACK option made NOPs.
+    pub sack_stripped: u64,
+    /// Closure reports sent to the host.
+    pub reports_sent: u64,
+    /// Install acks or reports the link did not take (reports are retried).
+    pub send_failed: u64,
+}
+
+/// A timer of the owner: re-check pair `pair` at `at`.
+struct Timer {
+    at: u64,
+    seq: u64,
+    pair: Arc<Pair>,
+}
+
+impl PartialEq for Timer {
+    fn eq(&self, o: &Self) -> bool {
+        (self.at, self.seq) == (o.at, o.seq)
+    }
+}
+impl Eq for Timer {}
+impl PartialOrd for Timer {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Timer {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        (self.at, self.seq).cmp(&(o.at, o.seq))
+    }
+}
+
+/// What happened to a segment offered to a pair.
+enum Outcome {
+    /// Translated: send out of this port. `closed`: it closed the pair (tell the owner);
+    /// `rst`: and the entries must go now.
+    Out { port: u16, closed: bool, rst: bool },
+    /// The pair is being removed: let the segment pass.
+    Gone,
+    /// Dropped: malformed.
+    Malformed,
+    /// Dropped: out MAC unknown.
+    ArpMiss,
+}
+
+/// One NIC lcore's splice offload over the process's [`SpliceTable`] (AccelTCP §4.3).
+pub struct SpliceOffload {
+    table: Arc<SpliceTable>,
+    inbox: Arc<SegQueue<Arc<Pair>>>,
+    timers: BinaryHeap<Reverse<Timer>>,
+    timer_seq: u64,
+    /// Reports not yet taken by the link: (port, report).
+    pending: VecDeque<(u16, SpliceCloseRepr)>,
+    /// The port the host tagged its last install with (reports go there).
+    host_port: u16,
+    stats: SpliceStats,
+    scratch: Vec<u8>,
+}
+
+impl std::fmt::Debug for SpliceOffload {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SpliceOffload")
+            .field("pairs", &self.table.len())
+            .field("owned_timers", &self.timers.len())
+            .field("stats", &self.stats)
+            .finish()
+    }
+}
+
+impl Default for SpliceOffload {
+    /// An offload over a table of its own with [`SpliceConfig::default`] (one-lcore nodes).
+    fn default() -> Self {
+        SpliceOffload::new(SpliceTable::new(SpliceConfig::default()))
+    }
+}
+
+/// The result of an install, before the ack.
+type InstallResult = Result<Arc<Pair>, AckStatus>;
+
+impl SpliceOffload {
+    /// An lcore's offload over the shared `table`.
+    pub fn new(table: Arc<SpliceTable>) -> SpliceOffload {
+        SpliceOffload {
+            table,
+            inbox: Arc::new(SegQueue::new()),
+            timers: BinaryHeap::new(),
+            timer_seq: 0,
+            pending: VecDeque::new(),
+            host_port: 0,
+            stats: SpliceStats::default(),
+            scratch: Vec::with_capacity(128),
+        }
+    }
+
+    /// The shared table.
+    pub fn table(&self) -> &Arc<SpliceTable> {
+        &self.table
+    }
+
+    /// This lcore's counters.
+    pub fn stats(&self) -> &SpliceStats {
+        &self.stats
+    }
+
+    fn arm(&mut self, at: u64, pair: Arc<Pair>) {
+        self.timer_seq += 1;
+        self.timers.push(Reverse(Timer {
+            at,
+            seq: self.timer_seq,
+            pair,
+        }));
+    }
+
+    /// Fills a side's zero MACs: ours from the port, the peer's from the ARP table (starting
+    /// resolution on a miss; the first segments then wait for it).
+    fn fill_macs<B: PacketBuf>(cx: &mut OffloadCtx<'_, B>, s: &mut SpliceSide) {
+        let p = usize::from(s.port);
+        if s.local_mac == [0; 6] {
+            s.local_mac = cx.stack.iface(p).mac;
+        }
+        if s.remote_mac == [0; 6] {
+            match cx.stack.arp_lookup(p, s.tuple.remote_ip, cx.now) {
+                Some(m) => s.remote_mac = m,
+                None => cx.stack.resolve(p, s.tuple.remote_ip, cx.now),
+            }
+        }
+    }
+
+    fn install<B: PacketBuf>(
+        &mut self,
+        cx: &mut OffloadCtx<'_, B>,
+        mut r: SpliceInstallRepr,
+    ) -> InstallResult {
+        let ports = cx.stack.ports();
+        let ka = Key::new(
+            r.a.tuple.remote_ip,
+            r.a.tuple.remote_port,
+            r.a.tuple.local_ip,
+            r.a.tuple.local_port,
+        );
+        let kb = Key::new(
+            r.b.tuple.remote_ip,
+            r.b.tuple.remote_port,
+            r.b.tuple.local_ip,
+            r.b.tuple.local_port,
+        );
+        if usize::from(r.a.port) >= ports || usize::from(r.b.port) >= ports || ka == kb {
+            return Err(AckStatus::Invalid);
+        }
+        Self::fill_macs(cx, &mut r.a);
+        Self::fill_macs(cx, &mut r.b);
+        let (ab, ba) = directions(&r);
+        let pair = Arc::new(Pair {
+            request_id: r.request_id,
+            a: r.a.tuple,
+            b: r.b.tuple,
+            keys: [Key::of(&ab), Key::of(&ba)],
+            inbox: self.inbox.clone(),
+            state: Mutex::new(PairState {
+                dirs: [ab, ba],
+                track: PairTracker::new(cx.now),
+                closed_at: None,
+                removed: false,
+                reported: false,
+            }),
+        });
+        match self.table.insert(&pair) {
+            AckStatus::Ok => Ok(pair),
+            s => Err(s),
+        }
+    }
+
+    fn ack<B: PacketBuf>(&mut self, cx: &mut OffloadCtx<'_, B>, port: u16, id: u32, s: AckStatus) {
+        let m = Message::InstallAck(InstallAckRepr {
+            request_id: id,
+            request_type: MsgType::SpliceInstall,
+            status: s,
+        });
+        if m.write_frame([0; 6], [0; 6], &[], &mut self.scratch)
+            .is_err()
+            || !cx.io.to_host(port, &self.scratch)
+        {
+            self.stats.send_failed += 1;
+        }
+    }
+
+    /// Translates the segment in `frame` (TCP at `l4_off`) with side `side` of `p` and
+    /// follows the pair's state. `drop_unresolved`: without the out side's MAC, drop (wire
+    /// frames) rather than leave it zero for the host path to resolve.
+    fn process<B: PacketBuf>(
+        stats: &mut SpliceStats,
+        cx: &mut OffloadCtx<'_, B>,
+        p: &Arc<Pair>,
+        side: Side,
+        frame: &mut [u8],
+        l4_off: usize,
+        drop_unresolved: bool,
+    ) -> Outcome {
+        let mut g = p.lock();
+        if g.removed {
+            return Outcome::Gone;
+        }
+        let d = &mut g.dirs[side.index()];
+        if d.dst_mac == [0; 6] {
+            let port = usize::from(d.out_port);
+            match cx.stack.arp_lookup(port, d.out_dst_ip, cx.now) {
+                Some(m) => d.dst_mac = m,
+                None if drop_unresolved => {
+                    cx.stack.resolve(port, d.out_dst_ip, cx.now);
+                    stats.arp_miss += 1;
+                    return Outcome::ArpMiss;
+                }
+                None => {}
+            }
+        }
+        let t: Translated = match translate(frame, l4_off, d) {
+            Ok(t) => t,
+            Err(_) => {
+                stats.malformed += 1;
+                return Outcome::Malformed;
+            }
+        };
+        match side {
+            Side::A => stats.translated_ab += 1,
+            Side::B => stats.translated_ba += 1,
+        }
+        stats.ts_stripped += u64::from(t.ts_stripped);
+        stats.ts_missing += u64::from(t.ts_missing);
+        stats.sack_stripped += u64::from(t.sack_stripped);
+        g.track.observe(side, &t, cx.now);
+        let (mut closed, mut rst) = (false, false);
+        if t.flags.has(TcpFlags::RST) {
+            // Forward the RST, then the entries go (AccelTCP §4.3: "if it is reset by any
+            // peer, the NIC stack removes the forwarding rule entries").
+            g.removed = true;
+            closed = true;
+            rst = true;
+        } else if g.closed_at.is_none() && g.track.closed_by_fin() {
+            g.closed_at = Some(cx.now);
+            closed = true;
+        }
+        Outcome::Out {
+            port: t.out_port,
+            closed,
+            rst,
+        }
+    }
+
+    /// Offers a segment with arriving 4-tuple `k` to the table.
+    #[inline]
+    fn offer<B: PacketBuf>(
+        &mut self,
+        cx: &mut OffloadCtx<'_, B>,
+        k: Key,
+        frame: &mut [u8],
+        l4_off: usize,
+        from_host: bool,
+    ) -> Option<Outcome> {
+        let stats = &mut self.stats;
+        let mut closed = None;
+        let out = self.table.with(k, |p, side| {
+            let o = Self::process(stats, cx, p, side, frame, l4_off, !from_host);
+            if let Outcome::Out { closed: true, .. } = o {
+                closed = Some(p.clone());
+            }
+            o
+        })?;
+        if let (Some(p), Outcome::Out { rst, .. }) = (closed, &out) {
+            if *rst {
+                self.table.remove(&p);
+            }
+            p.inbox.push(p.clone());
+        }
+        if from_host && matches!(out, Outcome::Out { .. }) {
+            self.stats.from_host += 1;
+        }
+        Some(out)
+    }
+
+    /// The optional packet after an install's header: a segment of either connection that
+    /// the host kept. A peer's segment (arriving 4-tuple) is translated; the host's own
+    /// segment on a side goes out as is. Checksums are filled in full: the host leaves them
+    /// to the NIC.
+    fn install_payload<B: PacketBuf>(
+        &mut self,
+        cx: &mut OffloadCtx<'_, B>,
+        r: &SpliceInstallRepr,
+        payload: &[u8],
+    ) {
+        let mut f = std::mem::take(&mut self.scratch);
+        f.clear();
+        f.extend_from_slice(&[0; 12]);
+        f.extend_from_slice(&offload_api::ETHERTYPE_IPV4.to_be_bytes());
+        f.extend_from_slice(payload);
+        let Some(t) = HostTcp::find(&f) else {
+            self.stats.malformed += 1;
+            self.scratch = f;
+            return;
+        };
+        let ports = f.get(t.l4_off..t.l4_off + 4).map(|b| {
+            (
+                u16::from_be_bytes([b[0], b[1]]),
+                u16::from_be_bytes([b[2], b[3]]),
+            )
+        });
+        let Some((sport, dport)) = ports else {
+            self.stats.malformed += 1;
+            self.scratch = f;
+            return;
+        };
+        let k = Key::new(t.src, sport, t.dst, dport);
+        let out = match self.offer(cx, k, &mut f, t.l4_off, true) {
+            Some(Outcome::Out { port, .. }) => Some(port),
+            Some(_) => None,
+            None => {
+                // The host's own segment on one side: its source is our local address there.
+                let own = |s: &SpliceSide| {
+                    let u = s.tuple;
+                    (u.local_ip, u.local_port, u.remote_ip, u.remote_port)
+                        == (t.src, sport, t.dst, dport)
+                };
+                let side = [r.a, r.b].into_iter().find(own);
+                match side {
+                    Some(mut s) => {
+                        Self::fill_macs(cx, &mut s);
+                        let dst = if s.remote_mac == [0; 6] {
+                            self.stats.arp_miss += 1;
+                            [0xff; 6]
+                        } else {
+                            s.remote_mac
+                        };
+                        f[0..6].copy_from_slice(&dst);
+                        f[6..12].copy_from_slice(&s.local_mac);
+                        Some(s.port)
+                    }
+                    None => {
+                        self.stats.malformed += 1;
+                        None
+                    }
+                }
+            }
+        };
+        if let Some(port) = out {
+            if f[0..6] == [0; 6] {
+                f[0..6].copy_from_slice(&[0xff; 6]);
+            }
+            if csum::fill_checksums(&mut f).is_err() || !cx.io.to_port(port, &f) {
+                self.stats.send_failed += 1;
+            }
+        }
+        self.scratch = f;
+    }
+
+    /// Removes `p` (if still there) and queues its report.
+    fn close(&mut self, p: &Arc<Pair>, reason: CloseReason) {
+        let (track, already) = {
+            let mut g = p.lock();
+            let already = g.reported;
+            g.reported = true;
+            g.removed = true;
+            (g.track, already)
+        };
+        if already {
+            return;
+        }
+        self.table.remove(p);
+        match reason {
+            CloseReason::Fin => self.stats.closed_fin += 1,
+            CloseReason::Rst => self.stats.closed_rst += 1,
+            CloseReason::Timeout => self.stats.closed_idle += 1,
+        }
+        let (bytes_ab, bytes_ba) = track.bytes();
+        let (packets_ab, packets_ba) = track.packets();
+        self.pending.push_back((
+            self.host_port,
+            SpliceCloseRepr {
+                request_id: p.request_id,
+                reason,
+                rst_side: track.rst.map_or(0, Side::code),
+                a: p.a,
+                b: p.b,
+                bytes_ab,
+                bytes_ba,
+                packets_ab,
+                packets_ba,
+            },
+        ));
+    }
+
+    /// Sends queued reports while the link takes them.
+    fn flush_reports<B: PacketBuf>(&mut self, cx: &mut OffloadCtx<'_, B>) {
+        while let Some(&(port, r)) = self.pending.front() {
+            let m = Message::SpliceClose(r);
+            if m.write_frame([0; 6], [0; 6], &[], &mut self.scratch)
+                .is_err()
+                || !cx.io.to_host(port, &self.scratch)
+            {
+                self.stats.send_failed += 1;
+                return;
+            }
+            self.pending.pop_front();
+            self.stats.reports_sent += 1;
+        }
+    }
+}
+
+impl<B: PacketBuf> Offload<B> for SpliceOffload {
+    fn name(&self) -> &'static str {
+        "splice"
+    }
+
+    /// Active while any lcore's pair is installed, or this lcore has timers or reports.
+    #[inline]
+    fn active(&self) -> bool {
+        !self.table.is_empty() || !self.timers.is_empty() || !self.pending.is_empty()
+    }
+
+    /// Segments of a spliced pair are translated and leave by the other side's port; a
+    /// segment that does not translate is dropped and counted.
+    #[inline]
+    fn wire_rx(&mut self, cx: &mut OffloadCtx<'_, B>, rx: &mut RxFrame<'_, B>) -> Verdict {
+        let Some(t) = rx.tcp() else {
+            return Verdict::Pass;
+        };
+        let Some(p) = t.seg.get(0..4) else {
+            return Verdict::Pass;
+        };
+        let k = Key::new(
+            t.src,
+            u16::from_be_bytes([p[0], p[1]]),
+            t.dst,
+            u16::from_be_bytes([p[2], p[3]]),
+        );
+        let l4_off = t.l4_off;
+        match self.offer(cx, k, rx.buf.data_mut(), l4_off, false) {
+            None | Some(Outcome::Gone) => Verdict::Pass,
+            Some(Outcome::Out { port, .. }) => Verdict::Out(port),
+            Some(Outcome::Malformed | Outcome::ArpMiss) => Verdict::Consumed,
+        }
+    }
+
+    /// Splice installs (0x090C), answered with an install ack.
+    fn host_control(
+        &mut self,
+        cx: &mut OffloadCtx<'_, B>,
+        port: u16,
+        msg: MsgType,
+        frame: &[u8],
+    ) -> Verdict {
+        if msg != MsgType::SpliceInstall {
+            return Verdict::Pass;
+        }
+        self.host_port = port;
+        let parsed = offload_api::msg::parse_frame(frame);
+        let (r, payload) = match parsed {
+            Ok(p) => match p.message {
+                Message::SpliceInstall(r) => (r, p.payload),
+                _ => return Verdict::Consumed,
+            },
+            Err(_) => {
+                self.stats.refused_invalid += 1;
+                // The request id, when the header is long enough to hold one.
+                if let Some(b) = frame.get(ETH_HEADER_LEN + 4..ETH_HEADER_LEN + 8) {
+                    let id = u32::from_be_bytes([b[0], b[1], b[2], b[3]]);
+                    self.ack(cx, port, id, AckStatus::Invalid);
+                }
+                return Verdict::Consumed;
+            }
+        };
+        let status = match self.install(cx, r) {
+            Ok(pair) => {
+                self.stats.installs += 1;
+                let at = cx.now.saturating_add(self.table.cfg.idle_timeout_ns);
+                self.arm(at, pair);
+                AckStatus::Ok
+            }
+            Err(s) => {
+                match s {
+                    AckStatus::TableFull => self.stats.refused_full += 1,
+                    AckStatus::Exists => self.stats.refused_exists += 1,
+                    _ => self.stats.refused_invalid += 1,
+                }
+                s
+            }
+        };
+        self.ack(cx, port, r.request_id, status);
+        if status == AckStatus::Ok && !payload.is_empty() {
+            self.install_payload(cx, &r, payload);
+        }
+        Verdict::Consumed
+    }
+
+    /// Segments the host kept during the handover (a pair's arriving 4-tuple) are translated
+    /// and leave by the other side's port; the lcore then fills their checksums (and
+    /// segments them) as for any host frame.
+    fn host_tcp(
+        &mut self,
+        cx: &mut OffloadCtx<'_, B>,
+        _port: u16,
+        frame: &mut Vec<u8>,
+        tcp: HostTcp,
+    ) -> Verdict {
+        let Some(p) = frame.get(tcp.l4_off..tcp.l4_off + 4) else {
+            return Verdict::Pass;
+        };
+        let k = Key::new(
+            tcp.src,
+            u16::from_be_bytes([p[0], p[1]]),
+            tcp.dst,
+            u16::from_be_bytes([p[2], p[3]]),
+        );
+        match self.offer(cx, k, frame, tcp.l4_off, true) {
+            None | Some(Outcome::Gone) => Verdict::Pass,
+            Some(Outcome::Out { port, .. }) => Verdict::Out(port),
+            Some(Outcome::Malformed | Outcome::ArpMiss) => Verdict::Consumed,
+        }
+    }
+
+    /// Closures other lcores saw, due linger ends and idle checks, then the reports.
+    fn poll(&mut self, cx: &mut OffloadCtx<'_, B>) {
+        let linger = self.table.cfg.linger_ns;
+        let idle = self.table.cfg.idle_timeout_ns;
+        while let Some(p) = self.inbox.pop() {
+            let (rst, closed_at) = {
+                let g = p.lock();
+                (g.track.rst.is_some(), g.closed_at)
+            };
+            if rst {
+                self.close(&p, CloseReason::Rst);
+            } else if let Some(at) = closed_at {
+                self.arm(at.saturating_add(linger), p);
+            }
+        }
+        while self.timers.peek().is_some_and(|t| t.0.at <= cx.now) {
+            let Some(Reverse(t)) = self.timers.pop() else {
+                break;
+            };
+            let p = t.pair;
+            let (reported, rst, closed_at, last) = {
+                let g = p.lock();
+                (
+                    g.reported,
+                    g.track.rst.is_some(),
+                    g.closed_at,
+                    g.track.last_activity,
+                )
+            };
+            if reported {
+                continue;
+            }
+            if rst {
+                self.close(&p, CloseReason::Rst);
+            } else if let Some(at) = closed_at {
+                let due = at.saturating_add(linger);
+                if due <= cx.now {
+                    self.close(&p, CloseReason::Fin);
+                } else {
+                    self.arm(due, p);
+                }
+            } else {
+                let due = last.saturating_add(idle);
+                if due <= cx.now {
+                    self.close(&p, CloseReason::Timeout);
+                } else {
+                    self.arm(due, p);
+                }
+            }
+        }
+        self.flush_reports(cx);
+    }
+
+    /// The table's pair count: another lcore's install makes this one translate too.
+    fn shared_activity(&self) -> Option<Arc<AtomicUsize>> {
+        Some(self.table.len.clone())
+    }
+
+    /// Now while closures or reports wait; else the earliest timer.
+    fn next_deadline(&self) -> Option<u64> {
+        if !self.inbox.is_empty() || !self.pending.is_empty() {
+            return Some(0);
+        }
+        self.timers.peek().map(|t| t.0.at)
+    }
+
+    fn counters(&self, out: CounterSink<'_>) {
+        let s = &self.stats;
+        let all = [
+            ("active_pairs", self.table.len() as u64),
+            ("installs", s.installs),
+            ("refused_full", s.refused_full),
+            ("refused_exists", s.refused_exists),
+            ("refused_invalid", s.refused_invalid),
+            ("translated_ab", s.translated_ab),
+            ("translated_ba", s.translated_ba),
+            ("from_host", s.from_host),
+            ("closed_fin", s.closed_fin),
+            ("closed_rst", s.closed_rst),
+            ("closed_idle", s.closed_idle),
+            ("malformed", s.malformed),
+            ("arp_miss", s.arp_miss),
+            ("ts_stripped", s.ts_stripped),
+            ("ts_missing", s.ts_missing),
+            ("sack_stripped", s.sack_stripped),
+            ("reports_sent", s.reports_sent),
+            ("send_failed", s.send_failed),
+        ];
+        for (n, v) in all {
+            out(n, v);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_spread_over_shards() {
+        let mut seen = [0usize; SHARDS];
+        for i in 0..4096u32 {
+            let k = Key::new([10, 0, 0, 1], 40_000 + (i as u16), [10, 0, 0, 2], 80);
+            seen[k.shard()] += 1;
+        }
+        assert!(seen.iter().all(|&n| n > 20), "{seen:?}");
+    }
+}
