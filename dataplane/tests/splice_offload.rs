@@ -111,6 +111,9 @@ fn install_repr(id: u32) -> SpliceInstallRepr {
         ack_offset: ACK_OFFSET,
         ts_offset_ab: TS_AB,
         ts_offset_ba: TS_BA,
+        // Where the tests' segments start: the client's at 100, the server's at 900.
+        a_start: 100,
+        b_start: 900,
         a: SpliceSide {
             tuple: FourTuple {
                 local_ip: PROXY_A_IP,
@@ -444,10 +447,10 @@ fn rst_from_either_side_is_forwarded_and_reported_with_its_side() {
     for (side, code) in [(0, 1u8), (1, 2u8)] {
         let mut r = rig(small());
         install(&mut r);
-        from_client(&mut r, hdr(TcpFlags::ACK | TcpFlags::PSH, 10, 20), b"abc");
+        from_client(&mut r, hdr(TcpFlags::ACK | TcpFlags::PSH, 100, 20), b"abc");
         assert_eq!(wire_out(&mut r.right).len(), 1);
         if side == 0 {
-            from_client(&mut r, hdr(TcpFlags::RST | TcpFlags::ACK, 13, 20), &[]);
+            from_client(&mut r, hdr(TcpFlags::RST | TcpFlags::ACK, 103, 20), &[]);
             let out = wire_out(&mut r.right);
             assert_eq!(out.len(), 1, "the RST is forwarded");
             let t = checked(&out[0], PROXY_B_IP, SERVER_IP);
@@ -474,7 +477,7 @@ fn idle_pairs_time_out_and_activity_postpones_it() {
     let mut r = rig(small());
     install(&mut r);
     r.clock.advance(20 * SEC);
-    from_client(&mut r, hdr(TcpFlags::ACK, 1, 1), b"z");
+    from_client(&mut r, hdr(TcpFlags::ACK, 100, 1), b"z");
     r.clock.advance(20 * SEC);
     spin(&mut r);
     assert!(
@@ -576,7 +579,7 @@ fn two_lcores_share_one_table_and_the_installer_reports() {
     install(&mut r0);
     assert_eq!(table.len(), 1);
     // lcore 1 never saw the install but translates the pair's segments.
-    from_client(&mut r1, hdr(TcpFlags::ACK, 5, 6), b"hi");
+    from_client(&mut r1, hdr(TcpFlags::ACK, 100, 6), b"hi");
     assert_eq!(wire_out(&mut r1.right).len(), 1);
     // A RST through lcore 1: forwarded there, reported by lcore 0.
     from_server(&mut r1, hdr(TcpFlags::RST | TcpFlags::ACK, 7, 8), &[]);

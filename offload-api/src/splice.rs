@@ -535,6 +535,12 @@ pub fn translate(frame: &mut [u8], l4_off: usize, d: &Dir) -> Result<Translated,
 pub struct DirTrack {
     /// TCP payload bytes translated (retransmissions included).
     pub bytes: u64,
+    /// Where the relayed bytes of this direction start, in its arriving sequence space
+    /// (the install's `a_start` / `b_start`).
+    pub start: u32,
+    /// One past the highest payload byte seen, as an offset from `start` (bytes before
+    /// `start`, retransmissions of what the host already took, do not count).
+    pub high: u64,
     /// Segments translated.
     pub packets: u64,
     /// The sequence number just after this direction's FIN, in its arriving sequence space
@@ -560,12 +566,16 @@ pub struct PairTracker {
 }
 
 impl PairTracker {
-    /// A tracker whose last activity is `now`.
-    pub fn new(now: u64) -> PairTracker {
-        PairTracker {
+    /// A tracker whose last activity is `now`, counting bytes from `a_start` (A → B) and
+    /// `b_start` (B → A).
+    pub fn new(now: u64, a_start: u32, b_start: u32) -> PairTracker {
+        let mut t = PairTracker {
             last_activity: now,
             ..PairTracker::default()
-        }
+        };
+        t.dirs[0].start = a_start;
+        t.dirs[1].start = b_start;
+        t
     }
 
     /// Accounts segment `t` that arrived on side `from` at `now`: counters, FIN (its end in
@@ -577,6 +587,16 @@ impl PairTracker {
         let d = &mut self.dirs[from.index()];
         d.bytes += u64::from(t.payload_len);
         d.packets += 1;
+        if t.payload_len > 0 {
+            // Offset of the segment's end from `start`, modulo 2³²: a segment that ends at
+            // or before `start` reads as a huge offset (negative) and is not counted. Each
+            // byte counts once however often it is retransmitted; a direction relays less
+            // than 2 GB between segments, so the offset never wraps ambiguously.
+            let end = t.seq_in.wrapping_add(t.payload_len).wrapping_sub(d.start);
+            if (end as i32) > 0 {
+                d.high = d.high.max(u64::from(end));
+            }
+        }
         if t.flags.has(TcpFlags::RST) {
             self.rst.get_or_insert(from);
             return;
@@ -606,9 +626,10 @@ impl PairTracker {
         self.dirs.iter().all(|d| d.fin_acked)
     }
 
-    /// Payload bytes A → B and B → A.
+    /// Bytes relayed A → B and B → A from the splice point on, each once (the span up to
+    /// the highest payload byte seen).
     pub fn bytes(&self) -> (u64, u64) {
-        (self.dirs[0].bytes, self.dirs[1].bytes)
+        (self.dirs[0].high, self.dirs[1].high)
     }
 
     /// Segments A → B and B → A.

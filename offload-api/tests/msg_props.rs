@@ -105,7 +105,7 @@ fn teardown() -> impl Strategy<Value = TeardownRepr> {
 }
 
 fn splice_install() -> impl Strategy<Value = SpliceInstallRepr> {
-    (any::<[u32; 5]>(), side(), side()).prop_map(|(v, a, b)| SpliceInstallRepr {
+    (any::<[u32; 7]>(), side(), side()).prop_map(|(v, a, b)| SpliceInstallRepr {
         request_id: v[0],
         seq_offset: v[1],
         ack_offset: v[2],
@@ -113,6 +113,8 @@ fn splice_install() -> impl Strategy<Value = SpliceInstallRepr> {
         ts_offset_ba: v[4],
         a,
         b,
+        a_start: v[5],
+        b_start: v[6],
     })
 }
 

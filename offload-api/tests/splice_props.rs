@@ -125,6 +125,8 @@ fn install() -> impl Strategy<Value = SpliceInstallRepr> {
             ts_offset_ba: o[3],
             a,
             b,
+            a_start: 0,
+            b_start: 0,
         })
 }
 
@@ -435,9 +437,14 @@ fn seg_t(flags: TcpFlags, seq: u32, ack: u32, len: u32) -> Translated {
 fn tracker_fin_both_ways_and_acks() {
     let ack = TcpFlags::ACK;
     let fin = TcpFlags::FIN | TcpFlags::ACK;
-    let mut p = PairTracker::new(5);
+    // A's relayed bytes start at u32::MAX - 5, B's at 100.
+    let mut p = PairTracker::new(5, u32::MAX - 5, 100);
     // A sends 10 bytes and a FIN at u32::MAX - 5: its FIN ends past the wrap.
     p.observe(Side::A, &seg_t(fin, u32::MAX - 5, 100, 10), 6);
+    // A retransmission of the same bytes, and one of bytes before the splice point: still
+    // 10 bytes relayed.
+    p.observe(Side::A, &seg_t(ack, u32::MAX - 5, 100, 10), 6);
+    p.observe(Side::A, &seg_t(ack, u32::MAX - 100, 100, 50), 6);
     assert_eq!(p.dirs[0].fin_end, Some(5));
     // B acknowledges part of it: not yet.
     p.observe(Side::B, &seg_t(ack, 100, 3, 0), 7);
@@ -448,14 +455,15 @@ fn tracker_fin_both_ways_and_acks() {
     p.observe(Side::A, &seg_t(ack, 5, 101, 0), 9);
     assert!(p.closed_by_fin());
     assert_eq!(p.bytes(), (10, 0));
-    assert_eq!(p.packets(), (2, 2));
+    assert_eq!(p.dirs[0].bytes, 70, "translated payload, retransmissions included");
+    assert_eq!(p.packets(), (4, 2));
     assert_eq!(p.last_activity, 9);
     assert_eq!(p.rst, None);
 }
 
 #[test]
 fn tracker_first_rst_side_wins() {
-    let mut p = PairTracker::new(0);
+    let mut p = PairTracker::new(0, 0, 0);
     p.observe(Side::B, &seg_t(TcpFlags::RST, 1, 0, 0), 1);
     p.observe(Side::A, &seg_t(TcpFlags::RST, 1, 0, 0), 2);
     assert_eq!(p.rst, Some(Side::B));

@@ -478,7 +478,7 @@ impl SpliceOffload {
             inbox: self.inbox.clone(),
             state: Mutex::new(PairState {
                 dirs: [ab, ba],
-                track: PairTracker::new(cx.now),
+                track: PairTracker::new(cx.now, r.a_start, r.b_start),
                 closed_at: None,
                 removed: false,
                 reported: false,

@@ -148,10 +148,6 @@ pub(super) struct Splice {
     /// When the 0x090C went out.
     install_sent: u64,
     callback: SpliceCallback,
-    /// Where each side's application bytes started at the splice (RCV.NXT of the side the
-    /// bytes come from); counted payload is measured from there.
-    a_start: u32,
-    b_start: u32,
     /// Host relay: payload moved each way.
     relayed_ab: u64,
     relayed_ba: u64,
@@ -237,8 +233,6 @@ impl<L: HostLink> Context<L> {
                 started: now,
                 install_sent: 0,
                 callback,
-                a_start: 0,
-                b_start: 0,
                 relayed_ab: 0,
                 relayed_ba: 0,
             },
@@ -493,9 +487,9 @@ impl<L: HostLink> Context<L> {
             ts_offset_ba: va.ts_now.wrapping_sub(vb.ts_recent),
             a: side(&sp.a_ep, &va),
             b: side(&sp.b_ep, &vb),
+            a_start: va.rcv_nxt.0,
+            b_start: vb.rcv_nxt.0,
         };
-        sp.a_start = va.rcv_nxt.0;
-        sp.b_start = vb.rcv_nxt.0;
         sp.phase = Phase::Installing;
         sp.install_sent = now;
         if !self.send_control(&Message::SpliceInstall(repr)) {
@@ -571,7 +565,7 @@ impl<L: HostLink> Context<L> {
         let end = match r.reason {
             CloseReason::Fin => SpliceEnd::Fin,
             CloseReason::Timeout => SpliceEnd::Timeout,
-            CloseReason::Rst => SpliceEnd::Rst(if r.reason.code() == 99 {
+            CloseReason::Rst => SpliceEnd::Rst(if r.rst_side == 2 {
                 SpliceSide::Server
             } else {
                 SpliceSide::Client

@@ -39,7 +39,7 @@
 //! |-----------|-----:|-----------------------------|-----------|----------:|--------------------|
 //! | 0x090A    | 0x0A | [setup notification][SetupFrame]        | NIC → host | 20 | the completing ACK's IPv4 packet (required) |
 //! | 0x090B    | 0x0B | [teardown offload][TeardownFrame]       | host → NIC | 44 | TSO IPv4 packet with the remaining data (optional) |
-//! | 0x090C    | 0x0C | [splice install][SpliceInstallFrame]    | host → NIC | 88 | IPv4 packet to send after installing (optional) |
+//! | 0x090C    | 0x0C | [splice install][SpliceInstallFrame]    | host → NIC | 96 | IPv4 packet to send after installing (optional) |
 //! | 0x090D    | 0x0D | [splice closure report][SpliceCloseFrame] | NIC → host | 68 | none |
 //! | 0x090E    | 0x10 | [listen add][ListenAddFrame]            | host → NIC | 20 | none |
 //! | 0x090E    | 0x11 | [listen remove][ListenRemoveFrame]      | host → NIC | 16 | none |
@@ -234,7 +234,7 @@ impl MsgType {
         match self {
             MsgType::Setup => 20,
             MsgType::Teardown => 44,
-            MsgType::SpliceInstall => 88,
+            MsgType::SpliceInstall => 96,
             MsgType::SpliceClose => 68,
             MsgType::ListenAdd => 20,
             MsgType::ListenRemove => 16,

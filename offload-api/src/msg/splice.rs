@@ -94,7 +94,7 @@ msg_view! {
     ///
     /// | offset | size | field          | meaning |
     /// |-------:|-----:|----------------|---------|
-    /// | 0      | 4    | common header  | version 1, type 0x0C, header length ≥ 88 |
+    /// | 0      | 4    | common header  | version 1, type 0x0C, header length ≥ 96 |
     /// | 4      | 4    | `request_id`   | echoed in the install ack and the closure report |
     /// | 8      | 4    | `seq_offset`   | `B.snd_nxt − A.rcv_nxt` (App. A, 4 bytes) |
     /// | 12     | 4    | `ack_offset`   | `B.rcv_nxt − A.snd_nxt` (App. A, 4 bytes) |
@@ -102,7 +102,9 @@ msg_view! {
     /// | 20     | 4    | `ts_offset_ba` | added to TSvals going B → A |
     /// | 24     | 32   | side A         | [`SpliceSide`] of the client-side connection |
     /// | 56     | 32   | side B         | [`SpliceSide`] of the server-side connection |
-    /// | 88     | …    | payload        | optional IPv4 packet the NIC sends after installing (the host's last segment on either connection) |
+    /// | 88     | 4    | `a_start`      | `A.rcv_nxt`: the first byte from A's peer that the splice relays |
+    /// | 92     | 4    | `b_start`      | `B.rcv_nxt`: the same for B's peer |
+    /// | 96     | …    | payload        | optional IPv4 packet the NIC sends after installing (the host's last segment on either connection) |
     ///
     /// Translation, all modulo 2³²: a packet arriving on A leaves on B with
     /// `seq + seq_offset`, `ack + ack_offset`, `TSval + ts_offset_ab`,
@@ -125,6 +127,10 @@ msg_view! {
         side_a / set_side_a: SpliceSide = 24;
         /// Side B (server side).
         side_b / set_side_b: SpliceSide = 56;
+        /// First relayed sequence number from A's peer.
+        a_start / set_a_start: u32 = 88;
+        /// First relayed sequence number from B's peer.
+        b_start / set_b_start: u32 = 92;
     }
 }
 
@@ -145,6 +151,11 @@ pub struct SpliceInstallRepr {
     pub a: SpliceSide,
     /// The server-side connection.
     pub b: SpliceSide,
+    /// `A.rcv_nxt`: bytes from A's peer at or after it are what the splice relays (the
+    /// closure report counts them, each once).
+    pub a_start: u32,
+    /// `B.rcv_nxt`, the same for B's peer.
+    pub b_start: u32,
 }
 
 impl SpliceInstallRepr {
@@ -162,6 +173,8 @@ impl SpliceInstallRepr {
             ts_offset_ba: frame.ts_offset_ba(),
             a: frame.side_a().validate("a.peer_wscale", "a.local_wscale")?,
             b: frame.side_b().validate("b.peer_wscale", "b.local_wscale")?,
+            a_start: frame.a_start(),
+            b_start: frame.b_start(),
         })
     }
 
@@ -182,6 +195,8 @@ impl SpliceInstallRepr {
         frame.set_ts_offset_ba(self.ts_offset_ba);
         frame.set_side_a(self.a);
         frame.set_side_b(self.b);
+        frame.set_a_start(self.a_start);
+        frame.set_b_start(self.b_start);
     }
 }
 
@@ -358,10 +373,12 @@ mod tests {
             ts_offset_ba: 0xE1E2_E3E4,
             a: side(1),
             b: side(2),
+            a_start: 0xF1F2_F3F4,
+            b_start: 0x0102_0304,
         };
-        let mut buf = [0xEEu8; 88];
+        let mut buf = [0xEEu8; 96];
         r.emit(&mut SpliceInstallFrame::new_unchecked(&mut buf[..]));
-        assert_eq!(&buf[..8], &[1, 0x0C, 0, 88, 0xA1, 0xA2, 0xA3, 0xA4]);
+        assert_eq!(&buf[..8], &[1, 0x0C, 0, 96, 0xA1, 0xA2, 0xA3, 0xA4]);
         assert_eq!(&buf[20..24], &[0xE1, 0xE2, 0xE3, 0xE4]);
         // Side A: tuple, MACs, port, shifts, flags (SACK only), reserved.
         assert_eq!(
@@ -371,6 +388,7 @@ mod tests {
         assert_eq!(&buf[36..48], &[2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 1, 1]);
         assert_eq!(&buf[48..56], &[0, 1, 7, 9, 0x02, 0, 0, 0]);
         assert_eq!(&buf[80..88], &[0, 2, 7, 9, 0x06, 0, 0, 0]);
+        assert_eq!(&buf[88..96], &[0xF1, 0xF2, 0xF3, 0xF4, 1, 2, 3, 4]);
         let f = SpliceInstallFrame::new_checked(&buf[..]).unwrap();
         assert_eq!(SpliceInstallRepr::parse(&f).unwrap(), r);
     }
@@ -379,7 +397,7 @@ mod tests {
     fn install_refuses_bad_shift() {
         let mut r = SpliceInstallRepr::default();
         r.b.local_wscale = 15;
-        let mut buf = [0u8; 88];
+        let mut buf = [0u8; 96];
         r.emit(&mut SpliceInstallFrame::new_unchecked(&mut buf[..]));
         let f = SpliceInstallFrame::new_checked(&buf[..]).unwrap();
         assert_eq!(
