@@ -12,6 +12,7 @@ use apps::node::{pair_specs, wire_pair, Pair, A_IP, B_IP};
 use apps::proxy::{Policy, Proxy, ProxyConfig};
 use dataplane::port::wire::Impairments;
 use hoststack::frame::HostLink;
+use hoststack::stack::{Shutdown, SockOpt};
 use hoststack::{Context, Errno, Fd};
 
 const PROXY_PORT: u16 = 80;
@@ -23,6 +24,9 @@ struct Backend {
     port: u16,
     conns: Vec<(Fd, Vec<u8>, Vec<u8>)>,
     heads: Vec<String>,
+    /// After a request, write part of the response, then reset the connection (SO_LINGER
+    /// 0 + close).
+    reset: bool,
 }
 
 fn body_byte(i: usize, port: u16) -> u8 {
@@ -41,6 +45,7 @@ impl Backend {
             port,
             conns: Vec::new(),
             heads: Vec::new(),
+            reset: false,
         }
     }
 
@@ -50,10 +55,12 @@ impl Backend {
             self.conns.push((fd, Vec::new(), Vec::new()));
         }
         let mut buf = [0u8; 4096];
-        let port = self.port;
+        let (port, reset) = (self.port, self.reset);
         self.conns.retain_mut(|(fd, inbuf, pending)| loop {
             match ctx.read(*fd, &mut buf) {
                 Ok(0) => {
+                    // End of the requests: what is still to send goes before the FIN.
+                    let _ = ctx.write(*fd, pending);
                     let _ = ctx.close(*fd);
                     return false;
                 }
@@ -76,6 +83,12 @@ impl Backend {
                         // Large bodies fit the send buffer only in part: the rest waits in
                         // `pending`.
                         pending.extend(resp);
+                        if reset {
+                            let _ = ctx.write(*fd, &pending[..pending.len() / 2]);
+                            let _ = ctx.setsockopt(*fd, SockOpt::Linger(Some(0)));
+                            let _ = ctx.close(*fd);
+                            return false;
+                        }
                     }
                 }
                 Err(Errno::Again) => {
@@ -105,6 +118,10 @@ struct Client {
     sent: usize,
     got: Vec<u8>,
     eof: bool,
+    /// The error a read returned, if one did.
+    err: Option<Errno>,
+    /// Shut the write side after the last request (half-close).
+    shut_after: bool,
 }
 
 impl Client {
@@ -118,6 +135,8 @@ impl Client {
             sent: 0,
             got: Vec::new(),
             eof: false,
+            err: None,
+            shut_after: false,
         }
     }
 
@@ -127,6 +146,9 @@ impl Client {
             let r = &self.requests[self.sent];
             if ctx.write(self.fd, r) == Ok(r.len()) {
                 self.sent += 1;
+                if self.shut_after && self.sent == self.requests.len() {
+                    ctx.shutdown(self.fd, Shutdown::Write).unwrap();
+                }
             }
         }
         let mut buf = [0u8; 8192];
@@ -138,7 +160,8 @@ impl Client {
                 }
                 Ok(n) => self.got.extend_from_slice(&buf[..n]),
                 Err(Errno::Again) => return,
-                Err(_) => {
+                Err(e) => {
+                    self.err = Some(e);
                     self.eof = true;
                     return;
                 }
@@ -377,4 +400,69 @@ fn proxy_wire_head_too_large_is_431() {
     w.run();
     let rs = responses(&w.clients[0].got);
     assert_eq!(rs[0].0, 431, "{}", w.proxy.stats());
+}
+
+#[test]
+fn proxy_wire_half_close_and_reset_propagate() {
+    // Half-close: the client shuts its write side after the request; the backend sees the
+    // end of the requests, answers and closes; the client gets the whole response, then
+    // the end of stream.
+    let mut w = World::new(config(&[8080], false), &[8080]);
+    let mut c = Client::new(&mut w.pair.a.host, vec![get("/5000")]);
+    c.shut_after = true;
+    w.clients.push(c);
+    w.run();
+    let c = &w.clients[0];
+    let rs = responses(&c.got);
+    assert_eq!(rs.len(), 1, "{}", w.proxy.stats());
+    check_body(&rs[0].2, 5000, 8080);
+    assert!(c.eof && c.err.is_none(), "{:?}", c.err);
+    // Every connection is gone on both sides of the proxy (once TIME_WAIT is over).
+    let ok = w
+        .pair
+        .run_until(2_000_000, 20_000, |p| p.b.host.connections() == 0);
+    assert!(ok, "the proxy's connections did not close");
+    assert_eq!(w.proxy.stats().active, 0);
+
+    // Reset: the backend resets in the middle of a response; the proxy resets the client.
+    let mut w = World::new(config(&[8080], false), &[8080]);
+    w.backends[0].reset = true;
+    w.clients
+        .push(Client::new(&mut w.pair.a.host, vec![get("/200000")]));
+    let World {
+        pair,
+        proxy,
+        backends,
+        clients,
+    } = &mut w;
+    let ok = pair.run_until(2_000_000, 20_000, |p| {
+        let now = p.clock.now_ns();
+        proxy.step(&mut p.b.host, now);
+        backends[0].step(&mut p.a.host);
+        clients[0].step(&mut p.a.host);
+        clients[0].eof
+    });
+    assert!(ok, "{}", proxy.stats());
+    assert_eq!(clients[0].err, Some(Errno::ConnReset), "{}", proxy.stats());
+    assert!(responses(&clients[0].got).is_empty());
+    assert_eq!(proxy.stats().relay_resets, 1, "{}", proxy.stats());
+}
+
+#[test]
+fn proxy_wire_connect_timeout_is_504() {
+    // 10.0.0.9 does not exist: its ARP goes unanswered and the connect never completes.
+    let mut cfg = config(&[], false);
+    cfg.backends = vec![SocketAddrV4::new([10, 0, 0, 9].into(), 8080)];
+    cfg.connect_timeout_ms = 300;
+    let mut w = World::new(cfg, &[]);
+    w.clients
+        .push(Client::new(&mut w.pair.a.host, vec![get("/1")]));
+    let t0 = w.pair.clock.now_ns();
+    w.run();
+    let rs = responses(&w.clients[0].got);
+    let st = w.proxy.stats();
+    assert_eq!(rs[0].0, 504, "{st}");
+    assert_eq!(st.backends[0].timeouts, 1, "{st}");
+    let waited = w.pair.clock.now_ns() - t0;
+    assert!(waited >= 300_000_000, "answered after {waited} ns");
 }
