@@ -174,7 +174,13 @@ fn run_dpdk(
         ..RunOptions::default()
     };
     // Declared first, so dropped last: after the topology and its EAL.
-    let _runtime_dir = RuntimeDir(file_prefix(&eal_args(cfg, &args.eal)));
+    // DPDK takes the last --file-prefix (one after `--` overrides the configuration's).
+    let eal = eal_args(cfg, &args.eal);
+    let prefix = (0..eal.len())
+        .rev()
+        .find(|&i| eal[i].starts_with("--file-prefix"))
+        .map_or_else(|| "rte".to_string(), |i| file_prefix(&eal[i..]));
+    let _runtime_dir = RuntimeDir(prefix);
     let mut topo = build_dpdk(cfg, &opts, &args.eal, None).map_err(|e| e.to_string())?;
     let ip = cfg.ports[0].ipv4[0].0;
     println!(
@@ -210,6 +216,8 @@ fn run_dpdk(
     let hosts = std::mem::take(&mut topo.host);
     let start = Instant::now();
     let mut nic_only: Vec<NicLcore<DpdkQueue>> = Vec::new();
+    // Reports of the shared lcores (their loops publish them), for the interval lines.
+    let mut shared_reports = Vec::new();
     let mut snaps: Vec<Arc<Mutex<HostSnapshot>>> = Vec::new();
     type HostJoin = std::thread::JoinHandle<Result<Option<LcoreReport>, String>>;
     let mut threads: Vec<HostJoin> = Vec::new();
@@ -257,6 +265,7 @@ fn run_dpdk(
         let clock = lcore.clock().clone();
         let pin = opts.pin;
         if roles[k] == Role::Shared {
+            shared_reports.push(lcore.report_handle());
             // The NIC lcore and the host in one loop on the lcore's core.
             let t = std::thread::Builder::new()
                 .name(format!("shared{k}"))
@@ -275,6 +284,9 @@ fn run_dpdk(
                             if last.elapsed() >= Duration::from_millis(100) {
                                 last = Instant::now();
                                 publish(&snap, &ctx, &proxy);
+                                // Publishes the lcore's report (run_lcores does this for
+                                // the lcores it runs).
+                                lcore.finish();
                             }
                         }
                         wind_down(&mut ctx, &mut proxy, &mut || {
@@ -332,7 +344,13 @@ fn run_dpdk(
         stop.clone(),
         dataplane::runtime_dpdk::thread_init(),
         |r, t| {
-            printer.print(r, t);
+            let mut all = r.to_vec();
+            all.extend(
+                shared_reports
+                    .iter()
+                    .filter_map(|h| h.lock().ok().map(|r| r.clone())),
+            );
+            printer.print(&all, t);
             for (k, s) in snaps_print.iter().enumerate() {
                 if let Ok(s) = s.lock() {
                     let p = &s.proxy;
