@@ -1,6 +1,6 @@
 //! The L7 proxy itself: a state machine per client connection, stepped from the caller's
 //! poll loop over a host [`Context`] (run to completion, AccelTCP §5.2), like AccelTCP's
-//! `epproxy` (§6.3): read the request head, choose a backend, connect, forward the head,
+//! `epproxy` (§6.1.2): read the request head, choose a backend, connect, forward the head,
 //! then hand both connections to the NIC with `nsplice` (§4.3, §5.1), or relay them on the
 //! host when splicing is off or refused.
 //!
@@ -16,8 +16,7 @@
 //! context.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
-use std::fmt;
+use std::collections::BinaryHeap;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::sync::{Arc, Mutex};
 
@@ -27,9 +26,11 @@ use hoststack::stack::{
 };
 use hoststack::{Context, Errno, Fd};
 
-use super::balance::{Backend, Balancer};
+use super::balance::Balancer;
 use super::config::ProxyConfig;
 use super::http::{error_response, parse_head_from, Parse};
+use super::relay::{pump, Pipe, PumpEnd};
+pub use super::stats::ProxyStats;
 
 const MS: u64 = 1_000_000;
 /// Epoll data of the listener.
@@ -40,201 +41,10 @@ const LINGER_NS: u64 = 2_000 * MS;
 const LINGER_BYTES: usize = 1 << 20;
 /// Connections accepted per step at most (the rest wait for the next step).
 const ACCEPT_BURST: usize = 64;
-/// Read/write rounds per connection and event (fairness between connections).
-const PUMP_ROUNDS: usize = 16;
-
-/// The proxy's counters.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ProxyStats {
-    /// Client connections accepted.
-    pub accepted: u64,
-    /// Client connections open now.
-    pub active: u64,
-    /// Request heads forwarded to a backend.
-    pub requests: u64,
-    /// Responses the proxy made itself, by status (400, 408, 431, 502, 504, 505).
-    pub errors: BTreeMap<u16, u64>,
-    /// Clients that closed or reset before their head was complete.
-    pub client_gone: u64,
-    /// Connection pairs handed to `nsplice` (AccelTCP §4.3).
-    pub spliced: u64,
-    /// Pairs `nsplice` refused, relayed on the host instead.
-    pub splice_refused: u64,
-    /// Spliced pairs whose closure was reported (AccelTCP App. A, 0x090D).
-    pub splice_closed: u64,
-    /// Of those: pairs the NIC relayed (the rest the host relayed for a NIC that was full).
-    pub splice_on_nic: u64,
-    /// Of those: pairs that ended with a reset, or idle.
-    pub splice_reset: u64,
-    /// Spliced pairs' bytes client → server after the splice, from closure reports.
-    pub splice_bytes_c2s: u64,
-    /// Spliced pairs' bytes server → client after the splice, from closure reports.
-    pub splice_bytes_s2c: u64,
-    /// Pairs relayed on the host.
-    pub relayed: u64,
-    /// Bytes the host relayed client → server (after the head).
-    pub relayed_c2s: u64,
-    /// Bytes the host relayed server → client.
-    pub relayed_s2c: u64,
-    /// Relayed pairs ended by a reset of one side (the other side was reset too).
-    pub relay_resets: u64,
-    /// Head bytes (rewritten) and early body bytes written to backends.
-    pub head_bytes: u64,
-    /// The backends, their counters and state.
-    pub backends: Vec<Backend>,
-}
-
-impl ProxyStats {
-    /// Responses with `status` the proxy made itself.
-    pub fn errors_of(&self, status: u16) -> u64 {
-        self.errors.get(&status).copied().unwrap_or(0)
-    }
-}
-
-impl fmt::Display for ProxyStats {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(
-            f,
-            "proxy: accepted {} active {} requests {} client gone {}",
-            self.accepted, self.active, self.requests, self.client_gone
-        )?;
-        let errs: Vec<String> = self
-            .errors
-            .iter()
-            .map(|(s, n)| format!("{s}: {n}"))
-            .collect();
-        writeln!(
-            f,
-            "proxy: errors {}",
-            if errs.is_empty() {
-                "none".to_string()
-            } else {
-                errs.join(", ")
-            }
-        )?;
-        writeln!(
-            f,
-            "proxy: spliced pairs {} (refused {}), closed {} (on NIC {}, reset or idle {}), bytes c2s {} s2c {}",
-            self.spliced,
-            self.splice_refused,
-            self.splice_closed,
-            self.splice_on_nic,
-            self.splice_reset,
-            self.splice_bytes_c2s,
-            self.splice_bytes_s2c
-        )?;
-        writeln!(
-            f,
-            "proxy: relayed pairs {} bytes c2s {} s2c {} resets {}; head bytes {}",
-            self.relayed, self.relayed_c2s, self.relayed_s2c, self.relay_resets, self.head_bytes
-        )?;
-        for b in &self.backends {
-            writeln!(
-                f,
-                "proxy: backend {} requests {} active {} refused {} timeouts {} marked down {}",
-                b.addr, b.requests, b.active, b.refused, b.timeouts, b.marked_down
-            )?;
-        }
-        Ok(())
-    }
-}
 
 /// Closure reports of spliced pairs, filled by the `nsplice` callbacks (which run inside
 /// the stack's poll) and drained by [`Proxy::step`]: (backend index, report).
 type SpliceInbox = Arc<Mutex<Vec<(usize, SpliceReport)>>>;
-
-/// One direction of a relayed pair: a bounded buffer between a read side and a write side.
-struct Pipe {
-    buf: Vec<u8>,
-    start: usize,
-    end: usize,
-    /// The read side gave end of stream.
-    eof: bool,
-    /// The write side was shut (after `eof` and an empty buffer).
-    shut: bool,
-    bytes: u64,
-}
-
-impl Pipe {
-    fn new(cap: usize) -> Pipe {
-        Pipe {
-            buf: vec![0; cap],
-            start: 0,
-            end: 0,
-            eof: false,
-            shut: false,
-            bytes: 0,
-        }
-    }
-
-    fn pending(&self) -> bool {
-        self.start < self.end
-    }
-
-    fn room(&self) -> bool {
-        self.end < self.buf.len() || self.start > 0
-    }
-}
-
-/// What ended a relay step.
-enum PumpEnd {
-    /// Both sockets are fine.
-    Open,
-    /// The read side (`true`) or the write side (`false`) failed: reset or gone.
-    Failed,
-}
-
-/// Moves bytes from `src` to `dst` through `p` until neither can make progress (bounded).
-fn pump<L: HostLink>(ctx: &mut Context<L>, src: Fd, dst: Fd, p: &mut Pipe) -> PumpEnd {
-    for _ in 0..PUMP_ROUNDS {
-        let mut progress = false;
-        if !p.eof && p.room() {
-            if p.end == p.buf.len() {
-                p.buf.copy_within(p.start..p.end, 0);
-                p.end -= p.start;
-                p.start = 0;
-            }
-            match ctx.read(src, &mut p.buf[p.end..]) {
-                Ok(0) => {
-                    p.eof = true;
-                    progress = true;
-                }
-                Ok(n) => {
-                    p.end += n;
-                    progress = true;
-                }
-                Err(Errno::Again) => {}
-                Err(_) => return PumpEnd::Failed,
-            }
-        }
-        if p.pending() {
-            match ctx.write(dst, &p.buf[p.start..p.end]) {
-                Ok(n) => {
-                    p.start += n;
-                    p.bytes += n as u64;
-                    if p.start == p.end {
-                        p.start = 0;
-                        p.end = 0;
-                    }
-                    progress |= n > 0;
-                }
-                Err(Errno::Again) => {}
-                Err(_) => return PumpEnd::Failed,
-            }
-        }
-        if p.eof && !p.pending() && !p.shut {
-            // Half-close: the peer's FIN goes on to the other side (RFC 9293 §3.6).
-            p.shut = true;
-            if ctx.shutdown(dst, Shutdown::Write).is_err() {
-                return PumpEnd::Failed;
-            }
-        }
-        if !progress {
-            break;
-        }
-    }
-    PumpEnd::Open
-}
 
 enum State {
     /// Reading the request head.

@@ -3,7 +3,7 @@
 //!
 //! The configuration's ports and lcores are built as for `nicemu run`, with a host channel
 //! (the emulated PCIe link) per NIC lcore. Each NIC lcore k gets a host context k running a
-//! [`Proxy`]: on its own thread, pinned to the configuration's k-th `role = "host"` lcore
+//! [`Proxy`](apps::proxy::Proxy): on its own thread, pinned to the configuration's k-th `role = "host"` lcore
 //! when there is one, or in the NIC lcore's own loop when its role is `shared` (the NIC
 //! iteration, then the proxy's step, as `apps::node` does). The host contexts read the NIC
 //! lcores' clock. Ctrl-C or `--duration` stops every thread; then one summary: the NIC's
