@@ -46,7 +46,7 @@ enum Cmd {
     /// An HTTP/1.1 layer-7 load balancer on the host stack (AccelTCP's epproxy): reads each
     /// request head, picks a backend, forwards the head, then splices the two connections on
     /// the NIC (nsplice) or, with --no-splice, relays them on the host. Runs until Ctrl-C or
-    /// --duration, then prints a summary. The configuration needs a [proxy] table.
+    /// --duration, then prints a summary. The configuration needs a `[proxy]` table.
     Proxy(proxy_cmd::ProxyArgs),
     /// Check a configuration file (syntax, keys, values, cores) without running it.
     Check {

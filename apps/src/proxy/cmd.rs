@@ -26,7 +26,7 @@ use {
 /// `nicemu proxy` arguments.
 #[derive(Args, Debug)]
 pub struct ProxyArgs {
-    /// The configuration file: ports and lcores as for `nicemu run`, plus a [proxy] table
+    /// The configuration file: ports and lcores as for `nicemu run`, plus a `[proxy]` table
     /// (see configs/proxy.toml).
     #[arg(short, long)]
     pub config: PathBuf,
