@@ -20,6 +20,12 @@ command -v ping >/dev/null || need+=(iputils-ping)
 command -v python3 >/dev/null || need+=(python3)
 command -v tc >/dev/null || need+=(iproute2)
 command -v hping3 >/dev/null || need+=(hping3)
+# Peers of the proxy and key-value tests: an HTTP server and client, redis, scapy.
+command -v nginx >/dev/null || need+=(nginx-light)
+command -v curl >/dev/null || need+=(curl)
+command -v redis-server >/dev/null || need+=(redis-server)
+command -v redis-cli >/dev/null || need+=(redis-tools)
+dpkg -s python3-scapy >/dev/null 2>&1 || need+=(python3-scapy)  # for /usr/bin/python3
 
 if [ ${#need[@]} -gt 0 ]; then
   echo "install-deps: installing ${need[*]}"

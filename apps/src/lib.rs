@@ -5,6 +5,8 @@
 //! - [`node`]: a whole nicemu node in one thread (NIC lcore + host context, the "shared" lcore
 //!   role), for deterministic tests and benchmarks on the in-memory wire;
 //! - [`smol`]: smoltcp on the in-memory wire, as an interop peer and a baseline;
+//! - [`proxy`]: `nicemu proxy`, an HTTP/1.1 load balancer that splices (AccelTCP §4.3) or
+//!   relays the connections it balances;
 //! - [`bench`]: `nicemu bench echo` (host cost per transaction: nicemu, smoltcp, kernel);
 //! - [`tonic_cmd`]: `nicemu modules`, `nicemu testbench`, `nicemu bench tonic`.
 
@@ -13,5 +15,6 @@ pub mod echo;
 pub mod loadgen;
 pub mod node;
 pub mod plot;
+pub mod proxy;
 pub mod smol;
 pub mod tonic_cmd;

@@ -1,11 +1,14 @@
 //! `nicemu`: the smart-NIC offload emulator's command line.
 //!
 //! Subcommands: `run` (bring the NIC up on the configured ports), `fwd` (forwarding
-//! benchmark), `check` (validate a configuration), `demo` (the embedded default topology).
+//! benchmark), `check` (validate a configuration), `demo` (the embedded default topology),
+//! `proxy` (the HTTP/1.1 load balancer on the host stack, splicing on the NIC).
 //! Everything after `--` goes to DPDK's EAL.
 
 mod demo;
 mod demo_tcp;
+#[path = "proxy/cmd.rs"]
+mod proxy_cmd;
 mod report;
 mod topo;
 
@@ -40,6 +43,11 @@ enum Cmd {
     /// Forwarding benchmark: port 0 <-> port 1 (2 <-> 3, ...) through the full
     /// rx -> parse -> classify -> tx path; prints Mpps per port and cycles per packet.
     Fwd(FwdArgs),
+    /// An HTTP/1.1 layer-7 load balancer on the host stack (AccelTCP's epproxy): reads each
+    /// request head, picks a backend, forwards the head, then splices the two connections on
+    /// the NIC (nsplice) or, with --no-splice, relays them on the host. Runs until Ctrl-C or
+    /// --duration, then prints a summary. The configuration needs a `[proxy]` table.
+    Proxy(proxy_cmd::ProxyArgs),
     /// Check a configuration file (syntax, keys, values, cores) without running it.
     Check {
         /// The configuration file.
@@ -273,6 +281,7 @@ fn main() -> ExitCode {
             topo::run(&a.common, mode, template, a.frame_size)
         }
         Cmd::Check { config } => topo::check(&config),
+        Cmd::Proxy(a) => proxy_cmd::run(&a),
         Cmd::Demo(a) => demo::run(a.frames, a.dpdk_seconds),
         Cmd::Bench(BenchCmd::Echo(a)) => bench_echo(a),
         Cmd::Bench(BenchCmd::Tonic {

@@ -45,6 +45,10 @@ fn allowed() -> Result<Vec<usize>, String> {
 pub fn check(path: &Path) -> Result<(), String> {
     let cfg = Config::load(path).map_err(|e| e.to_string())?;
     cfg.check_cores(&allowed()?).map_err(|e| e.to_string())?;
+    if cfg.proxy.is_some() {
+        // The [proxy] table of `nicemu proxy`, checked like the rest.
+        apps::proxy::ProxyConfig::from_config(&cfg).map_err(|e| e.to_string())?;
+    }
     println!(
         "{}: ok ({} port(s), {} lcore(s), driver {})",
         path.display(),

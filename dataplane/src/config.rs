@@ -72,6 +72,10 @@ pub struct Config {
     /// Tonic transport engine settings.
     #[serde(default)]
     pub tonic: TonicConfig,
+    /// The L7 proxy's settings (`nicemu proxy`), kept as raw TOML: the apps crate checks
+    /// them (`apps::proxy::config`), so that one file configures the NIC and the proxy.
+    #[serde(default)]
+    pub proxy: Option<toml::Table>,
 }
 
 /// DPDK EAL settings. Arguments after `--` on the command line are appended to `args`.

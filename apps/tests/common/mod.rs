@@ -7,4 +7,6 @@ pub mod netns;
 pub mod node;
 pub mod pattern;
 pub mod proc;
+#[cfg(feature = "dpdk")]
+pub mod proxy_topo;
 pub mod tonic_wire;

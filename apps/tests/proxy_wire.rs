@@ -1,0 +1,468 @@
+//! The L7 proxy (`apps::proxy::Proxy`) on the in-memory wire, in virtual time: node B runs
+//! the proxy; node A runs the clients and small HTTP backends on the same host stack.
+//! Requests with bodies of several sizes go through intact, a keep-alive connection's
+//! second request reaches the same backend (tunnel mode), the head gains X-Forwarded-For,
+//! a refusing backend is skipped, and malformed requests and missing backends are answered
+//! with 400 and 502. Splicing is asked for but `nsplice` may refuse: the proxy falls back to
+//! relaying, which these tests exercise (both with `splice = false` and `splice = true`).
+
+use std::net::{Ipv4Addr, SocketAddrV4};
+
+use apps::node::{pair_specs, wire_pair, Pair, A_IP, B_IP};
+use apps::proxy::{Policy, Proxy, ProxyConfig};
+use dataplane::port::wire::Impairments;
+use hoststack::frame::HostLink;
+use hoststack::stack::{Shutdown, SockOpt};
+use hoststack::{Context, Errno, Fd};
+
+const PROXY_PORT: u16 = 80;
+
+/// A tiny HTTP/1.1 backend on node A: answers `GET /N` with N bytes of a pattern (byte i is
+/// `(i * 7 + port) as u8`) and an `X-Backend` header naming its port; records each head.
+struct Backend {
+    listener: Fd,
+    port: u16,
+    conns: Vec<(Fd, Vec<u8>, Vec<u8>)>,
+    heads: Vec<String>,
+    /// After a request, write part of the response, then reset the connection (SO_LINGER
+    /// 0 + close).
+    reset: bool,
+}
+
+fn body_byte(i: usize, port: u16) -> u8 {
+    (i.wrapping_mul(7) as u8).wrapping_add(port as u8)
+}
+
+impl Backend {
+    fn new<L: HostLink>(ctx: &mut Context<L>, port: u16) -> Backend {
+        let l = ctx.socket().unwrap();
+        ctx.set_nonblocking(l, true).unwrap();
+        ctx.bind(l, SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, port))
+            .unwrap();
+        ctx.listen(l, 64).unwrap();
+        Backend {
+            listener: l,
+            port,
+            conns: Vec::new(),
+            heads: Vec::new(),
+            reset: false,
+        }
+    }
+
+    fn step<L: HostLink>(&mut self, ctx: &mut Context<L>) {
+        while let Ok((fd, _)) = ctx.accept(self.listener) {
+            ctx.set_nonblocking(fd, true).unwrap();
+            self.conns.push((fd, Vec::new(), Vec::new()));
+        }
+        let mut buf = [0u8; 4096];
+        let (port, reset) = (self.port, self.reset);
+        self.conns.retain_mut(|(fd, inbuf, pending)| loop {
+            match ctx.read(*fd, &mut buf) {
+                Ok(0) => {
+                    // End of the requests: what is still to send goes before the FIN.
+                    let _ = ctx.write(*fd, pending);
+                    let _ = ctx.close(*fd);
+                    return false;
+                }
+                Ok(n) => {
+                    inbuf.extend_from_slice(&buf[..n]);
+                    while let Some(end) = inbuf.windows(4).position(|w| w == b"\r\n\r\n") {
+                        let head = String::from_utf8_lossy(&inbuf[..end + 4]).into_owned();
+                        inbuf.drain(..end + 4);
+                        let size: usize = head
+                            .split_whitespace()
+                            .nth(1)
+                            .and_then(|t| t.trim_start_matches('/').parse().ok())
+                            .unwrap_or(0);
+                        self.heads.push(head);
+                        let mut resp = format!(
+                            "HTTP/1.1 200 OK\r\nContent-Length: {size}\r\nX-Backend: {port}\r\n\r\n"
+                        )
+                        .into_bytes();
+                        resp.extend((0..size).map(|i| body_byte(i, port)));
+                        // Large bodies fit the send buffer only in part: the rest waits in
+                        // `pending`.
+                        pending.extend(resp);
+                        if reset {
+                            let _ = ctx.write(*fd, &pending[..pending.len() / 2]);
+                            let _ = ctx.setsockopt(*fd, SockOpt::Linger(Some(0)));
+                            let _ = ctx.close(*fd);
+                            return false;
+                        }
+                    }
+                }
+                Err(Errno::Again) => {
+                    while !pending.is_empty() {
+                        match ctx.write(*fd, pending) {
+                            Ok(n) => {
+                                pending.drain(..n);
+                            }
+                            Err(_) => break,
+                        }
+                    }
+                    return true;
+                }
+                Err(_) => {
+                    let _ = ctx.close(*fd);
+                    return false;
+                }
+            }
+        });
+    }
+}
+
+/// A client connection on node A sending `requests` in turn and collecting the responses.
+struct Client {
+    fd: Fd,
+    requests: Vec<Vec<u8>>,
+    sent: usize,
+    got: Vec<u8>,
+    eof: bool,
+    /// The error a read returned, if one did.
+    err: Option<Errno>,
+    /// Shut the write side after the last request (half-close).
+    shut_after: bool,
+}
+
+impl Client {
+    fn new<L: HostLink>(ctx: &mut Context<L>, requests: Vec<Vec<u8>>) -> Client {
+        let fd = ctx.socket().unwrap();
+        ctx.set_nonblocking(fd, true).unwrap();
+        let _ = ctx.connect(fd, SocketAddrV4::new(B_IP.into(), PROXY_PORT));
+        Client {
+            fd,
+            requests,
+            sent: 0,
+            got: Vec::new(),
+            eof: false,
+            err: None,
+            shut_after: false,
+        }
+    }
+
+    fn step<L: HostLink>(&mut self, ctx: &mut Context<L>) {
+        // Send the next request once the previous response is complete.
+        if self.sent < self.requests.len() && responses(&self.got).len() == self.sent {
+            let r = &self.requests[self.sent];
+            if ctx.write(self.fd, r) == Ok(r.len()) {
+                self.sent += 1;
+                if self.shut_after && self.sent == self.requests.len() {
+                    ctx.shutdown(self.fd, Shutdown::Write).unwrap();
+                }
+            }
+        }
+        let mut buf = [0u8; 8192];
+        loop {
+            match ctx.read(self.fd, &mut buf) {
+                Ok(0) => {
+                    self.eof = true;
+                    return;
+                }
+                Ok(n) => self.got.extend_from_slice(&buf[..n]),
+                Err(Errno::Again) => return,
+                Err(e) => {
+                    self.err = Some(e);
+                    self.eof = true;
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// The complete responses in `b`: (status, headers text, body).
+fn responses(mut b: &[u8]) -> Vec<(u16, String, Vec<u8>)> {
+    let mut out = Vec::new();
+    while let Some(end) = b.windows(4).position(|w| w == b"\r\n\r\n") {
+        let head = String::from_utf8_lossy(&b[..end]).into_owned();
+        let status = head
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        let len: usize = head
+            .lines()
+            .find_map(|l| {
+                let (n, v) = l.split_once(':')?;
+                n.eq_ignore_ascii_case("content-length")
+                    .then(|| v.trim().parse().ok())?
+            })
+            .unwrap_or(0);
+        if b.len() < end + 4 + len {
+            break;
+        }
+        out.push((status, head, b[end + 4..end + 4 + len].to_vec()));
+        b = &b[end + 4 + len..];
+    }
+    out
+}
+
+fn get(path: &str) -> Vec<u8> {
+    format!("GET {path} HTTP/1.1\r\nHost: test\r\n\r\n").into_bytes()
+}
+
+fn config(backends: &[u16], splice: bool) -> ProxyConfig {
+    ProxyConfig {
+        listen: PROXY_PORT,
+        backends: backends
+            .iter()
+            .map(|&p| SocketAddrV4::new(A_IP.into(), p))
+            .collect(),
+        policy: Policy::RoundRobin,
+        add_header: Some("X-Forwarded-For".into()),
+        splice,
+        ..ProxyConfig::default()
+    }
+}
+
+struct World {
+    pair: Pair,
+    proxy: Proxy,
+    backends: Vec<Backend>,
+    clients: Vec<Client>,
+}
+
+impl World {
+    fn new(cfg: ProxyConfig, listening: &[u16]) -> World {
+        let (a, b) = pair_specs();
+        let mut pair = wire_pair(a, b, Impairments::default(), Impairments::default());
+        let proxy = Proxy::new(&mut pair.b.host, cfg).unwrap();
+        let backends = listening
+            .iter()
+            .map(|&p| Backend::new(&mut pair.a.host, p))
+            .collect();
+        World {
+            pair,
+            proxy,
+            backends,
+            clients: Vec::new(),
+        }
+    }
+
+    /// Runs until every client has all its responses (or EOF), bounded.
+    fn run(&mut self) {
+        let World {
+            pair,
+            proxy,
+            backends,
+            clients,
+        } = self;
+        let ok = pair.run_until(2_000_000, 20_000, |p| {
+            let now = p.clock.now_ns();
+            proxy.step(&mut p.b.host, now);
+            for b in backends.iter_mut() {
+                b.step(&mut p.a.host);
+            }
+            for c in clients.iter_mut() {
+                c.step(&mut p.a.host);
+            }
+            clients
+                .iter()
+                .all(|c| c.eof || responses(&c.got).len() == c.requests.len())
+        });
+        assert!(ok, "clients did not finish: {}", proxy.stats());
+    }
+}
+
+fn check_body(body: &[u8], size: usize, port: u16) {
+    assert_eq!(body.len(), size);
+    if let Some(i) = (0..size).find(|&i| body[i] != body_byte(i, port)) {
+        panic!("body of {size} bytes from backend {port} differs at {i}");
+    }
+}
+
+fn sizes_and_keep_alive(splice: bool) {
+    let mut w = World::new(config(&[8080, 8081], splice), &[8080, 8081]);
+    let sizes = [0usize, 1, 100_000, 1_000_000];
+    // One keep-alive connection with every size, and one connection per size.
+    w.clients.push(Client::new(
+        &mut w.pair.a.host,
+        sizes.iter().map(|s| get(&format!("/{s}"))).collect(),
+    ));
+    for s in sizes {
+        w.clients
+            .push(Client::new(&mut w.pair.a.host, vec![get(&format!("/{s}"))]));
+    }
+    w.run();
+    let st = w.proxy.stats();
+    for c in &w.clients {
+        let rs = responses(&c.got);
+        assert_eq!(rs.len(), c.requests.len(), "{st}");
+        // Tunnel mode: every response of one connection comes from one backend.
+        let port = |h: &str| -> u16 {
+            h.lines()
+                .find_map(|l| l.strip_prefix("X-Backend: "))
+                .and_then(|p| p.parse().ok())
+                .expect("X-Backend")
+        };
+        let first = port(&rs[0].1);
+        for ((status, head, body), req) in rs.iter().zip(&c.requests) {
+            assert_eq!(*status, 200);
+            assert_eq!(port(head), first, "keep-alive went to another backend");
+            let size: usize = String::from_utf8_lossy(req)
+                .split_whitespace()
+                .nth(1)
+                .unwrap()
+                .trim_start_matches('/')
+                .parse()
+                .unwrap();
+            check_body(body, size, first);
+        }
+    }
+    // Both backends took connections (round robin). The first head of each connection
+    // gained X-Forwarded-For; later ones went through the tunnel as they were.
+    assert!(w.backends.iter().all(|b| !b.heads.is_empty()), "{st}");
+    let heads: Vec<&String> = w.backends.iter().flat_map(|b| &b.heads).collect();
+    let xff = heads
+        .iter()
+        .filter(|h| h.contains("\r\nX-Forwarded-For: 10.0.0.1\r\n"))
+        .count();
+    assert_eq!(heads.len(), 8, "{st}");
+    assert_eq!(xff, 5, "{heads:?}");
+    assert_eq!(st.requests, 5, "{st}");
+    assert_eq!(st.errors.len(), 0, "{st}");
+    if splice {
+        // nsplice either took the pairs or refused them (relayed instead).
+        assert_eq!(st.spliced + st.splice_refused, 5, "{st}");
+    } else {
+        assert_eq!(st.relayed, 5, "{st}");
+        assert_eq!(st.spliced + st.splice_refused, 0, "{st}");
+    }
+}
+
+#[test]
+fn proxy_wire_relays_bodies_and_keep_alive() {
+    sizes_and_keep_alive(false);
+}
+
+#[test]
+fn proxy_wire_splice_mode_serves_the_same() {
+    sizes_and_keep_alive(true);
+}
+
+#[test]
+fn proxy_wire_errors_and_failover() {
+    // 8082 refuses (nothing listens): the proxy marks it down and uses 8080.
+    let mut w = World::new(config(&[8082, 8080], false), &[8080]);
+    for _ in 0..3 {
+        w.clients
+            .push(Client::new(&mut w.pair.a.host, vec![get("/1000")]));
+    }
+    w.clients.push(Client::new(
+        &mut w.pair.a.host,
+        vec![b"THIS IS NOT HTTP\r\n\r\n".to_vec()],
+    ));
+    w.clients.push(Client::new(
+        &mut w.pair.a.host,
+        vec![b"GET / HTTP/1.1\r\n\r\n".to_vec()],
+    ));
+    w.run();
+    let st = w.proxy.stats();
+    for c in &w.clients[..3] {
+        let rs = responses(&c.got);
+        assert_eq!(rs.len(), 1, "{st}");
+        assert_eq!(rs[0].0, 200, "{st}");
+        check_body(&rs[0].2, 1000, 8080);
+    }
+    for c in &w.clients[3..] {
+        let rs = responses(&c.got);
+        assert_eq!(rs[0].0, 400, "{st}");
+        assert!(rs[0].1.contains("Connection: close"));
+    }
+    // Connections that picked 8082 before its first refusal was known are refused too.
+    assert!(st.backends[0].refused >= 1, "{st}");
+    assert_eq!(st.backends[0].marked_down, 1, "{st}");
+    assert_eq!(st.backends[1].requests, 3, "{st}");
+    assert_eq!(st.errors_of(400), 2, "{st}");
+
+    // No backend listens: 502.
+    let mut w = World::new(config(&[8082, 8083], false), &[]);
+    w.clients
+        .push(Client::new(&mut w.pair.a.host, vec![get("/1")]));
+    w.run();
+    let rs = responses(&w.clients[0].got);
+    let st = w.proxy.stats();
+    assert_eq!(rs[0].0, 502, "{st}");
+    assert_eq!(st.errors_of(502), 1, "{st}");
+}
+
+#[test]
+fn proxy_wire_head_too_large_is_431() {
+    let mut cfg = config(&[8080], false);
+    cfg.max_header_bytes = 1024;
+    let mut w = World::new(cfg, &[8080]);
+    let mut big = b"GET / HTTP/1.1\r\nHost: a\r\n".to_vec();
+    while big.len() < 3000 {
+        big.extend_from_slice(b"X-Pad: 0123456789012345678901234567890123456789\r\n");
+    }
+    big.extend_from_slice(b"\r\n");
+    w.clients.push(Client::new(&mut w.pair.a.host, vec![big]));
+    w.run();
+    let rs = responses(&w.clients[0].got);
+    assert_eq!(rs[0].0, 431, "{}", w.proxy.stats());
+}
+
+#[test]
+fn proxy_wire_half_close_and_reset_propagate() {
+    // Half-close: the client shuts its write side after the request; the backend sees the
+    // end of the requests, answers and closes; the client gets the whole response, then
+    // the end of stream.
+    let mut w = World::new(config(&[8080], false), &[8080]);
+    let mut c = Client::new(&mut w.pair.a.host, vec![get("/5000")]);
+    c.shut_after = true;
+    w.clients.push(c);
+    w.run();
+    let c = &w.clients[0];
+    let rs = responses(&c.got);
+    assert_eq!(rs.len(), 1, "{}", w.proxy.stats());
+    check_body(&rs[0].2, 5000, 8080);
+    assert!(c.eof && c.err.is_none(), "{:?}", c.err);
+    // Every connection is gone on both sides of the proxy (once TIME_WAIT is over).
+    let ok = w
+        .pair
+        .run_until(2_000_000, 20_000, |p| p.b.host.connections() == 0);
+    assert!(ok, "the proxy's connections did not close");
+    assert_eq!(w.proxy.stats().active, 0);
+
+    // Reset: the backend resets in the middle of a response; the proxy resets the client.
+    let mut w = World::new(config(&[8080], false), &[8080]);
+    w.backends[0].reset = true;
+    w.clients
+        .push(Client::new(&mut w.pair.a.host, vec![get("/200000")]));
+    let World {
+        pair,
+        proxy,
+        backends,
+        clients,
+    } = &mut w;
+    let ok = pair.run_until(2_000_000, 20_000, |p| {
+        let now = p.clock.now_ns();
+        proxy.step(&mut p.b.host, now);
+        backends[0].step(&mut p.a.host);
+        clients[0].step(&mut p.a.host);
+        clients[0].eof
+    });
+    assert!(ok, "{}", proxy.stats());
+    assert_eq!(clients[0].err, Some(Errno::ConnReset), "{}", proxy.stats());
+    assert!(responses(&clients[0].got).is_empty());
+    assert_eq!(proxy.stats().relay_resets, 1, "{}", proxy.stats());
+}
+
+#[test]
+fn proxy_wire_connect_timeout_is_504() {
+    // 10.0.0.9 does not exist: its ARP goes unanswered and the connect never completes.
+    let mut cfg = config(&[], false);
+    cfg.backends = vec![SocketAddrV4::new([10, 0, 0, 9].into(), 8080)];
+    cfg.connect_timeout_ms = 300;
+    let mut w = World::new(cfg, &[]);
+    w.clients
+        .push(Client::new(&mut w.pair.a.host, vec![get("/1")]));
+    let t0 = w.pair.clock.now_ns();
+    w.run();
+    let rs = responses(&w.clients[0].got);
+    let st = w.proxy.stats();
+    assert_eq!(rs[0].0, 504, "{st}");
+    assert_eq!(st.backends[0].timeouts, 1, "{st}");
+    let waited = w.pair.clock.now_ns() - t0;
+    assert!(waited >= 300_000_000, "answered after {waited} ns");
+}
