@@ -14,9 +14,7 @@
 //! [`proxy_netns_relay`] runs with `--no-splice` (the host relays), with one `shared` lcore;
 //! [`proxy_netns_relay_host_lcore`] the same with a `nic` and a `host` lcore (two threads).
 //! [`proxy_netns_splice`]
-//! runs with splicing and checks that pairs were spliced (`spliced pairs N`, N > 0): it is
-//! ignored until the host stack's `nsplice` is implemented (today it refuses every pair
-//! and the proxy falls back to relaying).
+//! runs with splicing and checks that pairs were spliced (`spliced pairs N`, N > 0).
 //!
 //! Bounded: every wait has a limit, and processes, namespaces, veths, temp files and DPDK's
 //! runtime directory are removed also when the test fails. Needs root, iproute2, ethtool,
@@ -402,7 +400,6 @@ fn proxy_netns_relay_host_lcore() {
 
 /// `nicemu proxy` with splicing: pairs are handed to `nsplice` and the summary counts them.
 #[test]
-#[ignore = "needs the host stack's nsplice (hoststack/src/stack/splice.rs); run with --run-ignored once it lands"]
 fn proxy_netns_splice() {
     run(true, 'q', false);
 }

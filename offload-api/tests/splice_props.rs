@@ -455,7 +455,10 @@ fn tracker_fin_both_ways_and_acks() {
     p.observe(Side::A, &seg_t(ack, 5, 101, 0), 9);
     assert!(p.closed_by_fin());
     assert_eq!(p.bytes(), (10, 0));
-    assert_eq!(p.dirs[0].bytes, 70, "translated payload, retransmissions included");
+    assert_eq!(
+        p.dirs[0].bytes, 70,
+        "translated payload, retransmissions included"
+    );
     assert_eq!(p.packets(), (4, 2));
     assert_eq!(p.last_activity, 9);
     assert_eq!(p.rst, None);

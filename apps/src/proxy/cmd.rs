@@ -81,8 +81,15 @@ fn host_block(snaps: &[HostSnapshot]) -> String {
         );
         let sp = &h.splice;
         s += &format!(
-            "host splice: requested {} installed {} refused {} closed {} kept segments {} host relayed {}\n",
-            sp.requested, sp.installed, sp.refused, sp.closed, sp.kept_segments, sp.host_relayed
+            "host splice: requested {} installed {} refused {} install timeouts {} closed {} kept segments {} (dropped {}) late frames {}\n",
+            sp.requested,
+            sp.installed,
+            sp.refused,
+            sp.install_timeouts,
+            sp.closed,
+            sp.kept_segments,
+            sp.kept_dropped,
+            sp.late_frames
         );
     }
     s
