@@ -216,11 +216,12 @@ fn close_both(s: &mut Spliced) -> SpliceReport {
     let mut server_closed = false;
     let reports = s.reports.clone();
     let ok = s.p.run_until(3_000_000, 10_000, |p| {
-        if !server_closed && p.b.host.readiness(server) & EPOLLIN != 0 {
-            if p.b.host.read(server, &mut [0u8; 64]) == Ok(0) {
-                p.b.host.close(server).unwrap();
-                server_closed = true;
-            }
+        if !server_closed
+            && p.b.host.readiness(server) & EPOLLIN != 0
+            && p.b.host.read(server, &mut [0u8; 64]) == Ok(0)
+        {
+            p.b.host.close(server).unwrap();
+            server_closed = true;
         }
         !reports.lock().unwrap().is_empty()
     });
