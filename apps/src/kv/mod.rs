@@ -9,10 +9,15 @@
 //! - [`commands`]: the command engine, word for word with Redis 7.0's replies and errors;
 //! - [`Connection`]: parser + session of one client, the unit both the TCP server and the
 //!   differential test drive;
+//! - [`server`]: [`server::KvServer`], the epoll server over `hoststack::Context`.
 
 pub mod commands;
 pub mod resp;
+pub mod server;
 pub mod store;
+
+#[cfg(test)]
+mod proptests;
 
 pub use commands::{Engine, EngineConfig, EngineStats, Flow, Session};
 pub use resp::{ProtoError, ProtoLimits};
