@@ -49,7 +49,7 @@ pub(super) fn valid_name(n: &[u8]) -> bool {
 }
 
 pub(super) fn hello(
-    e: &mut Engine,
+    _: &mut Engine,
     s: &mut Session,
     a: &[Vec<u8>],
     _: i64,
@@ -92,7 +92,6 @@ pub(super) fn hello(
             return Flow::Continue;
         }
     }
-    let _ = e;
     resp::array_len(out, 14);
     for (k, v) in [("server", "redis"), ("version", REDIS_VERSION)] {
         resp::bulk(out, k.as_bytes());
