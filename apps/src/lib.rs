@@ -2,6 +2,8 @@
 //!
 //! - [`echo`]: an epoll echo server and a persistent-connection echo load generator over the
 //!   mTCP-style API (the workload of AccelTCP §6 and of BENCHMARKS.md);
+//! - [`kv`]: `nicemu kv`, a Redis-protocol (RESP2) in-memory key-value server on the host
+//!   API;
 //! - [`node`]: a whole nicemu node in one thread (NIC lcore + host context, the "shared" lcore
 //!   role), for deterministic tests and benchmarks on the in-memory wire;
 //! - [`smol`]: smoltcp on the in-memory wire, as an interop peer and a baseline;
@@ -13,6 +15,7 @@
 pub mod bench;
 pub mod echo;
 pub mod loadgen;
+pub mod kv;
 pub mod node;
 pub mod plot;
 pub mod proxy;

@@ -1,0 +1,387 @@
+//! Server commands: TIME, INFO, CONFIG GET, COMMAND (Redis 7.0 `server.c`, `config.c`).
+
+use super::*;
+
+pub(super) fn time(
+    _: &mut Engine,
+    _: &mut Session,
+    _: &[Vec<u8>],
+    now: i64,
+    out: &mut Vec<u8>,
+) -> Flow {
+    resp::array_len(out, 2);
+    resp::bulk(out, (now / 1000).to_string().as_bytes());
+    resp::bulk(out, ((now % 1000) * 1000).to_string().as_bytes());
+    Flow::Continue
+}
+
+pub(super) fn info(
+    e: &mut Engine,
+    _: &mut Session,
+    a: &[Vec<u8>],
+    now: i64,
+    out: &mut Vec<u8>,
+) -> Flow {
+    let all = ["server", "clients", "memory", "stats", "keyspace"];
+    let wanted: Vec<String> = if a.len() == 1 {
+        all.iter().map(|s| s.to_string()).collect()
+    } else {
+        a[1..]
+            .iter()
+            .map(|s| String::from_utf8_lossy(cstr(s)).to_ascii_lowercase())
+            .collect()
+    };
+    let every = wanted
+        .iter()
+        .any(|w| matches!(w.as_str(), "all" | "default" | "everything"));
+    let mut s = String::new();
+    let uptime = (now - e.start_ms).max(0) / 1000;
+    for sec in all {
+        if !every && !wanted.iter().any(|w| w == sec) {
+            continue;
+        }
+        if !s.is_empty() {
+            s.push_str("\r\n");
+        }
+        match sec {
+            "server" => {
+                s.push_str("# Server\r\n");
+                s.push_str(&format!("redis_version:{REDIS_VERSION}\r\n"));
+                s.push_str("redis_mode:standalone\r\nos:nicemu kv\r\narch_bits:64\r\n");
+                s.push_str("multiplexing_api:epoll\r\n");
+                s.push_str(&format!("tcp_port:{}\r\n", e.cfg.port));
+                s.push_str(&format!("uptime_in_seconds:{uptime}\r\n"));
+                s.push_str(&format!("uptime_in_days:{}\r\n", uptime / 86400));
+            }
+            "clients" => {
+                s.push_str("# Clients\r\n");
+                s.push_str(&format!("connected_clients:{}\r\n", e.stats.connected));
+            }
+            "memory" => {
+                s.push_str("# Memory\r\n");
+                s.push_str(&format!("used_memory:{}\r\n", e.db.used_memory()));
+                s.push_str(&format!("maxmemory:{}\r\n", e.cfg.maxmemory));
+                s.push_str("maxmemory_policy:noeviction\r\n");
+            }
+            "stats" => {
+                s.push_str("# Stats\r\n");
+                s.push_str(&format!(
+                    "total_connections_received:{}\r\n",
+                    e.stats.connections
+                ));
+                s.push_str(&format!(
+                    "total_commands_processed:{}\r\n",
+                    e.stats.commands
+                ));
+                s.push_str(&format!("expired_keys:{}\r\n", e.db.expired_keys));
+                s.push_str(&format!("total_error_replies:{}\r\n", e.stats.errors));
+            }
+            _ => {
+                s.push_str("# Keyspace\r\n");
+                if !e.db.is_empty() {
+                    s.push_str(&format!(
+                        "db0:keys={},expires={},avg_ttl=0\r\n",
+                        e.db.len(),
+                        e.db.expires()
+                    ));
+                }
+            }
+        }
+    }
+    resp::bulk(out, s.as_bytes());
+    Flow::Continue
+}
+
+/// Redis's `stringmatch` (glob-style, case-insensitive here, as CONFIG GET uses it).
+pub(super) fn glob(p: &[u8], s: &[u8]) -> bool {
+    fn m(p: &[u8], s: &[u8], depth: u32) -> bool {
+        if depth > 100 {
+            return false;
+        }
+        let (mut p, mut s) = (p, s);
+        while let Some(&c) = p.first() {
+            match c {
+                b'*' => {
+                    while p.first() == Some(&b'*') {
+                        p = &p[1..];
+                    }
+                    if p.is_empty() {
+                        return true;
+                    }
+                    return (0..=s.len()).any(|i| m(p, &s[i..], depth + 1));
+                }
+                b'?' => {
+                    if s.is_empty() {
+                        return false;
+                    }
+                    s = &s[1..];
+                    p = &p[1..];
+                }
+                b'[' => {
+                    let Some(&sc) = s.first() else { return false };
+                    let mut q = &p[1..];
+                    let not = q.first() == Some(&b'^');
+                    if not {
+                        q = &q[1..];
+                    }
+                    let mut hit = false;
+                    while let Some(&x) = q.first() {
+                        if x == b']' {
+                            break;
+                        }
+                        if x == b'\\' && q.len() >= 2 {
+                            hit |= q[1].eq_ignore_ascii_case(&sc);
+                            q = &q[2..];
+                        } else if q.len() >= 3 && q[1] == b'-' {
+                            let (lo, hi) = (q[0].min(q[2]), q[0].max(q[2]));
+                            let l = sc.to_ascii_lowercase();
+                            hit |= (lo.to_ascii_lowercase()..=hi.to_ascii_lowercase()).contains(&l);
+                            q = &q[3..];
+                        } else {
+                            hit |= x.eq_ignore_ascii_case(&sc);
+                            q = &q[1..];
+                        }
+                    }
+                    if hit == not {
+                        return false;
+                    }
+                    p = if q.is_empty() { q } else { &q[1..] };
+                    s = &s[1..];
+                }
+                b'\\' if p.len() >= 2 => {
+                    if s.first().is_none_or(|x| !x.eq_ignore_ascii_case(&p[1])) {
+                        return false;
+                    }
+                    p = &p[2..];
+                    s = &s[1..];
+                }
+                _ => {
+                    if s.first().is_none_or(|x| !x.eq_ignore_ascii_case(&c)) {
+                        return false;
+                    }
+                    p = &p[1..];
+                    s = &s[1..];
+                }
+            }
+        }
+        s.is_empty()
+    }
+    m(p, s, 0)
+}
+
+pub(super) fn config_params(e: &Engine) -> Vec<(&'static str, String)> {
+    vec![
+        ("save", String::new()),
+        ("appendonly", "no".into()),
+        ("maxmemory", e.cfg.maxmemory.to_string()),
+        ("maxmemory-policy", "noeviction".into()),
+        ("databases", "1".into()),
+        ("proto-max-bulk-len", e.cfg.max_bulk_len.to_string()),
+        ("port", e.cfg.port.to_string()),
+        ("timeout", "0".into()),
+    ]
+}
+
+pub(super) fn config_get(
+    e: &mut Engine,
+    _: &mut Session,
+    a: &[Vec<u8>],
+    _: i64,
+    out: &mut Vec<u8>,
+) -> Flow {
+    let params = config_params(e);
+    let mut found: Vec<(Vec<u8>, String)> = Vec::new();
+    for pat in &a[2..] {
+        let pat = cstr(pat);
+        if !pat.iter().any(|b| matches!(b, b'[' | b'*' | b'?')) {
+            if found.iter().any(|(n, _)| n.eq_ignore_ascii_case(pat)) {
+                continue;
+            }
+            if let Some((_, v)) = params
+                .iter()
+                .find(|(n, _)| n.as_bytes().eq_ignore_ascii_case(pat))
+            {
+                found.push((pat.to_vec(), v.clone()));
+            }
+            continue;
+        }
+        for (n, v) in &params {
+            if found
+                .iter()
+                .any(|(f, _)| f.eq_ignore_ascii_case(n.as_bytes()))
+            {
+                continue;
+            }
+            if glob(pat, n.as_bytes()) {
+                found.push((n.as_bytes().to_vec(), v.clone()));
+            }
+        }
+    }
+    resp::array_len(out, found.len() * 2);
+    for (n, v) in found {
+        resp::bulk(out, &n);
+        resp::bulk(out, v.as_bytes());
+    }
+    Flow::Continue
+}
+
+pub(super) fn command_info_entry(c: &Cmd, full: &str, out: &mut Vec<u8>) {
+    resp::array_len(out, 10);
+    resp::bulk(out, full.as_bytes());
+    resp::int(out, c.arity as i64);
+    let flags: Vec<&str> = [
+        (WRITE, "write"),
+        (READONLY, "readonly"),
+        (DENYOOM, "denyoom"),
+        (FAST, "fast"),
+    ]
+    .iter()
+    .filter(|(f, _)| c.flags & f != 0)
+    .map(|(_, n)| *n)
+    .collect();
+    resp::array_len(out, flags.len());
+    for f in flags {
+        resp::simple(out, f.as_bytes());
+    }
+    resp::int(out, c.keys.0 as i64);
+    resp::int(out, c.keys.1 as i64);
+    resp::int(out, c.keys.2 as i64);
+    for _ in 0..3 {
+        resp::array_len(out, 0); // ACL categories, tips, key specs
+    }
+    resp::array_len(out, c.subs.len());
+    for s in c.subs {
+        command_info_entry(s, &format!("{full}|{}", s.name), out);
+    }
+}
+
+pub(super) fn command_all(
+    _: &mut Engine,
+    _: &mut Session,
+    _: &[Vec<u8>],
+    _: i64,
+    out: &mut Vec<u8>,
+) -> Flow {
+    resp::array_len(out, COMMANDS.len());
+    for c in &COMMANDS {
+        command_info_entry(c, c.name, out);
+    }
+    Flow::Continue
+}
+
+pub(super) fn command_count(
+    _: &mut Engine,
+    _: &mut Session,
+    _: &[Vec<u8>],
+    _: i64,
+    out: &mut Vec<u8>,
+) -> Flow {
+    resp::int(out, COMMANDS.len() as i64);
+    Flow::Continue
+}
+
+pub(super) fn lookup_full(name: &[u8]) -> Option<(&'static Cmd, String)> {
+    let mut parts = name.splitn(2, |&b| b == b'|');
+    let base = find(&COMMANDS, parts.next()?)?;
+    match parts.next() {
+        None => Some((base, base.name.to_string())),
+        Some(sub) => {
+            let s = find(base.subs, sub)?;
+            Some((s, format!("{}|{}", base.name, s.name)))
+        }
+    }
+}
+
+pub(super) fn command_info(
+    _: &mut Engine,
+    _: &mut Session,
+    a: &[Vec<u8>],
+    _: i64,
+    out: &mut Vec<u8>,
+) -> Flow {
+    if a.len() == 2 {
+        return command_all(
+            &mut Engine::new(EngineConfig::default()),
+            &mut dummy_session(),
+            a,
+            0,
+            out,
+        );
+    }
+    resp::array_len(out, a.len() - 2);
+    for n in &a[2..] {
+        match lookup_full(n) {
+            Some((c, full)) => command_info_entry(c, &full, out),
+            None => resp::null_array(out),
+        }
+    }
+    Flow::Continue
+}
+
+pub(super) fn dummy_session() -> Session {
+    Session {
+        id: 0,
+        name: None,
+        lib: (None, None),
+    }
+}
+
+pub(super) fn command_docs(
+    _: &mut Engine,
+    _: &mut Session,
+    a: &[Vec<u8>],
+    _: i64,
+    out: &mut Vec<u8>,
+) -> Flow {
+    let docs = |c: &Cmd, full: &str, out: &mut Vec<u8>| {
+        resp::bulk(out, full.as_bytes());
+        resp::array_len(out, 6);
+        resp::bulk(out, b"summary");
+        resp::bulk(
+            out,
+            format!("nicemu kv: {}", full.to_ascii_uppercase()).as_bytes(),
+        );
+        resp::bulk(out, b"since");
+        resp::bulk(out, b"1.0.0");
+        resp::bulk(out, b"group");
+        resp::bulk(
+            out,
+            if c.flags & (WRITE | READONLY) != 0 {
+                b"string" as &[u8]
+            } else {
+                b"server"
+            },
+        );
+    };
+    let mut found = Vec::new();
+    if a.len() == 2 {
+        for c in &COMMANDS {
+            found.push((c, c.name.to_string()));
+        }
+    } else {
+        for n in &a[2..] {
+            if let Some(x) = lookup_full(n) {
+                found.push(x);
+            }
+        }
+    }
+    resp::array_len(out, found.len() * 2);
+    for (c, full) in found {
+        docs(c, &full, out);
+    }
+    Flow::Continue
+}
+
+pub(super) fn command_list(
+    _: &mut Engine,
+    _: &mut Session,
+    _: &[Vec<u8>],
+    _: i64,
+    out: &mut Vec<u8>,
+) -> Flow {
+    resp::array_len(out, COMMANDS.len());
+    for c in &COMMANDS {
+        resp::bulk(out, c.name.as_bytes());
+    }
+    Flow::Continue
+}

@@ -1,0 +1,158 @@
+//! `nicemu kv`: an in-memory key-value server that speaks the Redis protocol (RESP2,
+//! <https://redis.io/docs/reference/protocol-spec/>) on the host stack, so that unmodified
+//! Redis clients (`redis-cli`, `redis-benchmark`, client libraries) can drive nicemu with a
+//! key-value workload, with and without AccelTCP's offloads.
+//!
+//! - [`resp`]: the sans-I/O request parser (multibulk and inline, pipelined, bounded) and the
+//!   reply encoder;
+//! - [`store`]: the keyspace with lazy and active expiry and memory accounting;
+//! - [`commands`]: the command engine, word for word with Redis 7.0's replies and errors;
+//! - [`Connection`]: parser + session of one client, the unit both the TCP server and the
+//!   differential test drive;
+//! - [`server`]: [`server::KvServer`], the epoll server over `hoststack::Context`.
+
+pub mod commands;
+pub mod resp;
+pub mod server;
+pub mod store;
+
+#[cfg(test)]
+mod proptests;
+
+pub use commands::{Engine, EngineConfig, EngineStats, Flow, Session};
+pub use resp::{ProtoError, ProtoLimits};
+
+/// One client connection without I/O: bytes in, replies out.
+#[derive(Debug)]
+pub struct Connection {
+    parser: resp::Parser,
+    session: Session,
+    closing: bool,
+}
+
+/// What [`Connection::run`] stopped on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunState {
+    /// Every complete request was executed; more input is needed.
+    NeedInput,
+    /// The output reached the given bound: send some before running again.
+    OutputFull,
+    /// The connection is to be closed once `out` is sent (QUIT, a protocol error).
+    Close,
+}
+
+impl Connection {
+    /// A connection of `engine` with protocol limits `limits`.
+    pub fn new(engine: &mut Engine, limits: ProtoLimits) -> Self {
+        Connection {
+            parser: resp::Parser::new(limits),
+            session: engine.open_session(),
+            closing: false,
+        }
+    }
+
+    /// The session (client id, name).
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
+    /// Bytes buffered on the input side (bounded by [`ProtoLimits::max_query_buffer`]).
+    pub fn buffered(&self) -> usize {
+        self.parser.buffered()
+    }
+
+    /// How many more input bytes may be fed now.
+    pub fn room(&self) -> usize {
+        if self.closing {
+            0
+        } else {
+            self.parser.room()
+        }
+    }
+
+    /// Whether the connection is to be closed (after its pending output).
+    pub fn closing(&self) -> bool {
+        self.closing
+    }
+
+    /// Takes received bytes. Past the query buffer limit the connection is to be closed
+    /// (Redis closes such clients without a reply).
+    pub fn feed(&mut self, engine: &mut Engine, data: &[u8]) -> RunState {
+        if self.closing {
+            return RunState::Close;
+        }
+        if self.parser.feed(data).is_err() {
+            engine.stats.protocol_errors += 1;
+            self.closing = true;
+            return RunState::Close;
+        }
+        RunState::NeedInput
+    }
+
+    /// Executes complete requests at time `now_ms` (Unix ms), appending replies to `out`,
+    /// until the input runs dry, `out` holds `max_out` bytes or more, or the connection is
+    /// to close. A protocol error appends Redis's error reply and closes.
+    pub fn run(
+        &mut self,
+        engine: &mut Engine,
+        now_ms: i64,
+        out: &mut Vec<u8>,
+        max_out: usize,
+    ) -> RunState {
+        if self.closing {
+            return RunState::Close;
+        }
+        loop {
+            if out.len() >= max_out {
+                return RunState::OutputFull;
+            }
+            match self.parser.next_request() {
+                Ok(Some(argv)) => {
+                    if engine.execute(&mut self.session, &argv, now_ms, out) == Flow::Close {
+                        self.closing = true;
+                        return RunState::Close;
+                    }
+                }
+                Ok(None) => return RunState::NeedInput,
+                Err(e) => {
+                    engine.stats.protocol_errors += 1;
+                    if let Some(r) = e.reply() {
+                        engine.stats.errors += 1;
+                        *engine.stats.errors_by_kind.entry("ERR".into()).or_default() += 1;
+                        out.extend_from_slice(&r);
+                    }
+                    self.closing = true;
+                    return RunState::Close;
+                }
+            }
+        }
+    }
+
+    /// [`Connection::feed`] then [`Connection::run`] without an output bound: every reply
+    /// `data` completes goes to `out`.
+    pub fn input(
+        &mut self,
+        engine: &mut Engine,
+        data: &[u8],
+        now_ms: i64,
+        out: &mut Vec<u8>,
+    ) -> RunState {
+        if self.feed(engine, data) == RunState::Close {
+            return RunState::Close;
+        }
+        self.run(engine, now_ms, out, usize::MAX)
+    }
+
+    /// Ends the session.
+    pub fn close(self, engine: &mut Engine) {
+        engine.close_session(self.session);
+    }
+}
+
+/// The current Unix time in milliseconds (for drivers that run on the wall clock).
+pub fn unix_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}

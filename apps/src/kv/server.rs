@@ -1,0 +1,414 @@
+//! [`KvServer`]: the key-value server on the host stack's mTCP-style API, a run-to-completion
+//! epoll loop (non-blocking sockets, level-triggered epoll) stepped by its caller, speaking
+//! RESP2 (<https://redis.io/docs/reference/protocol-spec/>) to Redis clients.
+//!
+//! Each connection's memory is bounded on both sides: input by the parser's query buffer
+//! limit (reads stop when it is full; a request that cannot fit ends the connection), output
+//! by [`KvConfig::max_output`]: once that much is waiting to be sent, the connection stops
+//! executing requests and stops reading until the client takes its replies, so a client that
+//! pipelines without reading holds at most the bound plus one reply.
+//!
+//! The listener asks for AccelTCP's `TCP_SETUP_OFFLOAD` and `TCP_TEARDOWN_OFFLOAD` by
+//! default (accepted connections inherit them): key-value workloads with short connections
+//! are the case the offloads are for.
+
+use std::collections::HashMap;
+use std::net::SocketAddrV4;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use hoststack::frame::HostLink;
+use hoststack::stack::{EpollEvent, EpollOp, SockOpt, EPOLLERR, EPOLLHUP, EPOLLIN, EPOLLOUT};
+use hoststack::{Context, Errno, Fd};
+
+use super::{Connection, Engine, EngineConfig, ProtoLimits, RunState};
+use crate::echo::ServerOffloads;
+
+/// Settings of a [`KvServer`].
+#[derive(Clone, Debug)]
+pub struct KvConfig {
+    /// TCP port to listen on (Redis's 6379 by default).
+    pub port: u16,
+    /// AccelTCP offloads asked for on the listener (both on by default).
+    pub offloads: ServerOffloads,
+    /// Protocol limits per connection (bulk length, inline length, query buffer).
+    pub limits: ProtoLimits,
+    /// The engine: `maxmemory`, ...
+    pub engine: EngineConfig,
+    /// Reply bytes a connection may have waiting before it stops executing requests and
+    /// reading (default 1 MB).
+    pub max_output: usize,
+    /// Bytes taken from a socket per read (Redis reads 16 KB at a time).
+    pub read_chunk: usize,
+    /// Connections held at most; more are accepted and closed at once.
+    pub max_connections: usize,
+    /// Listen backlog.
+    pub backlog: usize,
+}
+
+impl Default for KvConfig {
+    fn default() -> Self {
+        KvConfig {
+            port: 6379,
+            offloads: ServerOffloads {
+                setup: true,
+                teardown: true,
+            },
+            limits: ProtoLimits::default(),
+            engine: EngineConfig::default(),
+            max_output: 1 << 20,
+            read_chunk: 16 * 1024,
+            max_connections: 10_000,
+            backlog: 4096,
+        }
+    }
+}
+
+/// Counters of a [`KvServer`] (commands and errors by kind are in [`Engine::stats`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KvStats {
+    /// Connections accepted.
+    pub accepted: u64,
+    /// Connections closed (by either side, or on errors).
+    pub closed: u64,
+    /// Connections refused past [`KvConfig::max_connections`].
+    pub refused: u64,
+    /// Request bytes read.
+    pub bytes_in: u64,
+    /// Reply bytes written.
+    pub bytes_out: u64,
+    /// Times a connection stopped reading and executing because its output was full.
+    pub output_stalls: u64,
+    /// Connections closed because of a socket error.
+    pub socket_errors: u64,
+}
+
+struct Client {
+    conn: Connection,
+    out: Vec<u8>,
+    sent: usize,
+    /// The peer closed its side: finish the replies, then close.
+    eof: bool,
+    /// Registered epoll interest.
+    interest: u32,
+}
+
+impl Client {
+    fn pending(&self) -> usize {
+        self.out.len() - self.sent
+    }
+}
+
+const LISTENER: u64 = u64::MAX;
+/// Active expiry runs at most this often (Redis's default `hz` 10).
+const EXPIRE_PERIOD_MS: i64 = 100;
+
+/// The key-value server: a listener, an epoll instance and the engine, stepped from the
+/// caller's poll loop with [`KvServer::step`].
+pub struct KvServer {
+    cfg: KvConfig,
+    listener: Fd,
+    ep: Fd,
+    events: Vec<EpollEvent>,
+    buf: Vec<u8>,
+    clients: HashMap<Fd, Client>,
+    engine: Engine,
+    last_expire: i64,
+    /// Counters.
+    pub stats: KvStats,
+}
+
+impl KvServer {
+    /// Listens on `cfg.port` of `ctx` (with the offloads of `cfg.offloads`).
+    pub fn new<L: HostLink>(ctx: &mut Context<L>, cfg: KvConfig) -> Result<Self, Errno> {
+        let listener = ctx.socket()?;
+        ctx.set_nonblocking(listener, true)?;
+        ctx.setsockopt(listener, SockOpt::ReuseAddr(true))?;
+        ctx.setsockopt(listener, SockOpt::NoDelay(true))?;
+        ctx.setsockopt(listener, SockOpt::SetupOffload(cfg.offloads.setup))?;
+        ctx.setsockopt(listener, SockOpt::TeardownOffload(cfg.offloads.teardown))?;
+        ctx.bind(listener, SocketAddrV4::new([0, 0, 0, 0].into(), cfg.port))?;
+        ctx.listen(listener, cfg.backlog)?;
+        let ep = ctx.epoll_create()?;
+        ctx.epoll_ctl(
+            ep,
+            EpollOp::Add,
+            listener,
+            EpollEvent {
+                events: EPOLLIN,
+                data: LISTENER,
+            },
+        )?;
+        let mut ecfg = cfg.engine.clone();
+        ecfg.port = cfg.port;
+        ecfg.max_bulk_len = cfg.limits.max_bulk_len;
+        Ok(KvServer {
+            listener,
+            ep,
+            events: vec![EpollEvent::default(); 512],
+            buf: vec![0; cfg.read_chunk.max(1)],
+            clients: HashMap::new(),
+            engine: Engine::new(ecfg),
+            last_expire: i64::MIN,
+            stats: KvStats::default(),
+            cfg,
+        })
+    }
+
+    /// The engine (keyspace, command and error counters).
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &KvConfig {
+        &self.cfg
+    }
+
+    /// Connections held now.
+    pub fn connections(&self) -> usize {
+        self.clients.len()
+    }
+
+    /// Bytes buffered for connection `fd`: (unparsed input, unsent output); for tests that
+    /// check the bounds.
+    pub fn buffered(&self, fd: Fd) -> Option<(usize, usize)> {
+        self.clients
+            .get(&fd)
+            .map(|c| (c.conn.buffered(), c.pending()))
+    }
+
+    /// The descriptors of the connections held.
+    pub fn fds(&self) -> Vec<Fd> {
+        self.clients.keys().copied().collect()
+    }
+
+    /// One round at time `now_ms` (Unix milliseconds: the clock of EXPIRE, TTL, SET EX,
+    /// ...): `epoll_wait` (which runs the stack), accept, read, execute, write; and active
+    /// expiry every 100 ms. Returns the number of events handled.
+    pub fn step<L: HostLink>(&mut self, ctx: &mut Context<L>, now_ms: i64) -> usize {
+        if self.last_expire == i64::MIN {
+            self.engine.set_start(now_ms);
+            self.last_expire = now_ms;
+        }
+        if now_ms - self.last_expire >= EXPIRE_PERIOD_MS {
+            self.last_expire = now_ms;
+            self.engine.active_expire(now_ms);
+        }
+        let n = match ctx.epoll_wait(self.ep, &mut self.events, 0) {
+            Ok(n) => n,
+            Err(_) => return 0,
+        };
+        for i in 0..n {
+            let ev = self.events[i];
+            if ev.data == LISTENER {
+                self.accept(ctx);
+                continue;
+            }
+            let fd = ev.data as Fd;
+            if !self.clients.contains_key(&fd) {
+                continue;
+            }
+            if ev.events & EPOLLERR != 0 {
+                self.stats.socket_errors += 1;
+                self.close(ctx, fd);
+                continue;
+            }
+            self.serve(ctx, fd, ev.events & (EPOLLIN | EPOLLHUP) != 0, now_ms);
+        }
+        n
+    }
+
+    fn accept<L: HostLink>(&mut self, ctx: &mut Context<L>) {
+        while let Ok((fd, _)) = ctx.accept(self.listener) {
+            self.stats.accepted += 1;
+            if self.clients.len() >= self.cfg.max_connections {
+                self.stats.refused += 1;
+                let _ = ctx.close(fd);
+                self.stats.closed += 1;
+                continue;
+            }
+            let _ = ctx.set_nonblocking(fd, true);
+            let _ = ctx.setsockopt(fd, SockOpt::NoDelay(true));
+            let reg = ctx.epoll_ctl(
+                self.ep,
+                EpollOp::Add,
+                fd,
+                EpollEvent {
+                    events: EPOLLIN,
+                    data: fd as u64,
+                },
+            );
+            if reg.is_err() {
+                let _ = ctx.close(fd);
+                self.stats.closed += 1;
+                continue;
+            }
+            let conn = Connection::new(&mut self.engine, self.cfg.limits);
+            self.clients.insert(
+                fd,
+                Client {
+                    conn,
+                    out: Vec::new(),
+                    sent: 0,
+                    eof: false,
+                    interest: EPOLLIN,
+                },
+            );
+        }
+    }
+
+    /// Reads (when `readable`), executes, writes, and updates the epoll interest of `fd`.
+    fn serve<L: HostLink>(&mut self, ctx: &mut Context<L>, fd: Fd, readable: bool, now: i64) {
+        let max_out = self.cfg.max_output;
+        let Some(c) = self.clients.get_mut(&fd) else {
+            return;
+        };
+        let mut failed = false;
+        // Flush first: room in the output lets held requests run.
+        if flush(ctx, fd, c, &mut self.stats).is_err() {
+            failed = true;
+        }
+        if !failed && !c.conn.closing() {
+            // Requests already buffered (held back by a full output).
+            // `out` still holds the sent prefix: bound what is waiting, not the buffer.
+            let mut state = c
+                .conn
+                .run(&mut self.engine, now, &mut c.out, c.sent + max_out);
+            while readable
+                && state == RunState::NeedInput
+                && !c.eof
+                && c.pending() < max_out
+                && c.conn.room() > 0
+            {
+                let want = self.buf.len().min(c.conn.room());
+                match ctx.read(fd, &mut self.buf[..want]) {
+                    Ok(0) => c.eof = true,
+                    Ok(k) => {
+                        self.stats.bytes_in += k as u64;
+                        state = c.conn.feed(&mut self.engine, &self.buf[..k]);
+                        if state != RunState::Close {
+                            state = c
+                                .conn
+                                .run(&mut self.engine, now, &mut c.out, c.sent + max_out);
+                        }
+                        if c.pending() >= max_out && flush(ctx, fd, c, &mut self.stats).is_err() {
+                            failed = true;
+                            break;
+                        }
+                        if k < want {
+                            break;
+                        }
+                    }
+                    Err(Errno::Again) => break,
+                    Err(_) => {
+                        failed = true;
+                        break;
+                    }
+                }
+            }
+        }
+        if !failed && flush(ctx, fd, c, &mut self.stats).is_err() {
+            failed = true;
+        }
+        let done = c.pending() == 0 && (c.conn.closing() || c.eof);
+        // A request that cannot complete within the query buffer limit: Redis closes such
+        // clients.
+        let starved = !c.conn.closing() && c.conn.room() == 0;
+        if failed || done || starved {
+            if failed {
+                self.stats.socket_errors += 1;
+            }
+            self.close(ctx, fd);
+            return;
+        }
+        // Interest: output waiting → EPOLLOUT; room for more output and not at the end of
+        // the input → EPOLLIN. A closing connection only waits to send.
+        let mut want = 0;
+        if c.pending() > 0 {
+            want |= EPOLLOUT;
+        }
+        if c.pending() < max_out && !c.eof && !c.conn.closing() && c.conn.room() > 0 {
+            want |= EPOLLIN;
+        }
+        if want & EPOLLIN == 0 && c.interest & EPOLLIN != 0 && c.pending() >= max_out {
+            self.stats.output_stalls += 1;
+        }
+        if want != c.interest {
+            c.interest = want;
+            let _ = ctx.epoll_ctl(
+                self.ep,
+                EpollOp::Mod,
+                fd,
+                EpollEvent {
+                    events: want,
+                    data: fd as u64,
+                },
+            );
+        }
+    }
+
+    fn close<L: HostLink>(&mut self, ctx: &mut Context<L>, fd: Fd) {
+        let _ = ctx.epoll_ctl(self.ep, EpollOp::Del, fd, EpollEvent::default());
+        let _ = ctx.close(fd);
+        if let Some(c) = self.clients.remove(&fd) {
+            c.conn.close(&mut self.engine);
+            self.stats.closed += 1;
+        }
+    }
+
+    /// Closes every connection and the listener.
+    pub fn shutdown<L: HostLink>(&mut self, ctx: &mut Context<L>) {
+        for fd in self.fds() {
+            self.close(ctx, fd);
+        }
+        let _ = ctx.close(self.listener);
+        let _ = ctx.close(self.ep);
+    }
+}
+
+/// Writes what `c` has waiting; `Err` on a socket error.
+fn flush<L: HostLink>(
+    ctx: &mut Context<L>,
+    fd: Fd,
+    c: &mut Client,
+    stats: &mut KvStats,
+) -> Result<(), Errno> {
+    while c.pending() > 0 {
+        match ctx.write(fd, &c.out[c.sent..]) {
+            Ok(0) | Err(Errno::Again) => break,
+            Ok(w) => {
+                c.sent += w;
+                stats.bytes_out += w as u64;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    if c.sent == c.out.len() {
+        c.out.clear();
+        c.sent = 0;
+    } else if c.sent > 64 * 1024 && c.sent >= c.out.len() / 2 {
+        c.out.drain(..c.sent);
+        c.sent = 0;
+    }
+    Ok(())
+}
+
+/// Runs `server` on `node` (NIC lcore and host context sharing this thread) on the wall
+/// clock until `stop` is set, then closes it; the loop behind `nicemu kv`.
+pub fn serve_node<P: dataplane::port::Port>(
+    node: &mut crate::node::Node<P>,
+    server: &mut KvServer,
+    stop: &AtomicBool,
+) {
+    while !stop.load(Ordering::Relaxed) {
+        node.nic.poll_once();
+        server.step(&mut node.host, super::unix_ms());
+    }
+    server.shutdown(&mut node.host);
+    // Let the closes go out.
+    for _ in 0..1000 {
+        if node.step() == 0 {
+            break;
+        }
+    }
+}

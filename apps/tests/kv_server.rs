@@ -1,0 +1,303 @@
+//! `nicemu kv` on the host stack, end to end: two nicemu nodes on the in-memory wire in
+//! virtual time; A runs [`KvServer`] (setup and teardown offloads on, the default), B's host
+//! stack is the Redis client. Replies are checked against the sans-I/O engine fed the same
+//! bytes, and for a few requests against literal RESP.
+
+use std::net::SocketAddrV4;
+
+use apps::kv::resp::{encode_request, reply_len};
+use apps::kv::server::{KvConfig, KvServer};
+use apps::kv::{Connection, Engine, EngineConfig, ProtoLimits};
+use apps::node::{pair_specs, wire_pair, Pair, A_IP};
+use dataplane::port::wire::Impairments;
+use hoststack::{Errno, Fd};
+
+const PORT: u16 = 6379;
+const MS: u64 = 1_000_000;
+/// Unix time of the virtual clock's zero.
+const EPOCH_MS: i64 = 1_700_000_000_000;
+
+fn now_ms(p: &Pair) -> i64 {
+    EPOCH_MS + (p.clock.now_ns() / MS) as i64
+}
+
+fn pair() -> Pair {
+    let (mut a, mut b) = pair_specs();
+    for s in [&mut a, &mut b] {
+        s.host.tcp.time_wait_ns = 300 * MS;
+    }
+    wire_pair(a, b, Impairments::default(), Impairments::default())
+}
+
+/// A client connection on B: sends `out`, collects what comes back until the server closes.
+struct Client {
+    fd: Fd,
+    out: Vec<u8>,
+    sent: usize,
+    got: Vec<u8>,
+    eof: bool,
+    reading: bool,
+}
+
+impl Client {
+    fn open(p: &mut Pair, out: Vec<u8>) -> Client {
+        let fd = p.b.host.socket().unwrap();
+        p.b.host.set_nonblocking(fd, true).unwrap();
+        assert_eq!(
+            p.b.host.connect(fd, SocketAddrV4::new(A_IP.into(), PORT)),
+            Err(Errno::InProgress)
+        );
+        Client {
+            fd,
+            out,
+            sent: 0,
+            got: Vec::new(),
+            eof: false,
+            reading: true,
+        }
+    }
+
+    fn step(&mut self, p: &mut Pair) {
+        while self.sent < self.out.len() {
+            match p.b.host.write(self.fd, &self.out[self.sent..]) {
+                Ok(w) if w > 0 => self.sent += w,
+                _ => break,
+            }
+        }
+        let mut buf = [0u8; 8192];
+        while self.reading && !self.eof {
+            match p.b.host.read(self.fd, &mut buf) {
+                Ok(0) => self.eof = true,
+                Ok(k) => self.got.extend_from_slice(&buf[..k]),
+                Err(_) => break,
+            }
+        }
+    }
+
+    fn replies(&self) -> usize {
+        let mut n = 0;
+        let mut b = &self.got[..];
+        while let Some(l) = reply_len(b) {
+            n += 1;
+            b = &b[l..];
+        }
+        n
+    }
+}
+
+/// What the sans-I/O engine answers to `bytes` on a fresh keyspace.
+fn reference(bytes: &[u8]) -> Vec<u8> {
+    let mut e = Engine::new(EngineConfig {
+        port: PORT,
+        ..EngineConfig::default()
+    });
+    let mut c = Connection::new(&mut e, ProtoLimits::default());
+    let mut out = Vec::new();
+    c.input(&mut e, bytes, EPOCH_MS, &mut out);
+    out
+}
+
+fn cmd(args: &[&[u8]]) -> Vec<u8> {
+    encode_request(args)
+}
+
+#[test]
+fn kv_server_answers_pipelined_requests_over_the_host_stack() {
+    let mut p = pair();
+    let mut server = KvServer::new(&mut p.a.host, KvConfig::default()).unwrap();
+    // 600 requests in one burst: strings of up to 20 KB (many segments), counters, lists,
+    // errors, an inline request; then QUIT.
+    let mut req = Vec::new();
+    let mut n = 0;
+    for i in 0..100u32 {
+        let big = vec![b'a' + (i % 26) as u8; (i as usize * 211) % 20_000];
+        let k = format!("key{}", i % 17);
+        req.extend(cmd(&[b"SET", k.as_bytes(), &big]));
+        req.extend(cmd(&[b"GET", k.as_bytes()]));
+        req.extend(cmd(&[b"INCRBY", b"counter", i.to_string().as_bytes()]));
+        req.extend(cmd(&[b"RPUSH", b"list", k.as_bytes()]));
+        req.extend(cmd(&[b"GET", b"list"]));
+        req.extend_from_slice(b"EXISTS key1 key2 nokey\r\n");
+        n += 6;
+    }
+    req.extend(cmd(&[b"LRANGE", b"list", b"0", b"4"]));
+    req.extend(cmd(&[b"QUIT"]));
+    n += 2;
+    let want = reference(&req);
+    let mut c = Client::open(&mut p, req);
+    let ok = p.run_until(2_000_000, 20_000, |p| {
+        let now = now_ms(p);
+        server.step(&mut p.a.host, now);
+        c.step(p);
+        c.eof
+    });
+    assert!(ok, "got {} of {n} replies", c.replies());
+    assert_eq!(c.replies(), n);
+    assert_eq!(c.got.len(), want.len());
+    assert!(c.got == want, "replies differ from the engine's");
+    assert!(c.got.ends_with(b"+OK\r\n"));
+    let st = server.engine().stats.clone();
+    assert_eq!(st.commands, n as u64);
+    assert_eq!(st.errors_by_kind.get("WRONGTYPE"), Some(&100));
+    assert_eq!(server.stats.accepted, 1);
+    p.b.host.close(c.fd).unwrap();
+    assert!(p.run_until(1_000_000, 20_000, |p| {
+        let now = now_ms(p);
+        server.step(&mut p.a.host, now);
+        server.connections() == 0
+    }));
+    assert_eq!(server.stats.closed, 1);
+}
+
+/// One request per connection (SET then QUIT, the server closes first) with the setup and
+/// teardown offloads on: every connection comes from the NIC's SYN cookies and every close
+/// goes to the NIC; then connections that the client closes right after its reply.
+#[test]
+fn kv_server_one_request_per_connection_with_offloads() {
+    let mut p = pair();
+    let mut server = KvServer::new(&mut p.a.host, KvConfig::default()).unwrap();
+    let n = 30;
+    for client_closes in [false, true] {
+        let mut done = 0;
+        let mut cur: Option<Client> = None;
+        let ok = p.run_until(10_000_000, 20_000, |p| {
+            let now = now_ms(p);
+            server.step(&mut p.a.host, now);
+            if cur.is_none() && done < n {
+                let k = format!("conn{}-{done}", client_closes as u8);
+                let mut req = cmd(&[b"SET", k.as_bytes(), b"v"]);
+                if !client_closes {
+                    req.extend(cmd(&[b"QUIT"]));
+                }
+                cur = Some(Client::open(p, req));
+            }
+            if let Some(c) = cur.as_mut() {
+                c.step(p);
+                let expect: &[u8] = if client_closes {
+                    b"+OK\r\n"
+                } else {
+                    b"+OK\r\n+OK\r\n"
+                };
+                let finished = if client_closes {
+                    c.got.len() >= expect.len()
+                } else {
+                    c.eof
+                };
+                if finished {
+                    assert_eq!(c.got, expect, "connection {done}");
+                    p.b.host.close(c.fd).unwrap();
+                    cur = None;
+                    done += 1;
+                }
+            }
+            done == n && server.connections() == 0 && p.a.teardown().engine().in_progress() == 0
+        });
+        assert!(ok, "{done} of {n} (client closes: {client_closes})");
+    }
+    let hs = p.a.host.setup_stats();
+    assert_eq!(hs.nic_setups, 2 * n as u64, "{hs:?}");
+    let host = p.a.host.stats();
+    assert_eq!(host.listener_non_syn, 0);
+    eprintln!(
+        "host teardown {:?}; server {:?}",
+        host.teardown, server.stats
+    );
+    // Every close went to the NIC: the server's own (QUIT) and those after the client's.
+    assert_eq!(host.teardown.offloaded, 2 * n as u64, "{:?}", host.teardown);
+    assert_eq!(server.stats.accepted, 2 * n as u64);
+    assert_eq!(server.stats.closed, 2 * n as u64);
+    assert_eq!(server.engine().store().len(), 2 * n);
+    assert_eq!(server.engine().stats.errors, 0);
+    assert_eq!(p.a.host.connections(), 0);
+}
+
+/// A client that pipelines GETs of a large value without reading: the server's output for
+/// it stays bounded (it stops executing and reading), and once the client reads, every reply
+/// arrives intact.
+#[test]
+fn kv_server_bounds_a_client_that_does_not_read() {
+    let mut p = pair();
+    let cfg = KvConfig {
+        max_output: 256 * 1024,
+        ..KvConfig::default()
+    };
+    let max_out = cfg.max_output;
+    let max_in = cfg.limits.max_query_buffer;
+    let mut server = KvServer::new(&mut p.a.host, cfg).unwrap();
+    let value = vec![b'x'; 50_000];
+    let mut req = cmd(&[b"SET", b"big", &value]);
+    let gets = 400;
+    for _ in 0..gets {
+        req.extend(cmd(&[b"GET", b"big"]));
+    }
+    let mut c = Client::open(&mut p, req);
+    c.reading = false;
+    let mut worst = (0, 0);
+    // Run a while without reading: the client's receive window fills, then the server's
+    // send buffer, then its output buffer stops at the bound.
+    p.run_until(300_000, 20_000, |p| {
+        let now = now_ms(p);
+        server.step(&mut p.a.host, now);
+        c.step(p);
+        for fd in server.fds() {
+            let (i, o) = server.buffered(fd).unwrap();
+            worst = (worst.0.max(i), worst.1.max(o));
+        }
+        false
+    });
+    assert!(worst.1 > 0, "the output never backed up");
+    assert!(
+        worst.1 <= max_out + value.len() + 64,
+        "output grew to {}",
+        worst.1
+    );
+    assert!(worst.0 <= max_in);
+    assert!(server.stats.output_stalls > 0);
+    let executed = server.engine().stats.commands;
+    eprintln!(
+        "not reading: worst input {} B, output {} B, {executed} of {} requests ran, {:?}",
+        worst.0,
+        worst.1,
+        gets + 1,
+        server.stats
+    );
+    assert!(
+        executed < gets as u64,
+        "all {executed} requests ran without the client reading"
+    );
+    // Now read everything.
+    c.reading = true;
+    let ok = p.run_until(5_000_000, 20_000, |p| {
+        let now = now_ms(p);
+        server.step(&mut p.a.host, now);
+        c.step(p);
+        c.replies() == gets + 1
+    });
+    assert!(ok, "got {} replies", c.replies());
+    let mut one = Vec::new();
+    apps::kv::resp::bulk(&mut one, &value);
+    let mut want = b"+OK\r\n".to_vec();
+    for _ in 0..gets {
+        want.extend_from_slice(&one);
+    }
+    assert!(c.got == want, "replies corrupted");
+}
+
+/// A protocol error gets Redis's error reply, then the server closes the connection.
+#[test]
+fn kv_server_closes_after_a_protocol_error() {
+    let mut p = pair();
+    let mut server = KvServer::new(&mut p.a.host, KvConfig::default()).unwrap();
+    let mut c = Client::open(&mut p, b"PING\r\n*1\r\n$x\r\nPING\r\n".to_vec());
+    assert!(p.run_until(2_000_000, 20_000, |p| {
+        let now = now_ms(p);
+        server.step(&mut p.a.host, now);
+        c.step(p);
+        c.eof
+    }));
+    assert_eq!(
+        c.got,
+        b"+PONG\r\n-ERR Protocol error: invalid bulk length\r\n"
+    );
+    assert_eq!(server.engine().stats.protocol_errors, 1);
+}
