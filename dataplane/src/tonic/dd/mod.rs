@@ -166,6 +166,8 @@ pub struct CreditUpdate {
     pub rate_bps: Option<u64>,
     /// Bytes of credit to add.
     pub add_credit: u32,
+    /// New network priority of the flow's packets ([`HookOutput::OUT_PRIORITY`]).
+    pub priority: Option<u8>,
 }
 
 /// What an incoming packet did, for the host and the caller.

@@ -105,6 +105,9 @@ pub struct Scenario {
     /// The bottleneck link.
     #[serde(default)]
     pub link: LinkSection,
+    /// The topology.
+    #[serde(default)]
+    pub network: NetworkSection,
     /// The receiver.
     #[serde(default)]
     pub receiver: ReceiverSection,
@@ -163,6 +166,8 @@ pub struct ModuleSection {
     pub dcqcn_rhai: Option<u64>,
     /// DCTCP g = 2^-shift.
     pub dctcp_g_shift: Option<u32>,
+    /// Homa: priority of unscheduled packets, 0–7 (default 7, the highest).
+    pub homa_unsched_prio: Option<u8>,
 }
 
 /// `[tonic]`: the knobs of Tonic's test bench plus engine sizes.
@@ -269,6 +274,10 @@ pub struct LinkSection {
     /// Bytes of trimmed headers the priority queue holds (default: `buffer`).
     #[serde(deserialize_with = "units::opt_size")]
     pub header_buffer: Option<u64>,
+    /// Strict-priority data queues per output port, 1 to 8 (Homa: 8). A packet of priority
+    /// p (0 lowest … 7 highest) waits in queue min(p, priorities − 1); a queue is served only
+    /// when every higher one is empty. All share `buffer`.
+    pub priorities: u32,
 }
 
 impl Default for LinkSection {
@@ -285,8 +294,38 @@ impl Default for LinkSection {
             ecn_prob_max: 1.0,
             trim: false,
             header_buffer: None,
+            priorities: 1,
         }
     }
+}
+
+/// Which switches stand between the senders and the receiver.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Topology {
+    /// One switch, every host on its own port: the receiver's port (the `[link]`) is the
+    /// bottleneck output queue (Tonic §6.2: "hosts … to the same switch").
+    #[default]
+    Star,
+    /// Senders on switch A, the receiver on switch B: data crosses the A→B core link (the
+    /// `[link]`: rate, buffer, ECN, trimming, priorities of A's output port) and then B's
+    /// port towards the receiver (`network.edge_rate`, `network.edge_buffer`, same
+    /// queueing rules) (nanoTransport §5.2's incast runs on a dumbbell).
+    Dumbbell,
+}
+
+/// `[network]`: the topology.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct NetworkSection {
+    /// `star` (default) or `dumbbell`.
+    pub topology: Topology,
+    /// Dumbbell: the rate of switch B's port to the receiver (default: `link.host_rate`).
+    #[serde(deserialize_with = "units::opt_rate")]
+    pub edge_rate: Option<u64>,
+    /// Dumbbell: that port's buffer (default: `link.buffer`).
+    #[serde(deserialize_with = "units::opt_size")]
+    pub edge_buffer: Option<u64>,
 }
 
 /// `[receiver]`: how the receiver answers.
@@ -305,6 +344,15 @@ pub struct ReceiverSection {
     /// RoCE receivers: at most one CNP per flow per this interval, ns (DCQCN: 50 µs).
     #[serde(deserialize_with = "units::duration")]
     pub cnp_interval: Nanos,
+    /// Homa receivers: messages granted at once (the degree of overcommitment, Homa §3.5).
+    pub homa_overcommit: u32,
+    /// Homa receivers: RTTbytes, how far ahead of the arrived bytes a message is granted
+    /// (default: `module.init_credit`, the senders' unscheduled bytes).
+    #[serde(deserialize_with = "units::opt_size")]
+    pub homa_rtt_bytes: Option<u64>,
+    /// Homa receivers: the highest priority of scheduled packets (the shortest message's);
+    /// the next ones get one level less each (default 6, below the unscheduled 7).
+    pub homa_sched_prio: u8,
 }
 
 impl Default for ReceiverSection {
@@ -315,6 +363,9 @@ impl Default for ReceiverSection {
             delayed_ack_timeout: 40_000,
             sack_blocks: MAX_SACK_BLOCKS as u32,
             cnp_interval: 50_000,
+            homa_overcommit: 2,
+            homa_rtt_bytes: None,
+            homa_sched_prio: 6,
         }
     }
 }
@@ -349,6 +400,7 @@ impl Scenario {
             tonic: TonicSection::default(),
             flows: FlowsSection::default(),
             link: LinkSection::default(),
+            network: NetworkSection::default(),
             receiver: ReceiverSection::default(),
             drops: Vec::new(),
         }
@@ -423,6 +475,7 @@ impl Scenario {
             dcqcn_rai_bps: m.dcqcn_rai.unwrap_or(d.dcqcn_rai_bps),
             dcqcn_rhai_bps: m.dcqcn_rhai.unwrap_or(d.dcqcn_rhai_bps),
             dctcp_g_shift: m.dctcp_g_shift.unwrap_or(d.dctcp_g_shift),
+            homa_unsched_prio: m.homa_unsched_prio.unwrap_or(d.homa_unsched_prio),
         }
     }
 
@@ -456,7 +509,34 @@ impl Scenario {
         let f = &self.flows;
         let l = &self.link;
         let r = &self.receiver;
-        let rules: [(&str, bool, &str); 24] = [
+        let n = &self.network;
+        let rules: [(&str, bool, &str); 29] = [
+            (
+                "link.priorities",
+                (1..=8).contains(&l.priorities),
+                "expected 1 to 8 priority queues",
+            ),
+            (
+                "network.edge_rate",
+                n.edge_rate.is_none_or(|r| r >= 1_000),
+                "expected at least 1 Kbps",
+            ),
+            (
+                "network.edge_buffer",
+                n.edge_buffer
+                    .is_none_or(|b| b >= (f.segment_size + l.header_bytes) as u64),
+                "expected room for at least one full packet",
+            ),
+            (
+                "receiver.homa_overcommit",
+                (1..=8).contains(&r.homa_overcommit),
+                "expected 1 to 8 messages",
+            ),
+            (
+                "receiver.homa_sched_prio",
+                r.homa_sched_prio <= 7,
+                "expected a priority 0 to 7",
+            ),
             (
                 "duration",
                 self.duration > 0,
