@@ -6,10 +6,12 @@
 //!   role), for deterministic tests and benchmarks on the in-memory wire;
 //! - [`smol`]: smoltcp on the in-memory wire, as an interop peer and a baseline;
 //! - [`bench`]: `nicemu bench echo` (host cost per transaction: nicemu, smoltcp, kernel);
-//! - [`tonic_cmd`]: `nicemu modules`, `nicemu testbench`, `nicemu bench tonic`.
+//! - [`tonic_cmd`]: `nicemu modules`, `nicemu testbench`, `nicemu bench tonic`;
+//! - [`tonic_plot`]: the SVG of `nicemu testbench --plot`.
 
 pub mod bench;
 pub mod echo;
 pub mod node;
 pub mod smol;
 pub mod tonic_cmd;
+pub mod tonic_plot;
