@@ -488,3 +488,44 @@ fn network_model_keys_parse_and_are_checked() {
         "receiver.homa_sched_prio"
     );
 }
+
+/// Homa-Tr (nanoTransport §4.4, §5.2): Homa over trimming switches. The 8-to-1 incast's
+/// unscheduled burst overflows a 30 KB buffer; each trimmed header comes back as a RESEND
+/// and its segment is resent at once: no timeouts, one retransmission per trimmed packet.
+#[test]
+fn homa_over_trimming_switches_resends_trimmed_packets_without_timeouts() {
+    let mut s = cfg("homa-incast");
+    s.check_invariants = true;
+    s.link.buffer = 30_000;
+    s.link.trim = true;
+    s.network.edge_buffer = Some(30_000);
+    let r = run_scenario(&s).unwrap();
+    let text = r.summary_text();
+    assert!(r.all_complete(), "{text}");
+    assert_eq!(r.timeouts(), 0, "{text}");
+    assert!(r.link.trimmed > 0, "{text}");
+    assert_eq!(r.link.dropped, 0, "{text}");
+    assert_eq!(r.retransmissions(), r.link.trimmed, "{text}");
+    assert_eq!(r.receiver_stats.nacks, r.link.trimmed, "{text}");
+}
+
+/// Homa with random loss on the wire and no trimming: lost packets are found by the sender's
+/// timeout (Homa §3.7) and every message completes.
+#[test]
+fn homa_recovers_random_loss_by_timeout() {
+    let mut s = cfg("homa-incast");
+    s.check_invariants = true;
+    s.link.loss_prob = 0.02;
+    s.tonic.init_rtx_timer = 200_000;
+    let r = run_scenario(&s).unwrap();
+    let text = r.summary_text();
+    assert!(r.all_complete(), "{text}");
+    assert!(r.link.lost > 0, "{text}");
+    assert!(
+        r.timeouts() > 0 && r.retransmissions() >= r.link.lost,
+        "{text}"
+    );
+    for f in &r.flows {
+        assert_eq!(f.delivered, f.segments, "{text}");
+    }
+}

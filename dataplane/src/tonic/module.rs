@@ -676,6 +676,15 @@ pub trait TonicModule: Send + Sync {
         let _ = (now, flow, ctx);
     }
 
+    /// A new flow's initial `wnd-size` in segments when it depends on the flow (its MSS),
+    /// overriding [`ModuleConfig::init_wnd_size`]; `None` (the default) keeps that. Homa sizes
+    /// the window to its unscheduled bytes so that no segment beyond what may be sent waits
+    /// in the credit engine's ring. Added after interface version 1 (loaded modules: `None`).
+    fn init_wnd_size(&self, flow: &FlowView) -> Option<u32> {
+        let _ = flow;
+        None
+    }
+
     /// The programmable stage of Incoming: loss detection and recovery and congestion-control
     /// parameters on an incoming packet.
     fn incoming(&self, input: &IncomingInput, ctx: &mut [u64], out: &mut HookOutput);

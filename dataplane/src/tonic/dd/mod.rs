@@ -477,6 +477,9 @@ impl DataDelivery {
         self.slab[o..o + self.lay.stride].fill(0);
         *self.cold_mut(f, Cold::RateBps) = self.cfg.init_rate_bps;
         let view = self.view(f);
+        if let Some(w) = module.init_wnd_size(&view) {
+            self.flows[f as usize].wnd_size = w;
+        }
         module.init_flow(now, &view, self.ctx_mut(f));
         self.live_pos[f as usize] = self.live.len() as u32;
         self.live.push(f);

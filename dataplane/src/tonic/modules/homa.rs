@@ -6,6 +6,10 @@
 //! - A new message (flow) starts with `init_credit_bytes` of credit: its *unscheduled* bytes,
 //!   RTTbytes in Homa (§3.2: "enough to cover the round-trip time"), sent at once at the
 //!   unscheduled priority (`homa_unsched_prio`, by default the highest level, 7).
+//! - The window (`wnd-size`) always ends at the grant offset (RTTbytes at first), so the
+//!   data delivery engine never generates a segment the receiver has not allowed: the credit
+//!   engine's ring (Tonic §3.1) holds only sendable segments, and the credit a RESEND adds
+//!   goes to the retransmission rather than to a new segment.
 //! - After that it sends only what GRANTs allow. A GRANT ([`PktType::Grant`]) carries the
 //!   newly granted bytes in `grant_bytes` (the fixed credit engine adds them, Tonic §3.3.2),
 //!   the absolute grant offset in `data[`[`GRANT_OFFSET_WORD`]`]`, and the *priority* the
@@ -31,14 +35,14 @@
 //! the same with a priority-scheduler extern: rank = remaining size, grantable = less than one
 //! BDP outstanding.)
 //!
-//! User state: the RTO backoff count (1 byte).
+//! User state: the RTO backoff count and the grant offset in segments (16 bytes).
 
 use super::super::module::{
-    CreditScheme, HookOutput, IncomingInput, ModuleConfig, PeriodicInput, PktType, TonicModule,
-    MAX_PRIORITY, MAX_WINDOW_SEGMENTS,
+    CreditScheme, FlowView, HookOutput, IncomingInput, ModuleConfig, PeriodicInput, PktType,
+    TonicModule, MAX_PRIORITY, MAX_WINDOW_SEGMENTS,
 };
 use super::ModuleParams;
-use crate::tonic::SegId;
+use crate::tonic::{Nanos, SegId};
 
 /// `IncomingPkt::data` word of a GRANT holding the absolute grant offset (bytes, low 32 bits;
 /// Linux Homa's `homa_grant_hdr.offset`).
@@ -72,7 +76,7 @@ impl TonicModule for Homa {
     fn config(&self) -> ModuleConfig {
         ModuleConfig {
             credit_scheme: CreditScheme::Grant,
-            user_ctx_bytes: 1,
+            user_ctx_bytes: 16,
             init_wnd_size: MAX_WINDOW_SEGMENTS,
             init_credit_bytes: self.p.init_credit_bytes,
             init_rtx_timer_ns: self.p.rto_ns,
@@ -81,12 +85,22 @@ impl TonicModule for Homa {
         }
     }
 
+    fn init_wnd_size(&self, flow: &FlowView) -> Option<u32> {
+        Some(self.unsched_segments(flow.mss))
+    }
+
+    fn init_flow(&self, _now: Nanos, flow: &FlowView, ctx: &mut [u64]) {
+        ctx[GRANTED] = self.unsched_segments(flow.mss) as u64;
+    }
+
     fn incoming(&self, i: &IncomingInput, ctx: &mut [u64], out: &mut HookOutput) {
         let pkt = &i.pkt;
         let mut heard = i.newly_acked_cnt > 0;
         match pkt.pkt_type {
             PktType::Grant => {
                 out.set_priority(pkt.data[GRANT_PRIO_WORD].min(MAX_PRIORITY as u32) as u8);
+                let end = (pkt.data[GRANT_OFFSET_WORD] as u64).div_ceil(i.flow.mss.max(1) as u64);
+                ctx[GRANTED] = ctx[GRANTED].max(end);
                 heard = true;
             }
             PktType::Nack => {
@@ -107,9 +121,12 @@ impl TonicModule for Homa {
             }
             _ => {}
         }
+        // The window ends at the grant offset (the window is relative to `wnd-start`).
+        let wnd = ctx[GRANTED].saturating_sub(i.new_wnd_start);
+        out.set_wnd_size(wnd.min(MAX_WINDOW_SEGMENTS as u64) as u32);
         if heard {
-            if ctx[0] != 0 {
-                ctx[0] = 0;
+            if ctx[BACKOFF] != 0 {
+                ctx[BACKOFF] = 0;
                 out.set_rtx_timer_amount(self.p.rto_ns);
             }
             out.reset_rtx_timer();
@@ -125,9 +142,24 @@ impl TonicModule for Homa {
         let unacked = sent - f.acked.count_ones_below(sent);
         out.mark_for_rtx(f.wnd_start, f.wnd_start + sent as u64);
         out.add_credit(unacked.saturating_mul(f.mss));
-        ctx[0] = (ctx[0] + 1).min(6);
-        out.set_rtx_timer_amount(self.p.rto_ns << ctx[0]);
+        ctx[BACKOFF] = (ctx[BACKOFF] + 1).min(6);
+        out.set_rtx_timer_amount(self.p.rto_ns << ctx[BACKOFF]);
         out.reset_rtx_timer();
+    }
+}
+
+/// User-context word: the RTO backoff count.
+const BACKOFF: usize = 0;
+/// User-context word: one past the last segment granted (unscheduled ones included).
+const GRANTED: usize = 1;
+
+impl Homa {
+    /// Segments of RTTbytes (at least one) for segment size `mss`.
+    fn unsched_segments(&self, mss: u32) -> u32 {
+        self.p
+            .init_credit_bytes
+            .div_ceil(mss.max(1))
+            .clamp(1, MAX_WINDOW_SEGMENTS)
     }
 }
 
@@ -278,7 +310,15 @@ mod tests {
         assert_eq!(tx.iter().map(|t| t.seg).collect::<Vec<_>>(), vec![0, 1, 2]);
         assert!(tx.iter().all(|t| t.priority == 7), "unscheduled priority");
         assert!(drain_ids(&mut e, 1).is_empty(), "no grant, nothing more");
+        let v = e.flow_view(0).unwrap();
+        assert_eq!(v.wnd_size, 3, "the window ends at RTTbytes");
+        assert_eq!(e.ce().ring_len(0), 0, "nothing ungranted waits in the ring");
+        // An ack alone moves wnd-start, not the window's end.
+        e.incoming(0, &IncomingPkt::ack(2), 1).unwrap();
+        assert_eq!(e.flow_view(0).unwrap().wnd_size, 1);
+        assert!(drain_ids(&mut e, 1).is_empty());
         e.incoming(0, &grant(2000, 5000, 3), 2).unwrap();
+        assert_eq!(e.flow_view(0).unwrap().wnd_size, 3, "segments 2, 3, 4");
         let tx = drain(&mut e, 2);
         assert_eq!(tx.iter().map(|t| t.seg).collect::<Vec<_>>(), vec![3, 4]);
         assert!(tx.iter().all(|t| t.priority == 3), "granted priority");
@@ -288,8 +328,8 @@ mod tests {
     }
 
     /// A RESEND marks the named range (only transmitted, unacknowledged segments) and adds
-    /// credit for it. The credit engine's ring (N = 1) already holds new segment 3, which
-    /// goes first (Tonic §3.1); the retransmissions follow before any other new segment.
+    /// credit for it; the retransmissions go at once (the window keeps ungranted segment 3
+    /// out of the credit engine's ring).
     #[test]
     fn resend_retransmits_range_with_credit() {
         let mut e = homa();
@@ -303,10 +343,10 @@ mod tests {
         let segs = |tx: Vec<crate::tonic::TxSegment>| -> Vec<_> {
             tx.iter().map(|t| (t.seg, t.rtx)).collect()
         };
-        assert_eq!(segs(drain(&mut e, 2)), vec![(3, false), (0, true)]);
-        e.incoming(0, &grant(1000, 6000, 6), 3).unwrap();
-        assert_eq!(segs(drain(&mut e, 3)), vec![(2, true)]);
+        assert_eq!(segs(drain(&mut e, 2)), vec![(0, true), (2, true)]);
         assert_eq!(e.stats().retransmitted, 2);
+        e.incoming(0, &grant(1000, 4000, 6), 3).unwrap();
+        assert_eq!(segs(drain(&mut e, 3)), vec![(3, false)]);
         // A RESEND of acknowledged or never-sent segments does nothing.
         let mut r = IncomingPkt::nack(0, 1);
         r.data[RESEND_END_WORD] = 2;
@@ -329,12 +369,10 @@ mod tests {
         assert!(d > 0);
         let rep = e.periodic(d, 1);
         assert_eq!(rep.timeouts, 1);
-        // Credit for 0 and 2; segment 3 waited in the ring (N = 1) and goes first.
-        assert_eq!(drain_ids(&mut e, d), vec![3, 0]);
-        e.incoming(0, &grant(1000, 5000, 6), d).unwrap();
-        assert_eq!(drain_ids(&mut e, d), vec![2]);
+        // Credit for 0 and 2, resent at once.
+        assert_eq!(drain_ids(&mut e, d), vec![0, 2]);
         // Everything transmitted acknowledged: the flow waits for grants, timer off.
-        e.incoming(0, &IncomingPkt::ack(4), d + 1).unwrap();
+        e.incoming(0, &IncomingPkt::ack(3), d + 1).unwrap();
         assert_eq!(e.flow_view(0).unwrap().rtx_deadline, 0);
         assert_eq!(e.periodic(d + 1_000_000, 1).timeouts, 0);
     }

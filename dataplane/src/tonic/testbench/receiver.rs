@@ -9,7 +9,7 @@
 //! | [`NdpPull`](ReceiverKind::NdpPull) | ndp; any other grant-scheme module | per packet: an ack with the packet as a SACK block; a NACK (flagged trimmed) for a trimmed header; a NACK for each segment a gap shows silently lost (the path is FIFO); one pull (grant of one segment) per arrival or NACK, paced at the bottleneck rate by the simulator |
 //! | [`RoceGoBackN`](ReceiverKind::RoceGoBackN) | dcqcn; any other rate-scheme module | RoCEv2 responder: accepts only the expected PSN, acks cumulatively, discards out-of-order packets and sends one NAK (expected PSN) per sequence error; CNPs for CE-marked packets, at most one per flow per `cnp_interval` (DCQCN NP, 50 µs) |
 //! | [`IrnSelective`](ReceiverKind::IrnSelective) | irn | keeps out-of-order packets; acks cumulatively; an out-of-order arrival gets a NACK carrying the cumulative ack and its PSN as a SACK block (IRN); CNPs as RoCE |
-//! | [`HomaGrant`](ReceiverKind::HomaGrant) | homa | Homa's receiver (SIGCOMM 2018 §3.4): per packet, Homa's SRPT [`GrantScheduler`] decides GRANTs (newly granted bytes, grant offset, priority) to the `homa_overcommit` messages with the fewest remaining bytes, each kept RTTbytes ahead of its arrivals; every answer carries the cumulative ack and the packet as a SACK block (a GRANT to the packet's own message, else an ACK), so the sender's window moves and it sees progress |
+//! | [`HomaGrant`](ReceiverKind::HomaGrant) | homa | Homa's receiver (SIGCOMM 2018 §3.4): per packet, Homa's SRPT [`GrantScheduler`] decides GRANTs (newly granted bytes, grant offset, priority) to the `homa_overcommit` messages with the fewest remaining bytes, each kept RTTbytes ahead of its arrivals; every answer carries the cumulative ack and the packet as a SACK block (a GRANT to the packet's own message, else an ACK), so the sender's window moves and it sees progress; a trimmed header gets a RESEND of its segment (Homa-Tr, nanoTransport §4.4) |
 //!
 //! A trimmed header reaching a receiver other than NDP's counts as a lost packet.
 
@@ -17,7 +17,9 @@ use serde::Deserialize;
 
 use super::link::Packet;
 use crate::tonic::module::{CreditScheme, IncomingPkt, PktType, SegRange, MAX_SACK_BLOCKS};
-use crate::tonic::modules::homa::{Grant, GrantScheduler, GRANT_OFFSET_WORD, GRANT_PRIO_WORD};
+use crate::tonic::modules::homa::{
+    Grant, GrantScheduler, GRANT_OFFSET_WORD, GRANT_PRIO_WORD, RESEND_END_WORD,
+};
 use crate::tonic::{Nanos, SegId};
 
 /// How the receiver answers. See the module documentation for the table.
@@ -260,6 +262,17 @@ impl Receiver {
                     self.stats.pulls += 1;
                     out.push(RxOut::Ctrl(f, n));
                     out.push(RxOut::Pull(f));
+                }
+            } else if self.p.kind == ReceiverKind::HomaGrant {
+                // Homa-Tr (nanoTransport §4.4, §5.2): a trimmed header asks for its segment
+                // again at once with a RESEND, instead of a timeout later.
+                let r = &self.flows[f as usize];
+                if !get(&r.got, pkt.seg) {
+                    let mut n = IncomingPkt::nack(r.cum, pkt.seg);
+                    n.flags |= IncomingPkt::FLAG_TRIMMED;
+                    n.data[RESEND_END_WORD] = (pkt.seg + 1) as u32;
+                    self.stats.nacks += 1;
+                    out.push(RxOut::Ctrl(f, n));
                 }
             }
             return;
