@@ -529,3 +529,40 @@ fn homa_recovers_random_loss_by_timeout() {
         assert_eq!(f.delivered, f.segments, "{text}");
     }
 }
+
+/// nanoTransport §5.2 (Fig. 2a): in an incast with a buffer large enough for the burst, NDP
+/// pulls one packet per arrival, so the bottleneck queue stays as high as the first-RTT
+/// burst left it, while Homa grants only a few messages at a time and its queue settles low
+/// after the first RTTs. Also the SRPT side: Homa finishes the first message far sooner.
+#[test]
+fn incast_queue_stays_high_with_ndp_and_settles_low_with_homa() {
+    let homa = cfg("homa-incast");
+    let mut ndp = cfg("ndp-incast8");
+    ndp.flows.segments = None;
+    ndp.flows.bytes = Some(64_000);
+    ndp.module.init_credit = Some(12_000);
+    ndp.link.buffer = 1_000_000;
+    ndp.link.trim = false;
+    ndp.trace_interval = homa.trace_interval;
+    let mean_queue = |r: &TestbenchReport| {
+        let mut by_time = std::collections::BTreeMap::new();
+        for t in &r.trace {
+            by_time.insert(t.time_ns, t.queue_bytes);
+        }
+        let (from, to) = (50_000, r.end_ns * 3 / 4);
+        let q: Vec<u64> = by_time.range(from..to).map(|(_, q)| *q).collect();
+        q.iter().sum::<u64>() as f64 / q.len().max(1) as f64
+    };
+    let rh = run_scenario(&homa).unwrap();
+    let rn = run_scenario(&ndp).unwrap();
+    assert!(rh.all_complete() && rn.all_complete());
+    let (qh, qn) = (mean_queue(&rh), mean_queue(&rn));
+    assert!(qh * 3.0 < qn, "Homa {qh} B vs NDP {qn} B");
+    let first = |r: &TestbenchReport| r.flows.iter().filter_map(|f| f.fct_ns()).min().unwrap();
+    assert!(
+        first(&rh) * 2 < first(&rn),
+        "first completion: Homa {} ns, NDP {} ns",
+        first(&rh),
+        first(&rn)
+    );
+}

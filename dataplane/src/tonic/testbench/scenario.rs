@@ -2,6 +2,8 @@
 //! cycle-accurate simulator was driven by `init_wnd_size`, `init_rtx_timer`, `rtt`, `loss_prob`
 //! and `active_flow_cnt`).
 //!
+//! `configs/tonic/homa-incast.toml` documents every key with its default.
+//!
 //! Parsing is strict like `dataplane::config`: unknown keys, wrong types and bad values are
 //! a [`ConfigError`] naming the file and the key (`link.rate`, `drop[1].segment`).
 //!
@@ -14,11 +16,11 @@
 //! check_invariants = false     # check the engines' §3.1 set invariants at each sample
 //!
 //! [module]                     # the protocol module and its parameters
-//! name = "newreno"             # reno, newreno, sack, ndp, dcqcn, irn, dctcp
+//! name = "newreno"             # reno, newreno, sack, ndp, dcqcn, irn, dctcp, homa
 //! dup_ack_thresh = 3           # optional ModuleParams: line_rate, min_rate, max_burst,
 //!                              # init_credit, bdp_segments, rto_low, dcqcn_g_shift,
 //!                              # dcqcn_timer, dcqcn_byte_counter, dcqcn_rai, dcqcn_rhai,
-//!                              # dctcp_g_shift
+//!                              # dctcp_g_shift, homa_unsched_prio
 //! [tonic]                      # Tonic's own knobs, plus engine sizes
 //! init_wnd_size = 10           # initial window of window modules, segments
 //! init_rtx_timer = "1ms"       # base retransmission timeout
@@ -35,6 +37,11 @@
 //! segment_size = 1000          # bytes of payload per segment
 //! start_interval = "0ns"       # flow k starts at k · start_interval
 //!
+//! [network]
+//! topology = "star"            # or "dumbbell": core link ([link]), then an edge port
+//! edge_rate = "10Gbps"         # dumbbell: the edge port to the receiver (default host_rate)
+//! edge_buffer = "1MB"          # dumbbell: its buffer (default link.buffer)
+//!
 //! [link]                       # the bottleneck towards the receiver
 //! rate = "10Gbps"
 //! host_rate = "10Gbps"         # each sender's NIC (default: rate)
@@ -47,6 +54,7 @@
 //! ecn_prob_max = 1.0
 //! trim = false                 # NDP: cut the payload instead of dropping when full
 //! header_buffer = "64KB"       # room for trimmed headers (priority queue; default buffer)
+//! priorities = 1               # strict-priority data queues, 1..=8 (Homa: 8)
 //!
 //! [receiver]
 //! kind = "tcp-sack"            # override the protocol table (see receiver.rs)
@@ -54,6 +62,9 @@
 //! delayed_ack_timeout = "20us"
 //! sack_blocks = 4              # 1..=4 (Tonic's prototype used 1)
 //! cnp_interval = "50us"        # DCQCN NP: at most one CNP per flow per interval
+//! homa_overcommit = 2          # Homa: messages granted at once
+//! homa_rtt_bytes = "12KB"      # Homa: grant this far ahead (default module.init_credit)
+//! homa_sched_prio = 6          # Homa: priority of the shortest granted message
 //!
 //! [[drop]]                     # scripted drops at the receiver's NIC
 //! flow = 0                     # global flow id (sender · active_flow_cnt + k)
