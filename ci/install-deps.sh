@@ -18,6 +18,8 @@ command -v dpdk-testpmd >/dev/null || need+=(dpdk-dev)
 command -v tshark >/dev/null || need+=(tshark)
 command -v ping >/dev/null || need+=(iputils-ping)
 command -v python3 >/dev/null || need+=(python3)
+# offload-api/tests/roce_scapy.rs compares RoCEv2 packets with scapy's RoCE layer.
+/usr/bin/python3 -c 'import scapy.contrib.roce' >/dev/null 2>&1 || need+=(python3-scapy)
 command -v tc >/dev/null || need+=(iproute2)
 command -v hping3 >/dev/null || need+=(hping3)
 # Peers of the proxy and key-value tests: an HTTP server and client, redis, scapy.

@@ -10,7 +10,8 @@
 //! - [`proxy`]: `nicemu proxy`, an HTTP/1.1 load balancer that splices (AccelTCP §4.3) or
 //!   relays the connections it balances;
 //! - [`bench`]: `nicemu bench echo` (host cost per transaction: nicemu, smoltcp, kernel);
-//! - [`tonic_cmd`]: `nicemu modules`, `nicemu testbench`, `nicemu bench tonic`.
+//! - [`tonic_cmd`]: `nicemu modules`, `nicemu testbench`, `nicemu bench tonic`;
+//! - [`tonic_plot`]: the SVG of `nicemu testbench --plot`.
 
 pub mod bench;
 pub mod echo;
@@ -21,3 +22,4 @@ pub mod plot;
 pub mod proxy;
 pub mod smol;
 pub mod tonic_cmd;
+pub mod tonic_plot;

@@ -81,6 +81,10 @@ enum Cmd {
         /// Directory for the CSV traces.
         #[arg(long)]
         csv: Option<PathBuf>,
+        /// Also draw the traces as an SVG (window or rate, throughput, queue over time) in
+        /// the --csv directory.
+        #[arg(long, requires = "csv")]
+        plot: bool,
         /// A shared library with a module the scenario may name; repeatable.
         #[arg(long)]
         plugin: Vec<PathBuf>,
@@ -316,8 +320,9 @@ fn main() -> ExitCode {
         Cmd::Testbench {
             scenario,
             csv,
+            plot,
             plugin,
-        } => apps::tonic_cmd::testbench(&scenario, csv.as_deref(), &plugin),
+        } => apps::tonic_cmd::testbench(&scenario, csv.as_deref(), plot, &plugin),
         Cmd::Bench(BenchCmd::KernelEchoServer { port, core }) => {
             apps::bench::kernel_echo_server(port, core)
         }

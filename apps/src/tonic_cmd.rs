@@ -61,10 +61,12 @@ pub fn bench(
 }
 
 /// `nicemu testbench`: runs a Tonic scenario in virtual time, prints the summary, and writes
-/// the per-flow traces as CSV into `csv` when given. Fails when a flow did not complete.
+/// the per-flow traces as CSV into `csv` when given, with `plot` also an SVG of them there
+/// ([`crate::tonic_plot`]). Fails when a flow did not complete.
 pub fn testbench(
     scenario: &std::path::Path,
     csv: Option<&std::path::Path>,
+    plot: bool,
     plugins: &[PathBuf],
 ) -> Result<(), String> {
     use dataplane::tonic::testbench::{load_scenario_with, run_scenario_with, write_csv};
@@ -76,6 +78,10 @@ pub fn testbench(
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let files = write_csv(&report, dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         println!("traces: {} files in {}", files.len(), dir.display());
+        if plot {
+            let svg = crate::tonic_plot::write_svg(&report, dir)?;
+            println!("plot: {}", svg.display());
+        }
     }
     if report.all_complete() {
         Ok(())

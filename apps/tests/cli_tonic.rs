@@ -175,3 +175,36 @@ fn modules_lists_builtins_and_a_loaded_library() {
     assert!(t.contains("libfake.so"), "{t}");
     assert!(!t.contains("panicked"), "{t}");
 }
+
+/// `nicemu testbench --csv DIR --plot` writes `DIR/<scenario>.svg` beside the CSV traces
+/// (title, axes with units, a legend); `--plot` without `--csv` is a usage error.
+#[test]
+fn testbench_plot_writes_an_svg_beside_the_csv() {
+    let dir = Scratch::new("plot");
+    let scenario = workspace().join("configs/tonic/homa-incast.toml");
+    let out = nicemu(&[
+        "testbench",
+        scenario.to_str().unwrap(),
+        "--csv",
+        dir.0.to_str().unwrap(),
+        "--plot",
+    ]);
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    let svg = dir.0.join("homa-incast.svg");
+    assert!(t.contains(&format!("plot: {}", svg.display())), "{t}");
+    assert!(dir.0.join("flow-0.csv").exists());
+    let s = std::fs::read_to_string(&svg).unwrap();
+    for want in [
+        "homa-incast: module homa, receiver homa-grant, 8 flows",
+        "acknowledged (KB)",
+        "throughput (Gbit/s)",
+        "virtual time (µs)",
+        "flow 7",
+    ] {
+        assert!(s.contains(want), "no {want:?} in the SVG");
+    }
+    let out = nicemu(&["testbench", scenario.to_str().unwrap(), "--plot"]);
+    assert!(!out.status.success());
+    assert!(text(&out).contains("--csv"), "{}", text(&out));
+}

@@ -32,6 +32,7 @@ impl Scripted {
                 init_rate_bps: 8_000_000_000,
                 init_credit_bytes: 0,
                 init_rtx_timer_ns: 1000,
+                ..Default::default()
             },
         }
     }

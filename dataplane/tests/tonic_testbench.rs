@@ -376,3 +376,193 @@ fn scenario_errors_name_the_key() {
     );
     assert_eq!(ok.unwrap().receiver.kind, Some(ReceiverKind::TcpSack));
 }
+
+/// Homa incast (SIGCOMM 2018 §3.2–§3.4): `senders` messages of 64 KB into one receiver at
+/// once, over 8 priority queues: every message completes, none times out, nothing is lost,
+/// and the unscheduled bytes plus the grants add up to each message.
+fn homa_incast(senders: u32) -> TestbenchReport {
+    let mut s = cfg("homa-incast");
+    s.check_invariants = true;
+    s.flows.senders = senders;
+    let r = run_scenario(&s).unwrap();
+    let text = r.summary_text();
+    assert_eq!(r.receiver, ReceiverKind::HomaGrant);
+    assert!(r.all_complete(), "{text}");
+    assert_eq!(r.timeouts(), 0, "{text}");
+    assert!(r.engines.iter().all(|e| e.timeouts == 0), "{text}");
+    assert_eq!(r.retransmissions(), 0, "{text}");
+    assert_eq!(r.link.dropped + r.link.lost, 0, "{text}");
+    for f in &r.flows {
+        assert_eq!(f.bytes, 64_000);
+        assert_eq!(f.delivered, f.segments, "{text}");
+        assert_eq!(f.transmitted, f.segments, "{text}");
+    }
+    // Grants: at least one per message (each is longer than RTTbytes), at most one per
+    // scheduled packet beyond the 12 unscheduled ones.
+    let grants = r.receiver_stats.pulls;
+    assert!(
+        grants >= senders as u64 && grants <= senders as u64 * (64 - 12),
+        "{text}"
+    );
+    r
+}
+
+#[test]
+fn homa_incast_8_to_1_completes_without_timeouts() {
+    let r = homa_incast(8);
+    // SRPT with equal sizes: the messages finish one after another, not all together.
+    let mut done: Vec<u64> = r.flows.iter().map(|f| f.completed_ns.unwrap()).collect();
+    done.sort_unstable();
+    assert!(done[0] * 2 < done[7], "{done:?}");
+}
+
+#[test]
+fn homa_incast_32_to_1_completes_without_timeouts() {
+    homa_incast(32);
+}
+
+/// The dumbbell topology: data crosses the core link and then switch B's port to the
+/// receiver. With the edge port at half the core rate the bottleneck moves there: NDP's
+/// incast trims at B, still completes without timeouts, and takes as long as pushing the
+/// bytes through the slower edge port.
+#[test]
+fn dumbbell_edge_port_is_the_bottleneck_when_slower() {
+    use dataplane::tonic::testbench::scenario::Topology;
+    let mut s = cfg("ndp-incast8");
+    s.check_invariants = true;
+    s.network.topology = Topology::Dumbbell;
+    s.network.edge_rate = Some(5_000_000_000);
+    s.network.edge_buffer = Some(8_500);
+    s.link.buffer = 1_000_000;
+    let r = run_scenario(&s).unwrap();
+    let text = r.summary_text();
+    assert!(r.all_complete(), "{text}");
+    assert_eq!(r.timeouts(), 0, "{text}");
+    assert!(r.link.trimmed > 0, "{text}");
+    let bits = 8.0
+        * r.flows
+            .iter()
+            .map(|f| f.bytes + f.transmitted * 64)
+            .sum::<u64>() as f64;
+    let ideal_ns = bits / 5e9 * 1e9;
+    let end = r.end_ns as f64;
+    assert!(
+        end > 0.95 * ideal_ns && end < 1.3 * ideal_ns,
+        "{end} vs {ideal_ns}\n{text}"
+    );
+    // The star (default) on the same data: twice as fast.
+    let mut star = cfg("ndp-incast8");
+    star.link.buffer = 1_000_000;
+    let r2 = run_scenario(&star).unwrap();
+    assert!((r2.end_ns as f64) < 0.6 * end, "{} vs {end}", r2.end_ns);
+}
+
+/// Network-model keys parse, with errors naming the key.
+#[test]
+fn network_model_keys_parse_and_are_checked() {
+    let base = "[module]\nname = \"homa\"\n";
+    let s = parse_scenario(
+        &format!("{base}[network]\ntopology = \"dumbbell\"\nedge_rate = \"25Gbps\"\nedge_buffer = \"2MB\"\n[link]\npriorities = 8\n[receiver]\nhoma_overcommit = 3\nhoma_sched_prio = 5\nhoma_rtt_bytes = \"20KB\"\n"),
+        "t.toml",
+    )
+    .unwrap();
+    assert_eq!(s.network.edge_rate, Some(25_000_000_000));
+    assert_eq!((s.link.priorities, s.receiver.homa_overcommit), (8, 3));
+    let bad = |t: &str| {
+        parse_scenario(&format!("{base}{t}"), "t.toml")
+            .unwrap_err()
+            .key
+    };
+    assert_eq!(bad("[link]\npriorities = 9\n"), "link.priorities");
+    assert_eq!(bad("[network]\ntopology = \"ring\"\n"), "network.topology");
+    assert_eq!(
+        bad("[network]\nedge_buffer = \"10B\"\n"),
+        "network.edge_buffer"
+    );
+    assert_eq!(
+        bad("[receiver]\nhoma_overcommit = 0\n"),
+        "receiver.homa_overcommit"
+    );
+    assert_eq!(
+        bad("[receiver]\nhoma_sched_prio = 8\n"),
+        "receiver.homa_sched_prio"
+    );
+}
+
+/// Homa-Tr (nanoTransport §4.4, §5.2): Homa over trimming switches. The 8-to-1 incast's
+/// unscheduled burst overflows a 30 KB buffer; each trimmed header comes back as a RESEND
+/// and its segment is resent at once: no timeouts, one retransmission per trimmed packet.
+#[test]
+fn homa_over_trimming_switches_resends_trimmed_packets_without_timeouts() {
+    let mut s = cfg("homa-incast");
+    s.check_invariants = true;
+    s.link.buffer = 30_000;
+    s.link.trim = true;
+    s.network.edge_buffer = Some(30_000);
+    let r = run_scenario(&s).unwrap();
+    let text = r.summary_text();
+    assert!(r.all_complete(), "{text}");
+    assert_eq!(r.timeouts(), 0, "{text}");
+    assert!(r.link.trimmed > 0, "{text}");
+    assert_eq!(r.link.dropped, 0, "{text}");
+    assert_eq!(r.retransmissions(), r.link.trimmed, "{text}");
+    assert_eq!(r.receiver_stats.nacks, r.link.trimmed, "{text}");
+}
+
+/// Homa with random loss on the wire and no trimming: lost packets are found by the sender's
+/// timeout (Homa §3.7) and every message completes.
+#[test]
+fn homa_recovers_random_loss_by_timeout() {
+    let mut s = cfg("homa-incast");
+    s.check_invariants = true;
+    s.link.loss_prob = 0.02;
+    s.tonic.init_rtx_timer = 200_000;
+    let r = run_scenario(&s).unwrap();
+    let text = r.summary_text();
+    assert!(r.all_complete(), "{text}");
+    assert!(r.link.lost > 0, "{text}");
+    assert!(
+        r.timeouts() > 0 && r.retransmissions() >= r.link.lost,
+        "{text}"
+    );
+    for f in &r.flows {
+        assert_eq!(f.delivered, f.segments, "{text}");
+    }
+}
+
+/// nanoTransport §5.2 (Fig. 2a): in an incast with a buffer large enough for the burst, NDP
+/// pulls one packet per arrival, so the bottleneck queue stays as high as the first-RTT
+/// burst left it, while Homa grants only a few messages at a time and its queue settles low
+/// after the first RTTs. Also the SRPT side: Homa finishes the first message far sooner.
+#[test]
+fn incast_queue_stays_high_with_ndp_and_settles_low_with_homa() {
+    let homa = cfg("homa-incast");
+    let mut ndp = cfg("ndp-incast8");
+    ndp.flows.segments = None;
+    ndp.flows.bytes = Some(64_000);
+    ndp.module.init_credit = Some(12_000);
+    ndp.link.buffer = 1_000_000;
+    ndp.link.trim = false;
+    ndp.trace_interval = homa.trace_interval;
+    let mean_queue = |r: &TestbenchReport| {
+        let mut by_time = std::collections::BTreeMap::new();
+        for t in &r.trace {
+            by_time.insert(t.time_ns, t.queue_bytes);
+        }
+        let (from, to) = (50_000, r.end_ns * 3 / 4);
+        let q: Vec<u64> = by_time.range(from..to).map(|(_, q)| *q).collect();
+        q.iter().sum::<u64>() as f64 / q.len().max(1) as f64
+    };
+    let rh = run_scenario(&homa).unwrap();
+    let rn = run_scenario(&ndp).unwrap();
+    assert!(rh.all_complete() && rn.all_complete());
+    let (qh, qn) = (mean_queue(&rh), mean_queue(&rn));
+    assert!(qh * 3.0 < qn, "Homa {qh} B vs NDP {qn} B");
+    let first = |r: &TestbenchReport| r.flows.iter().filter_map(|f| f.fct_ns()).min().unwrap();
+    assert!(
+        first(&rh) * 2 < first(&rn),
+        "first completion: Homa {} ns, NDP {} ns",
+        first(&rh),
+        first(&rn)
+    );
+}

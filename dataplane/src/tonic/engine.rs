@@ -75,6 +75,10 @@ pub struct TxSegment {
     pub len: u32,
     /// A retransmission.
     pub rtx: bool,
+    /// Network priority to stamp on the packet, 0 (lowest) to 7 (the flow's current one:
+    /// [`ModuleConfig::init_priority`], then what its module set with
+    /// [`HookOutput::OUT_PRIORITY`](super::module::HookOutput::OUT_PRIORITY)).
+    pub priority: u8,
 }
 
 /// What one [`TonicEngine::periodic`] call did.
@@ -145,6 +149,8 @@ pub struct TonicEngine<M: TonicModule + ?Sized = dyn TonicModule> {
     /// Flows whose persist timer fired, waiting for the caller to send a window probe
     /// (at most `max_flows` entries; a flow's timer fires again if its probe was lost).
     probes: VecDeque<FlowId>,
+    /// Each flow's current network priority (one byte per flow id).
+    prio: Vec<u8>,
 }
 
 impl<M: TonicModule + ?Sized> TonicEngine<M> {
@@ -181,6 +187,7 @@ impl<M: TonicModule + ?Sized> TonicEngine<M> {
             stats: EngineStats::default(),
             last_tx: 0,
             probes: VecDeque::new(),
+            prio: vec![cfg.init_priority; params.max_flows as usize],
         })
     }
 
@@ -237,6 +244,9 @@ impl<M: TonicModule + ?Sized> TonicEngine<M> {
             self.dd.remove_flow(f)?;
             return Err(e);
         }
+        if let Some(p) = self.prio.get_mut(f as usize) {
+            *p = self.cfg.init_priority;
+        }
         Ok(())
     }
 
@@ -278,6 +288,14 @@ impl<M: TonicModule + ?Sized> TonicEngine<M> {
         if c.add_credit > 0 {
             self.ce.add_credit(f, c.add_credit, now);
         }
+        if let (Some(p), Some(slot)) = (c.priority, self.prio.get_mut(f as usize)) {
+            *slot = p;
+        }
+    }
+
+    /// The network priority `f`'s packets go out with now (0 for an unknown flow).
+    pub fn priority(&self, f: FlowId) -> u8 {
+        self.prio.get(f as usize).copied().unwrap_or(0)
     }
 
     /// An incoming control packet for `f` (ACK / SACK / NACK / CNP / grant): the fixed Incoming
@@ -385,6 +403,7 @@ impl<M: TonicModule + ?Sized> TonicEngine<M> {
             offset,
             len: s.len,
             rtx: s.rtx,
+            priority: self.priority(s.flow),
         })
     }
 
@@ -458,6 +477,7 @@ impl<M: TonicModule + ?Sized> TonicEngine<M> {
             offset,
             len: s.len,
             rtx: s.rtx,
+            priority: self.priority(g.flow),
         })
     }
 

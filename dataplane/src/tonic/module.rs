@@ -46,6 +46,11 @@ pub const MAX_USER_CTX_BYTES: u32 = 448;
 /// Largest per-flow user context in 64-bit words.
 pub const MAX_USER_CTX_WORDS: usize = MAX_USER_CTX_BYTES.div_ceil(8) as usize;
 
+/// Highest network priority a module may ask for: eight levels, 0 (lowest) to 7 (highest), as
+/// the strict-priority queues of commodity switches that Homa uses (Montazeri et al.,
+/// SIGCOMM 2018, §3.4: "8 priority levels").
+pub const MAX_PRIORITY: u8 = 7;
+
 /// How a flow earns the right to send (Tonic §3.3.1; the paper's `CR_TYPE` values).
 #[repr(u8)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -446,6 +451,13 @@ pub struct HookOutput {
     pub rate_bps: u64,
     /// New retransmission timer period (App. D `rtx_timer_amount_out`).
     pub rtx_timer_amount: Nanos,
+    /// New network priority of the flow's packets from now on, 0 (lowest) to
+    /// [`MAX_PRIORITY`] (highest): the 802.1p / DSCP class the NIC stamps on each data packet
+    /// ([`TxSegment::priority`](crate::tonic::TxSegment::priority)). Homa's grants carry the
+    /// priority the receiver wants the sender to use (Montazeri et al., SIGCOMM 2018, §3.4).
+    /// Added after interface version 1 without changing the C ABI: loaded modules cannot set
+    /// it and their flows keep [`ModuleConfig::init_priority`].
+    pub priority: u8,
 }
 
 impl HookOutput {
@@ -470,6 +482,8 @@ impl HookOutput {
     pub const OUT_RESET_RTX_TIMER: u32 = 1 << 8;
     /// Disarm the retransmission timer.
     pub const OUT_STOP_RTX_TIMER: u32 = 1 << 9;
+    /// [`priority`](Self::priority) is valid (in-tree modules only; see the field).
+    pub const OUT_PRIORITY: u32 = 1 << 10;
 
     /// Whether bit(s) `bits` are all set.
     pub const fn has(&self, bits: u32) -> bool {
@@ -533,6 +547,12 @@ impl HookOutput {
     pub fn stop_rtx_timer(&mut self) {
         self.set |= Self::OUT_STOP_RTX_TIMER;
     }
+
+    /// Send the flow's next packets at network priority `p` (clamped to [`MAX_PRIORITY`]).
+    pub fn set_priority(&mut self, p: u8) {
+        self.priority = p.min(MAX_PRIORITY);
+        self.set |= Self::OUT_PRIORITY;
+    }
 }
 
 /// Which hook's user-context update wins when both update one flow in the same cycle (§3.4:
@@ -574,6 +594,10 @@ pub struct ModuleConfig {
     pub init_credit_bytes: u32,
     /// Initial retransmission timer period.
     pub init_rtx_timer_ns: Nanos,
+    /// Network priority of a new flow's packets, 0 to [`MAX_PRIORITY`] (Homa: the
+    /// unscheduled priority). Added after interface version 1 without changing the C ABI:
+    /// loaded modules get the default, 0.
+    pub init_priority: u8,
 }
 
 impl Default for ModuleConfig {
@@ -588,6 +612,7 @@ impl Default for ModuleConfig {
             max_burst_bytes: 0,
             init_credit_bytes: 0,
             init_rtx_timer_ns: 200_000_000,
+            init_priority: 0,
         }
     }
 }
@@ -625,6 +650,9 @@ impl ModuleConfig {
         if self.credit_scheme == CreditScheme::Rate && self.max_burst_bytes == 0 {
             return bad("the rate scheme needs max_burst_bytes (D) > 0");
         }
+        if self.init_priority > MAX_PRIORITY {
+            return bad("init_priority must be 0 to 7");
+        }
         Ok(())
     }
 }
@@ -646,6 +674,15 @@ pub trait TonicModule: Send + Sync {
     /// zero.
     fn init_flow(&self, now: Nanos, flow: &FlowView, ctx: &mut [u64]) {
         let _ = (now, flow, ctx);
+    }
+
+    /// A new flow's initial `wnd-size` in segments when it depends on the flow (its MSS),
+    /// overriding [`ModuleConfig::init_wnd_size`]; `None` (the default) keeps that. Homa sizes
+    /// the window to its unscheduled bytes so that no segment beyond what may be sent waits
+    /// in the credit engine's ring. Added after interface version 1 (loaded modules: `None`).
+    fn init_wnd_size(&self, flow: &FlowView) -> Option<u32> {
+        let _ = flow;
+        None
     }
 
     /// The programmable stage of Incoming: loss detection and recovery and congestion-control

@@ -197,6 +197,10 @@ impl TonicModule for Shared {
         self.0.init_flow(now, flow, ctx)
     }
 
+    fn init_wnd_size(&self, flow: &FlowView) -> Option<u32> {
+        self.0.init_wnd_size(flow)
+    }
+
     fn incoming(&self, input: &IncomingInput, ctx: &mut [u64], out: &mut HookOutput) {
         self.0.incoming(input, ctx, out)
     }

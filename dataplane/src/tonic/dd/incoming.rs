@@ -195,6 +195,9 @@ impl DataDelivery {
             }
         }
         let mut credit = CreditUpdate::default();
+        if out.has(HookOutput::OUT_PRIORITY) {
+            credit.priority = Some(out.priority);
+        }
         if out.set & (HookOutput::OUT_RATE | HookOutput::OUT_ADD_CREDIT) != 0 {
             if out.has(HookOutput::OUT_RATE) {
                 self.slab[self.lay.cold_at(f, Cold::RateBps)] = out.rate_bps;
@@ -327,6 +330,9 @@ fn merge_outputs(a: &HookOutput, b: &HookOutput, a_first: bool) -> (HookOutput, 
         m.wnd_size = lo.wnd_size
     });
     take(&mut m, HookOutput::OUT_RATE, &|m| m.rate_bps = lo.rate_bps);
+    take(&mut m, HookOutput::OUT_PRIORITY, &|m| {
+        m.priority = lo.priority
+    });
     take(&mut m, HookOutput::OUT_RTX_TIMER_AMOUNT, &|m| {
         m.rtx_timer_amount = lo.rtx_timer_amount
     });

@@ -166,6 +166,8 @@ pub struct CreditUpdate {
     pub rate_bps: Option<u64>,
     /// Bytes of credit to add.
     pub add_credit: u32,
+    /// New network priority of the flow's packets ([`HookOutput::OUT_PRIORITY`]).
+    pub priority: Option<u8>,
 }
 
 /// What an incoming packet did, for the host and the caller.
@@ -475,6 +477,9 @@ impl DataDelivery {
         self.slab[o..o + self.lay.stride].fill(0);
         *self.cold_mut(f, Cold::RateBps) = self.cfg.init_rate_bps;
         let view = self.view(f);
+        if let Some(w) = module.init_wnd_size(&view) {
+            self.flows[f as usize].wnd_size = w;
+        }
         module.init_flow(now, &view, self.ctx_mut(f));
         self.live_pos[f as usize] = self.live.len() as u32;
         self.live.push(f);

@@ -9,6 +9,7 @@
 //! | [`dcqcn::Dcqcn`] | RoCEv2 go-back-N on NAKs; DCQCN rate control in integers | rate |
 //! | [`irn::Irn`] | selective retransmission, BDP window, two RTOs; DCQCN rate | rate |
 //! | [`dctcp::Dctcp`] | NewReno loss recovery plus DCTCP's ECN-fraction window cuts | window |
+//! | [`homa::Homa`] | RESENDs and timeouts; RTTbytes unscheduled, then SRPT grants with priorities | grant |
 //!
 //! Every module keeps its per-flow variables in the user context, packed into 64-bit words
 //! by a small `load`/`store` pair, and uses only the hook inputs (Tonic §3.5).
@@ -17,6 +18,7 @@
 
 pub mod dcqcn;
 pub mod dctcp;
+pub mod homa;
 pub mod irn;
 pub mod ndp;
 pub mod newreno;
@@ -66,6 +68,9 @@ pub struct ModuleParams {
     pub dcqcn_rhai_bps: u64,
     /// DCTCP: α gain g = 2^-g_shift (DCTCP's g = 1/16).
     pub dctcp_g_shift: u32,
+    /// Homa: the priority of unscheduled packets, 0–7 (Homa §3.4; the highest by default).
+    /// Homa's RTTbytes is `init_credit_bytes`.
+    pub homa_unsched_prio: u8,
 }
 
 impl Default for ModuleParams {
@@ -86,6 +91,7 @@ impl Default for ModuleParams {
             dcqcn_rai_bps: 40_000_000,
             dcqcn_rhai_bps: 400_000_000,
             dctcp_g_shift: 4,
+            homa_unsched_prio: 7,
         }
     }
 }

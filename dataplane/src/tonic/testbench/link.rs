@@ -6,6 +6,9 @@
 //!   payload and its header joins a separate priority queue, served before data.
 //! - **ECN**: an arriving data packet is marked CE when more than K bytes wait (DCTCP's step
 //!   marking), or with RED's linear probability between K and Kmax (DCQCN's switch).
+//! - **Strict priorities** (Homa, Montazeri et al. SIGCOMM 2018 §3.4): up to 8 data queues
+//!   sharing the buffer; a packet of priority p waits in queue min(p, priorities − 1) and a
+//!   queue is served only when every higher one is empty (trimmed headers come first of all).
 //! - **Random loss** on the wire, drawn when a packet finishes serialization (so lost
 //!   packets used the link).
 //!
@@ -33,6 +36,8 @@ pub struct Packet {
     pub ce: bool,
     /// Trimmed: only the header is left.
     pub trimmed: bool,
+    /// Network priority, 0 (lowest) to 7 (highest).
+    pub prio: u8,
 }
 
 /// Counters of the bottleneck.
@@ -88,13 +93,16 @@ pub struct LinkParams {
     pub ecn_pmax: f64,
     /// Random loss probability.
     pub loss_prob: f64,
+    /// Strict-priority data queues, 1 to 8.
+    pub priorities: u8,
 }
 
 /// The bottleneck. See the module documentation.
 #[derive(Debug)]
 pub struct Link {
     p: LinkParams,
-    data: VecDeque<Packet>,
+    /// Data queues, lowest priority first.
+    data: Vec<VecDeque<Packet>>,
     headers: VecDeque<Packet>,
     data_bytes: u64,
     header_bytes: u64,
@@ -106,8 +114,8 @@ impl Link {
     /// An idle link.
     pub fn new(p: LinkParams) -> Self {
         Link {
+            data: vec![VecDeque::new(); p.priorities.clamp(1, 8) as usize],
             p,
-            data: VecDeque::new(),
             headers: VecDeque::new(),
             data_bytes: 0,
             header_bytes: 0,
@@ -184,7 +192,8 @@ impl Link {
         }
         self.data_bytes += size;
         self.stats.max_queue_bytes = self.stats.max_queue_bytes.max(self.data_bytes);
-        self.data.push_back(pkt);
+        let q = (pkt.prio as usize).min(self.data.len() - 1);
+        self.data[q].push_back(pkt);
         Enqueued::Queued
     }
 
@@ -200,7 +209,7 @@ impl Link {
         let next = if let Some(h) = self.headers.pop_front() {
             self.header_bytes -= self.p.header_bytes as u64;
             Some(h)
-        } else if let Some(d) = self.data.pop_front() {
+        } else if let Some(d) = self.data.iter_mut().rev().find_map(|q| q.pop_front()) {
             self.data_bytes -= self.wire_bytes(&d);
             Some(d)
         } else {
@@ -230,6 +239,7 @@ mod tests {
             ecn_kmax: None,
             ecn_pmax: 1.0,
             loss_prob: 0.0,
+            priorities: 1,
         }
     }
 
@@ -241,7 +251,44 @@ mod tests {
             rtx: false,
             ce: false,
             trimmed: false,
+            prio: 0,
         }
+    }
+
+    #[test]
+    fn strict_priority_queues() {
+        let mut rng = SplitMix64::new(1);
+        let mut l = Link::new(LinkParams {
+            priorities: 8,
+            ecn_k: None,
+            buffer: 10_000,
+            ..params()
+        });
+        let p = |seg, prio| Packet { prio, ..pkt(seg) };
+        assert!(matches!(l.enqueue(p(0, 0), &mut rng), Enqueued::Started(_)));
+        for (seg, prio) in [(1, 0), (2, 3), (3, 7), (4, 3), (5, 9)] {
+            assert_eq!(l.enqueue(p(seg, prio), &mut rng), Enqueued::Queued);
+        }
+        let mut out = vec![];
+        while let (Some(p), _) = l.finish(&mut rng) {
+            out.push(p.seg);
+        }
+        // 9 is clamped to the top queue (7), behind 3; equal priorities stay FIFO.
+        assert_eq!(out, vec![0, 3, 5, 2, 4, 1]);
+        // One queue: plain FIFO whatever the priority.
+        let mut l = Link::new(LinkParams {
+            ecn_k: None,
+            buffer: 10_000,
+            ..params()
+        });
+        for (seg, prio) in [(0, 0), (1, 0), (2, 7)] {
+            l.enqueue(p(seg, prio), &mut rng);
+        }
+        let mut out = vec![];
+        while let (Some(p), _) = l.finish(&mut rng) {
+            out.push(p.seg);
+        }
+        assert_eq!(out, vec![0, 1, 2]);
     }
 
     #[test]

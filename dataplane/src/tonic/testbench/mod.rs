@@ -6,10 +6,12 @@
 //! - [`scenario`]: the TOML scenario: Tonic's knobs (`init_wnd_size`, `init_rtx_timer`, `rtt`,
 //!   `loss_prob`, `active_flow_cnt`), the module and its parameters, flows, link, receiver,
 //!   scripted drops. Examples in `configs/tonic/`.
-//! - [`link`]: rate, delay, FIFO buffer with tail drop or NDP trimming, ECN marking (step or
-//!   RED), random loss.
+//! - [`link`]: an output port: rate, delay, buffer with tail drop or NDP trimming, ECN marking
+//!   (step or RED), up to 8 strict-priority queues (Homa), random loss; a `star` topology
+//!   has one in the data path, a `dumbbell` two (core link, then the receiver's edge port).
 //! - [`receiver`]: cumulative acks with ECN echo, SACKs, NDP NACKs and pulls, RoCE go-back-N
-//!   NAKs and DCQCN CNPs, IRN selective NACKs; chosen from the module by a documented table.
+//!   NAKs and DCQCN CNPs, IRN selective NACKs, Homa's SRPT grants with priorities; chosen
+//!   from the module by a documented table.
 //! - [`report`]: per-flow traces (wnd-size / rate / credit, snd_una, snd_nxt, retransmissions,
 //!   timeouts), the summary (delivered, retransmissions, timeouts, completion times), CSV.
 //!

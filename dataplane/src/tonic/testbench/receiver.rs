@@ -9,6 +9,7 @@
 //! | [`NdpPull`](ReceiverKind::NdpPull) | ndp; any other grant-scheme module | per packet: an ack with the packet as a SACK block; a NACK (flagged trimmed) for a trimmed header; a NACK for each segment a gap shows silently lost (the path is FIFO); one pull (grant of one segment) per arrival or NACK, paced at the bottleneck rate by the simulator |
 //! | [`RoceGoBackN`](ReceiverKind::RoceGoBackN) | dcqcn; any other rate-scheme module | RoCEv2 responder: accepts only the expected PSN, acks cumulatively, discards out-of-order packets and sends one NAK (expected PSN) per sequence error; CNPs for CE-marked packets, at most one per flow per `cnp_interval` (DCQCN NP, 50 µs) |
 //! | [`IrnSelective`](ReceiverKind::IrnSelective) | irn | keeps out-of-order packets; acks cumulatively; an out-of-order arrival gets a NACK carrying the cumulative ack and its PSN as a SACK block (IRN); CNPs as RoCE |
+//! | [`HomaGrant`](ReceiverKind::HomaGrant) | homa | Homa's receiver (SIGCOMM 2018 §3.4): per packet, Homa's SRPT [`GrantScheduler`] decides GRANTs (newly granted bytes, grant offset, priority) to the `homa_overcommit` messages with the fewest remaining bytes, each kept RTTbytes ahead of its arrivals; every answer carries the cumulative ack and the packet as a SACK block (a GRANT to the packet's own message, else an ACK), so the sender's window moves and it sees progress; a trimmed header gets a RESEND of its segment (Homa-Tr, nanoTransport §4.4) |
 //!
 //! A trimmed header reaching a receiver other than NDP's counts as a lost packet.
 
@@ -16,6 +17,9 @@ use serde::Deserialize;
 
 use super::link::Packet;
 use crate::tonic::module::{CreditScheme, IncomingPkt, PktType, SegRange, MAX_SACK_BLOCKS};
+use crate::tonic::modules::homa::{
+    Grant, GrantScheduler, GRANT_OFFSET_WORD, GRANT_PRIO_WORD, RESEND_END_WORD,
+};
 use crate::tonic::{Nanos, SegId};
 
 /// How the receiver answers. See the module documentation for the table.
@@ -32,6 +36,8 @@ pub enum ReceiverKind {
     RoceGoBackN,
     /// IRN: selective NACKs with CNPs.
     IrnSelective,
+    /// Homa: SRPT grants with priorities, per-packet acks.
+    HomaGrant,
 }
 
 impl ReceiverKind {
@@ -45,6 +51,7 @@ impl ReceiverKind {
             "ndp" => ReceiverKind::NdpPull,
             "dcqcn" => ReceiverKind::RoceGoBackN,
             "irn" => ReceiverKind::IrnSelective,
+            "homa" => ReceiverKind::HomaGrant,
             _ => match scheme {
                 CreditScheme::Window => ReceiverKind::TcpSack,
                 CreditScheme::Rate => ReceiverKind::RoceGoBackN,
@@ -61,6 +68,7 @@ impl ReceiverKind {
             ReceiverKind::NdpPull => "ndp-pull",
             ReceiverKind::RoceGoBackN => "roce-go-back-n",
             ReceiverKind::IrnSelective => "irn-selective",
+            ReceiverKind::HomaGrant => "homa-grant",
         }
     }
 
@@ -86,6 +94,24 @@ pub struct RxParams {
     pub sack_blocks: u32,
     /// RoCE: minimum interval between CNPs of one flow.
     pub cnp_interval: Nanos,
+    /// Homa: (message bytes, segment bytes, RTTbytes, overcommitment, top scheduled
+    /// priority); `None` for other kinds.
+    pub homa: Option<HomaRxParams>,
+}
+
+/// The Homa receiver's settings ([`ReceiverKind::HomaGrant`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HomaRxParams {
+    /// Each message's length in bytes.
+    pub msg_bytes: u64,
+    /// Payload bytes per full segment.
+    pub segment_size: u32,
+    /// RTTbytes: how far ahead of its arrivals a message is granted.
+    pub rtt_bytes: u64,
+    /// Messages granted at once.
+    pub overcommit: u32,
+    /// Priority of the shortest granted message's packets.
+    pub sched_prio: u8,
 }
 
 /// Counters of the receiver.
@@ -101,7 +127,7 @@ pub struct RxStats {
     pub nacks: u64,
     /// CNPs sent.
     pub cnps: u64,
-    /// Pulls requested (grants).
+    /// Pulls requested (grants); Homa: GRANTs sent.
     pub pulls: u64,
     /// Out-of-order packets a go-back-N receiver discarded.
     pub discarded: u64,
@@ -155,6 +181,8 @@ pub struct Receiver {
     p: RxParams,
     flows: Vec<RxFlow>,
     stats: RxStats,
+    sched: Option<GrantScheduler>,
+    grants: Vec<Grant>,
 }
 
 impl Receiver {
@@ -167,10 +195,16 @@ impl Receiver {
             nacked: vec![0; words],
             ..Default::default()
         };
+        let sched = p
+            .homa
+            .filter(|_| p.kind == ReceiverKind::HomaGrant)
+            .map(|h| GrantScheduler::new(flows, h.rtt_bytes, h.overcommit, h.sched_prio));
         Receiver {
             p,
             flows: vec![f; flows as usize],
             stats: RxStats::default(),
+            sched,
+            grants: Vec::new(),
         }
     }
 
@@ -229,6 +263,17 @@ impl Receiver {
                     out.push(RxOut::Ctrl(f, n));
                     out.push(RxOut::Pull(f));
                 }
+            } else if self.p.kind == ReceiverKind::HomaGrant {
+                // Homa-Tr (nanoTransport §4.4, §5.2): a trimmed header asks for its segment
+                // again at once with a RESEND, instead of a timeout later.
+                let r = &self.flows[f as usize];
+                if !get(&r.got, pkt.seg) {
+                    let mut n = IncomingPkt::nack(r.cum, pkt.seg);
+                    n.flags |= IncomingPkt::FLAG_TRIMMED;
+                    n.data[RESEND_END_WORD] = (pkt.seg + 1) as u32;
+                    self.stats.nacks += 1;
+                    out.push(RxOut::Ctrl(f, n));
+                }
             }
             return;
         }
@@ -246,6 +291,7 @@ impl Receiver {
             ReceiverKind::NdpPull => self.ndp(now, pkt, out),
             ReceiverKind::RoceGoBackN => self.roce(now, pkt, out),
             ReceiverKind::IrnSelective => self.irn(now, pkt, out),
+            ReceiverKind::HomaGrant => self.homa(now, pkt, out),
         }
     }
 
@@ -370,6 +416,44 @@ impl Receiver {
         out.push(RxOut::Ctrl(f, IncomingPkt::ack(self.flows[f as usize].cum)));
     }
 
+    fn homa(&mut self, now: Nanos, pkt: &Packet, out: &mut Vec<RxOut>) {
+        let f = pkt.flow;
+        let new = self.accept(now, f, pkt.seg);
+        let r = &mut self.flows[f as usize];
+        r.highest = r.highest.max(pkt.seg + 1);
+        let own = SegRange::new(pkt.seg, pkt.seg + 1);
+        let mut grants = std::mem::take(&mut self.grants);
+        grants.clear();
+        if let (Some(s), Some(h)) = (self.sched.as_mut(), self.p.homa) {
+            let bytes = if new { pkt.len as u64 } else { 0 };
+            s.on_data(f, h.msg_bytes, bytes, &mut grants);
+        }
+        let mut answered = false;
+        for g in &grants {
+            let Some(r) = self.flows.get(g.msg as usize) else {
+                continue;
+            };
+            let mut p = if g.msg == f {
+                answered = true;
+                IncomingPkt::sack(r.cum, &[own])
+            } else {
+                IncomingPkt::ack(r.cum)
+            };
+            p.pkt_type = PktType::Grant;
+            p.grant_bytes = g.bytes;
+            p.data[GRANT_OFFSET_WORD] = g.offset as u32;
+            p.data[GRANT_PRIO_WORD] = g.priority as u32;
+            self.stats.pulls += 1;
+            out.push(RxOut::Ctrl(g.msg, p));
+        }
+        self.grants = grants;
+        if !answered {
+            let cum = self.flows[f as usize].cum;
+            self.stats.acks += 1;
+            out.push(RxOut::Ctrl(f, IncomingPkt::sack(cum, &[own])));
+        }
+    }
+
     fn irn(&mut self, now: Nanos, pkt: &Packet, out: &mut Vec<RxOut>) {
         let f = pkt.flow;
         let cum_before = self.flows[f as usize].cum;
@@ -434,6 +518,7 @@ mod tests {
                 delayed_ack_timeout: 1000,
                 sack_blocks: 4,
                 cnp_interval: 50_000,
+                homa: None,
             },
             1,
             100,
@@ -448,6 +533,7 @@ mod tests {
             rtx: false,
             ce,
             trimmed: false,
+            prio: 0,
         }
     }
 

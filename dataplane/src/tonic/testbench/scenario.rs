@@ -2,6 +2,8 @@
 //! cycle-accurate simulator was driven by `init_wnd_size`, `init_rtx_timer`, `rtt`, `loss_prob`
 //! and `active_flow_cnt`).
 //!
+//! `configs/tonic/homa-incast.toml` documents every key with its default.
+//!
 //! Parsing is strict like `dataplane::config`: unknown keys, wrong types and bad values are
 //! a [`ConfigError`] naming the file and the key (`link.rate`, `drop[1].segment`).
 //!
@@ -14,11 +16,11 @@
 //! check_invariants = false     # check the engines' §3.1 set invariants at each sample
 //!
 //! [module]                     # the protocol module and its parameters
-//! name = "newreno"             # reno, newreno, sack, ndp, dcqcn, irn, dctcp
+//! name = "newreno"             # reno, newreno, sack, ndp, dcqcn, irn, dctcp, homa
 //! dup_ack_thresh = 3           # optional ModuleParams: line_rate, min_rate, max_burst,
 //!                              # init_credit, bdp_segments, rto_low, dcqcn_g_shift,
 //!                              # dcqcn_timer, dcqcn_byte_counter, dcqcn_rai, dcqcn_rhai,
-//!                              # dctcp_g_shift
+//!                              # dctcp_g_shift, homa_unsched_prio
 //! [tonic]                      # Tonic's own knobs, plus engine sizes
 //! init_wnd_size = 10           # initial window of window modules, segments
 //! init_rtx_timer = "1ms"       # base retransmission timeout
@@ -35,6 +37,11 @@
 //! segment_size = 1000          # bytes of payload per segment
 //! start_interval = "0ns"       # flow k starts at k · start_interval
 //!
+//! [network]
+//! topology = "star"            # or "dumbbell": core link ([link]), then an edge port
+//! edge_rate = "10Gbps"         # dumbbell: the edge port to the receiver (default host_rate)
+//! edge_buffer = "1MB"          # dumbbell: its buffer (default link.buffer)
+//!
 //! [link]                       # the bottleneck towards the receiver
 //! rate = "10Gbps"
 //! host_rate = "10Gbps"         # each sender's NIC (default: rate)
@@ -47,6 +54,7 @@
 //! ecn_prob_max = 1.0
 //! trim = false                 # NDP: cut the payload instead of dropping when full
 //! header_buffer = "64KB"       # room for trimmed headers (priority queue; default buffer)
+//! priorities = 1               # strict-priority data queues, 1..=8 (Homa: 8)
 //!
 //! [receiver]
 //! kind = "tcp-sack"            # override the protocol table (see receiver.rs)
@@ -54,6 +62,9 @@
 //! delayed_ack_timeout = "20us"
 //! sack_blocks = 4              # 1..=4 (Tonic's prototype used 1)
 //! cnp_interval = "50us"        # DCQCN NP: at most one CNP per flow per interval
+//! homa_overcommit = 2          # Homa: messages granted at once
+//! homa_rtt_bytes = "12KB"      # Homa: grant this far ahead (default module.init_credit)
+//! homa_sched_prio = 6          # Homa: priority of the shortest granted message
 //!
 //! [[drop]]                     # scripted drops at the receiver's NIC
 //! flow = 0                     # global flow id (sender · active_flow_cnt + k)
@@ -105,6 +116,9 @@ pub struct Scenario {
     /// The bottleneck link.
     #[serde(default)]
     pub link: LinkSection,
+    /// The topology.
+    #[serde(default)]
+    pub network: NetworkSection,
     /// The receiver.
     #[serde(default)]
     pub receiver: ReceiverSection,
@@ -163,6 +177,8 @@ pub struct ModuleSection {
     pub dcqcn_rhai: Option<u64>,
     /// DCTCP g = 2^-shift.
     pub dctcp_g_shift: Option<u32>,
+    /// Homa: priority of unscheduled packets, 0–7 (default 7, the highest).
+    pub homa_unsched_prio: Option<u8>,
 }
 
 /// `[tonic]`: the knobs of Tonic's test bench plus engine sizes.
@@ -269,6 +285,10 @@ pub struct LinkSection {
     /// Bytes of trimmed headers the priority queue holds (default: `buffer`).
     #[serde(deserialize_with = "units::opt_size")]
     pub header_buffer: Option<u64>,
+    /// Strict-priority data queues per output port, 1 to 8 (Homa: 8). A packet of priority
+    /// p (0 lowest … 7 highest) waits in queue min(p, priorities − 1); a queue is served only
+    /// when every higher one is empty. All share `buffer`.
+    pub priorities: u32,
 }
 
 impl Default for LinkSection {
@@ -285,8 +305,38 @@ impl Default for LinkSection {
             ecn_prob_max: 1.0,
             trim: false,
             header_buffer: None,
+            priorities: 1,
         }
     }
+}
+
+/// Which switches stand between the senders and the receiver.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Topology {
+    /// One switch, every host on its own port: the receiver's port (the `[link]`) is the
+    /// bottleneck output queue (Tonic §6.2: "hosts … to the same switch").
+    #[default]
+    Star,
+    /// Senders on switch A, the receiver on switch B: data crosses the A→B core link (the
+    /// `[link]`: rate, buffer, ECN, trimming, priorities of A's output port) and then B's
+    /// port towards the receiver (`network.edge_rate`, `network.edge_buffer`, same
+    /// queueing rules) (nanoTransport §5.2's incast runs on a dumbbell).
+    Dumbbell,
+}
+
+/// `[network]`: the topology.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct NetworkSection {
+    /// `star` (default) or `dumbbell`.
+    pub topology: Topology,
+    /// Dumbbell: the rate of switch B's port to the receiver (default: `link.host_rate`).
+    #[serde(deserialize_with = "units::opt_rate")]
+    pub edge_rate: Option<u64>,
+    /// Dumbbell: that port's buffer (default: `link.buffer`).
+    #[serde(deserialize_with = "units::opt_size")]
+    pub edge_buffer: Option<u64>,
 }
 
 /// `[receiver]`: how the receiver answers.
@@ -305,6 +355,15 @@ pub struct ReceiverSection {
     /// RoCE receivers: at most one CNP per flow per this interval, ns (DCQCN: 50 µs).
     #[serde(deserialize_with = "units::duration")]
     pub cnp_interval: Nanos,
+    /// Homa receivers: messages granted at once (the degree of overcommitment, Homa §3.5).
+    pub homa_overcommit: u32,
+    /// Homa receivers: RTTbytes, how far ahead of the arrived bytes a message is granted
+    /// (default: `module.init_credit`, the senders' unscheduled bytes).
+    #[serde(deserialize_with = "units::opt_size")]
+    pub homa_rtt_bytes: Option<u64>,
+    /// Homa receivers: the highest priority of scheduled packets (the shortest message's);
+    /// the next ones get one level less each (default 6, below the unscheduled 7).
+    pub homa_sched_prio: u8,
 }
 
 impl Default for ReceiverSection {
@@ -315,6 +374,9 @@ impl Default for ReceiverSection {
             delayed_ack_timeout: 40_000,
             sack_blocks: MAX_SACK_BLOCKS as u32,
             cnp_interval: 50_000,
+            homa_overcommit: 2,
+            homa_rtt_bytes: None,
+            homa_sched_prio: 6,
         }
     }
 }
@@ -349,6 +411,7 @@ impl Scenario {
             tonic: TonicSection::default(),
             flows: FlowsSection::default(),
             link: LinkSection::default(),
+            network: NetworkSection::default(),
             receiver: ReceiverSection::default(),
             drops: Vec::new(),
         }
@@ -423,6 +486,7 @@ impl Scenario {
             dcqcn_rai_bps: m.dcqcn_rai.unwrap_or(d.dcqcn_rai_bps),
             dcqcn_rhai_bps: m.dcqcn_rhai.unwrap_or(d.dcqcn_rhai_bps),
             dctcp_g_shift: m.dctcp_g_shift.unwrap_or(d.dctcp_g_shift),
+            homa_unsched_prio: m.homa_unsched_prio.unwrap_or(d.homa_unsched_prio),
         }
     }
 
@@ -456,7 +520,34 @@ impl Scenario {
         let f = &self.flows;
         let l = &self.link;
         let r = &self.receiver;
-        let rules: [(&str, bool, &str); 24] = [
+        let n = &self.network;
+        let rules: [(&str, bool, &str); 29] = [
+            (
+                "link.priorities",
+                (1..=8).contains(&l.priorities),
+                "expected 1 to 8 priority queues",
+            ),
+            (
+                "network.edge_rate",
+                n.edge_rate.is_none_or(|r| r >= 1_000),
+                "expected at least 1 Kbps",
+            ),
+            (
+                "network.edge_buffer",
+                n.edge_buffer
+                    .is_none_or(|b| b >= (f.segment_size + l.header_bytes) as u64),
+                "expected room for at least one full packet",
+            ),
+            (
+                "receiver.homa_overcommit",
+                (1..=8).contains(&r.homa_overcommit),
+                "expected 1 to 8 messages",
+            ),
+            (
+                "receiver.homa_sched_prio",
+                r.homa_sched_prio <= 7,
+                "expected a priority 0 to 7",
+            ),
             (
                 "duration",
                 self.duration > 0,

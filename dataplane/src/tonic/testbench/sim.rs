@@ -19,16 +19,23 @@
 //! receiver sends them. NDP pulls leave the receiver paced at the bottleneck rate, one per
 //! full-size packet time.
 //!
+//! With `network.topology = "dumbbell"` data crosses two output ports in turn: switch A's
+//! port onto the core link (the `[link]`) and switch B's port towards the receiver
+//! (`network.edge_rate` / `edge_buffer`, the same queueing rules); `star` (the default) is
+//! the picture above, one switch. Each port has its buffer, ECN marking, trimming and
+//! strict-priority queues; a data packet carries the priority its engine gave it
+//! ([`TxSegment::priority`](crate::tonic::TxSegment::priority)).
+//!
 //! Events at the same instant run in the order they were scheduled, so a seed gives one run.
 
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, VecDeque};
 
-use super::link::{Enqueued, Link, LinkParams, Packet};
-use super::receiver::{Receiver, ReceiverKind, RxOut, RxParams};
+use super::link::{Enqueued, Link, LinkParams, LinkStats, Packet};
+use super::receiver::{HomaRxParams, Receiver, ReceiverKind, RxOut, RxParams};
 use super::report::{FlowSummary, TestbenchReport, TraceRow, TxRecord};
 use super::rng::SplitMix64;
-use super::scenario::{DropRule, Scenario};
+use super::scenario::{DropRule, Scenario, Topology};
 use super::units::wire_time;
 use super::TestbenchError;
 use crate::tonic::module::{CreditScheme, IncomingPkt};
@@ -40,8 +47,8 @@ enum Ev {
     FlowStart(u32),
     SenderWake(u32),
     Periodic(u32),
-    SwitchArrive(Packet),
-    LinkDone,
+    SwitchArrive(u8, Packet),
+    LinkDone(u8),
     RxArrive(Packet),
     Ctrl(u32, IncomingPkt),
     DelayedAck(u32),
@@ -97,7 +104,8 @@ pub(crate) struct Sim<'a> {
     engines: Vec<TonicEngine>,
     senders: Vec<SenderSt>,
     flows: Vec<FlowSt>,
-    link: Link,
+    /// The output ports data crosses, in order (one for a star, two for a dumbbell).
+    links: Vec<Link>,
     rx: Receiver,
     kind: ReceiverKind,
     rng: SplitMix64,
@@ -135,7 +143,7 @@ impl<'a> Sim<'a> {
             .kind
             .unwrap_or_else(|| ReceiverKind::for_module(&s.module.name, scheme));
         let l = &s.link;
-        let link = Link::new(LinkParams {
+        let core = LinkParams {
             rate_bps: l.rate,
             buffer: l.buffer,
             header_buffer: l.header_buffer.unwrap_or(l.buffer),
@@ -145,6 +153,28 @@ impl<'a> Sim<'a> {
             ecn_kmax: l.ecn_threshold_max,
             ecn_pmax: l.ecn_prob_max,
             loss_prob: l.loss_prob,
+            priorities: l.priorities.clamp(1, 8) as u8,
+        };
+        let mut links = vec![Link::new(core)];
+        if s.network.topology == Topology::Dumbbell {
+            let buffer = s.network.edge_buffer.unwrap_or(l.buffer);
+            links.push(Link::new(LinkParams {
+                rate_bps: s.network.edge_rate.unwrap_or(s.host_rate()),
+                buffer,
+                header_buffer: l.header_buffer.unwrap_or(buffer),
+                loss_prob: 0.0,
+                ..core
+            }));
+        }
+        let homa = (kind == ReceiverKind::HomaGrant).then(|| HomaRxParams {
+            msg_bytes: s.flow_bytes(),
+            segment_size: s.flows.segment_size,
+            rtt_bytes: s
+                .receiver
+                .homa_rtt_bytes
+                .unwrap_or(mp.init_credit_bytes as u64),
+            overcommit: s.receiver.homa_overcommit,
+            sched_prio: s.receiver.homa_sched_prio,
         });
         let r = &s.receiver;
         let total = s.total_flows();
@@ -155,6 +185,7 @@ impl<'a> Sim<'a> {
                 delayed_ack_timeout: r.delayed_ack_timeout,
                 sack_blocks: r.sack_blocks,
                 cnp_interval: r.cnp_interval,
+                homa,
             },
             total,
             s.flow_segments(),
@@ -170,7 +201,7 @@ impl<'a> Sim<'a> {
             engines,
             senders,
             flows: (0..total).map(|_| FlowSt::default()).collect(),
-            link,
+            links,
             rx,
             kind,
             rng: SplitMix64::new(s.seed),
@@ -271,18 +302,22 @@ impl<'a> Sim<'a> {
                     self.at(now + self.s.tonic.cycle, Ev::Periodic(sd));
                 }
             }
-            Ev::SwitchArrive(p) => {
-                if let Enqueued::Started(t) = self.link.enqueue(p, &mut self.rng) {
-                    self.at(now + t, Ev::LinkDone);
+            Ev::SwitchArrive(hop, p) => {
+                if let Enqueued::Started(t) = self.links[hop as usize].enqueue(p, &mut self.rng) {
+                    self.at(now + t, Ev::LinkDone(hop));
                 }
             }
-            Ev::LinkDone => {
-                let (done, next) = self.link.finish(&mut self.rng);
+            Ev::LinkDone(hop) => {
+                let (done, next) = self.links[hop as usize].finish(&mut self.rng);
                 if let Some(p) = done {
-                    self.at(now + self.s.forward_delay(), Ev::RxArrive(p));
+                    if (hop as usize) + 1 < self.links.len() {
+                        self.at(now, Ev::SwitchArrive(hop + 1, p));
+                    } else {
+                        self.at(now + self.s.forward_delay(), Ev::RxArrive(p));
+                    }
                 }
                 if let Some(t) = next {
-                    self.at(now + t, Ev::LinkDone);
+                    self.at(now + t, Ev::LinkDone(hop));
                 }
             }
             Ev::RxArrive(p) => {
@@ -419,8 +454,9 @@ impl<'a> Sim<'a> {
                     rtx: tx.rtx,
                     ce: false,
                     trimmed: false,
+                    prio: tx.priority,
                 };
-                self.at(done, Ev::SwitchArrive(p));
+                self.at(done, Ev::SwitchArrive(0, p));
                 self.wake(sd, done);
             }
             None if self.rate_scheme => {
@@ -467,7 +503,7 @@ impl<'a> Sim<'a> {
             transmitted: st.tx,
             retransmissions: st.rtx,
             timeouts: st.timeouts,
-            queue_bytes: self.link.queued_bytes(),
+            queue_bytes: self.links.iter().map(Link::queued_bytes).sum(),
         });
         Ok(())
     }
@@ -504,10 +540,29 @@ impl<'a> Sim<'a> {
             flows,
             trace: self.trace,
             tx_log: self.tx_log,
-            link: *self.link.stats(),
+            link: link_stats(&self.links),
             receiver_stats: *self.rx.stats(),
             rx_nic_drops: self.rx_nic_drops,
             engines: self.engines.iter().map(|e| *e.stats()).collect(),
         }
     }
+}
+
+/// The ports' counters as one: arrivals at the first, departures from the last, losses of
+/// every kind summed, the largest queue of any.
+fn link_stats(links: &[Link]) -> LinkStats {
+    let mut t = LinkStats::default();
+    for l in links {
+        let s = l.stats();
+        t.dropped += s.dropped;
+        t.trimmed += s.trimmed;
+        t.ecn_marked += s.ecn_marked;
+        t.lost += s.lost;
+        t.max_queue_bytes = t.max_queue_bytes.max(s.max_queue_bytes);
+    }
+    if let (Some(first), Some(last)) = (links.first(), links.last()) {
+        t.arrived = first.stats().arrived;
+        t.sent = last.stats().sent;
+    }
+    t
 }
