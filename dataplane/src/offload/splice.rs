@@ -220,6 +220,32 @@ impl SpliceTable {
         self.shard(k.shard()).contains_key(&k)
     }
 
+    /// Installs pair `r` owned by no lcore (benchmarks: `nicemu fwd --splice`): it never
+    /// times out and is never reported; its MACs must be given (no ARP here). `Ok`,
+    /// `TableFull`, `Exists`, or `Invalid` when both sides arrive with the same 4-tuple.
+    pub fn install_unowned(&self, r: &SpliceInstallRepr, now: u64) -> AckStatus {
+        let (ab, ba) = directions(r);
+        let keys = [Key::of(&ab), Key::of(&ba)];
+        if keys[0] == keys[1] {
+            return AckStatus::Invalid;
+        }
+        let pair = Arc::new(Pair {
+            request_id: r.request_id,
+            a: r.a.tuple,
+            b: r.b.tuple,
+            keys,
+            inbox: Arc::new(SegQueue::new()),
+            state: Mutex::new(PairState {
+                dirs: [ab, ba],
+                track: PairTracker::new(now),
+                closed_at: None,
+                removed: false,
+                reported: false,
+            }),
+        });
+        self.insert(&pair)
+    }
+
     /// Inserts both entries of `p`: `Exists` when either key is taken, `TableFull` at
     /// capacity.
     fn insert(&self, p: &Arc<Pair>) -> AckStatus {
