@@ -485,6 +485,10 @@ pub struct SpliceOffload {
     inbox: Arc<SegQueue<Arc<Pair>>>,
     timers: BinaryHeap<Reverse<Timer>>,
     timer_seq: u64,
+    /// Pairs this lcore installed and has not reported yet (their timers may outlive them:
+    /// a reported pair's timer is dropped when it comes due, or all at once when this
+    /// reaches 0).
+    owned: usize,
     /// Reports not yet taken by the link: (port, report).
     pending: VecDeque<(u16, SpliceCloseRepr)>,
     /// The port the host tagged its last install with (reports go there).
@@ -521,6 +525,7 @@ impl SpliceOffload {
             inbox: Arc::new(SegQueue::new()),
             timers: BinaryHeap::new(),
             timer_seq: 0,
+            owned: 0,
             pending: VecDeque::new(),
             host_port: 0,
             stats: SpliceStats::default(),
@@ -772,6 +777,10 @@ impl SpliceOffload {
             return;
         }
         self.table.remove(p);
+        self.owned = self.owned.saturating_sub(1);
+        if self.owned == 0 {
+            self.timers.clear();
+        }
         match reason {
             CloseReason::Fin => self.stats.closed_fin += 1,
             CloseReason::Rst => self.stats.closed_rst += 1,
@@ -816,10 +825,11 @@ impl<B: PacketBuf> Offload<B> for SpliceOffload {
         "splice"
     }
 
-    /// Active while any lcore's pair is installed, or this lcore has timers or reports.
+    /// Active while any lcore's pair is installed, or this lcore owns pairs or has reports
+    /// to send.
     #[inline]
     fn active(&self) -> bool {
-        !self.table.is_empty() || !self.timers.is_empty() || !self.pending.is_empty()
+        !self.table.is_empty() || self.owned > 0 || !self.pending.is_empty()
     }
 
     /// Segments of a spliced pair are translated and leave by the other side's port; a
@@ -877,6 +887,7 @@ impl<B: PacketBuf> Offload<B> for SpliceOffload {
         let status = match self.install(cx, r) {
             Ok(pair) => {
                 self.stats.installs += 1;
+                self.owned += 1;
                 let at = cx.now.saturating_add(self.table.cfg.idle_timeout_ns);
                 self.arm(at, pair);
                 AckStatus::Ok
