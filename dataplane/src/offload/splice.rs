@@ -164,8 +164,10 @@ const NO_FIN: u64 = u64::MAX;
 /// segment that completed the FIN/FIN close or the first RST; `reported` is set once, by the
 /// owner.
 #[derive(Debug)]
-pub struct Pair {
+struct Pair {
     request_id: u32,
+    /// The port the host tagged the install with (the report goes back tagged so).
+    host_port: u16,
     a: FourTuple,
     b: FourTuple,
     /// `[A's arriving key, B's arriving key]`.
@@ -194,12 +196,14 @@ pub struct Pair {
 impl Pair {
     fn new(
         r: &SpliceInstallRepr,
+        host_port: u16,
         keys: [Key; 2],
         inbox: Arc<SegQueue<Arc<Pair>>>,
         now: u64,
     ) -> Pair {
         Pair {
             request_id: r.request_id,
+            host_port,
             a: r.a.tuple,
             b: r.b.tuple,
             keys,
@@ -318,7 +322,7 @@ impl SpliceTable {
         if keys[0] == keys[1] {
             return AckStatus::Invalid;
         }
-        let pair = Arc::new(Pair::new(r, keys, Arc::new(SegQueue::new()), now));
+        let pair = Arc::new(Pair::new(r, 0, keys, Arc::new(SegQueue::new()), now));
         self.insert(&pair, (ab, ba))
     }
 
@@ -491,8 +495,6 @@ pub struct SpliceOffload {
     owned: usize,
     /// Reports not yet taken by the link: (port, report).
     pending: VecDeque<(u16, SpliceCloseRepr)>,
-    /// The port the host tagged its last install with (reports go there).
-    host_port: u16,
     stats: SpliceStats,
     scratch: Vec<u8>,
 }
@@ -527,7 +529,6 @@ impl SpliceOffload {
             timer_seq: 0,
             owned: 0,
             pending: VecDeque::new(),
-            host_port: 0,
             stats: SpliceStats::default(),
             scratch: Vec::with_capacity(128),
         }
@@ -570,6 +571,7 @@ impl SpliceOffload {
     fn install<B: PacketBuf>(
         &mut self,
         cx: &mut OffloadCtx<'_, B>,
+        port: u16,
         mut r: SpliceInstallRepr,
     ) -> InstallResult {
         let ports = cx.stack.ports();
@@ -592,7 +594,7 @@ impl SpliceOffload {
         Self::fill_macs(cx, &mut r.b);
         let (ab, ba) = directions(&r);
         let keys = [Key::of(&ab), Key::of(&ba)];
-        let pair = Arc::new(Pair::new(&r, keys, self.inbox.clone(), cx.now));
+        let pair = Arc::new(Pair::new(&r, port, keys, self.inbox.clone(), cx.now));
         match self.table.insert(&pair, (ab, ba)) {
             AckStatus::Ok => Ok(pair),
             s => Err(s),
@@ -788,7 +790,7 @@ impl SpliceOffload {
         }
         let [(bytes_ab, packets_ab), (bytes_ba, packets_ba)] = p.totals();
         self.pending.push_back((
-            self.host_port,
+            p.host_port,
             SpliceCloseRepr {
                 request_id: p.request_id,
                 reason,
@@ -856,7 +858,9 @@ impl<B: PacketBuf> Offload<B> for SpliceOffload {
         }
     }
 
-    /// Splice installs (0x090C), answered with an install ack.
+    /// Splice installs (0x090C), answered with an install ack tagged with the install's
+    /// port (as the closure report will be). The install's optional packet goes out only
+    /// when the install succeeded; otherwise the host still owns both connections.
     fn host_control(
         &mut self,
         cx: &mut OffloadCtx<'_, B>,
@@ -867,7 +871,6 @@ impl<B: PacketBuf> Offload<B> for SpliceOffload {
         if msg != MsgType::SpliceInstall {
             return Verdict::Pass;
         }
-        self.host_port = port;
         let parsed = offload_api::msg::parse_frame(frame);
         let (r, payload) = match parsed {
             Ok(p) => match p.message {
@@ -884,7 +887,7 @@ impl<B: PacketBuf> Offload<B> for SpliceOffload {
                 return Verdict::Consumed;
             }
         };
-        let status = match self.install(cx, r) {
+        let status = match self.install(cx, port, r) {
             Ok(pair) => {
                 self.stats.installs += 1;
                 self.owned += 1;
