@@ -37,7 +37,7 @@ pub fn run(
     let _runtime_dir = RuntimeDir(dataplane::runtime_dpdk::file_prefix(
         &dataplane::runtime_dpdk::eal_args(cfg, eal),
     ));
-    let template = if opts.mode != Mode::Nic {
+    let template = if opts.mode != Mode::Nic || !opts.splice_pairs.is_empty() {
         template
     } else {
         None

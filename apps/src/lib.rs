@@ -15,8 +15,8 @@
 
 pub mod bench;
 pub mod echo;
-pub mod loadgen;
 pub mod kv;
+pub mod loadgen;
 pub mod node;
 pub mod plot;
 pub mod proxy;

@@ -214,9 +214,15 @@ struct FwdArgs {
     #[command(flatten)]
     common: CommonArgs,
     /// Frame the DPDK mempools are pre-filled with, so that PMDs that do not write packet
-    /// data (net_null) deliver real frames to parse: `udp` (64-byte UDP/IPv4) or `none`.
+    /// data (net_null) deliver real frames to parse: `udp` (64-byte UDP/IPv4), `tcp` (66-byte
+    /// TCP ACK with timestamps) or `none`.
     #[arg(long, default_value = "udp")]
     template: String,
+    /// Splice translation instead of forwarding (AccelTCP §4.3): the tcp template, two
+    /// spliced pairs installed that cover it, every frame looked up and translated by the
+    /// splice offload and sent out of the pair's other port.
+    #[arg(long)]
+    splice: bool,
     /// For in-memory wire ports: frame size the built-in generator sends.
     #[arg(long, default_value_t = 64)]
     frame_size: usize,
@@ -267,22 +273,26 @@ fn main() -> ExitCode {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let result = match cli.cmd {
-        Cmd::Run(a) => topo::run(&a.common, dataplane::lcore::Mode::Nic, None, 64),
+        Cmd::Run(a) => topo::run(&a.common, dataplane::lcore::Mode::Nic, None, 64, false),
         Cmd::Fwd(a) => {
             let template = match a.template.as_str() {
+                _ if a.splice => Some(topo::tcp_template_frame()),
                 "udp" => Some(topo::template_frame(64)),
+                "tcp" => Some(topo::tcp_template_frame()),
                 "none" => None,
                 other => {
-                    eprintln!("nicemu: --template: unknown {other:?}, expected udp or none");
+                    eprintln!("nicemu: --template: unknown {other:?}, expected udp, tcp or none");
                     return ExitCode::from(2);
                 }
             };
-            let mode = if a.io {
+            let mode = if a.splice {
+                dataplane::lcore::Mode::Nic
+            } else if a.io {
                 dataplane::lcore::Mode::Io
             } else {
                 dataplane::lcore::Mode::Forward
             };
-            topo::run(&a.common, mode, template, a.frame_size)
+            topo::run(&a.common, mode, template, a.frame_size, a.splice)
         }
         Cmd::Check { config } => topo::check(&config),
         Cmd::Proxy(a) => proxy_cmd::run(&a),

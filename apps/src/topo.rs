@@ -35,6 +35,88 @@ pub fn template_frame(size: usize) -> Vec<u8> {
     )
 }
 
+/// Ports of the splice benchmark's frames (`nicemu fwd --splice`).
+const SPLICE_BENCH_PORTS: (u16, u16) = (1024, 2048);
+/// Addresses of the splice benchmark's second pair (RFC 2544's range, like [`BENCH_SRC`]).
+const SPLICE_BENCH_X: [u8; 4] = [198, 18, 0, 2];
+/// See [`SPLICE_BENCH_X`].
+const SPLICE_BENCH_Y: [u8; 4] = [198, 19, 0, 2];
+
+/// A 66-byte TCP/IPv4 ACK with the timestamp option (RFC 7323 §3, as every segment of a
+/// Linux connection carries) and valid checksums, from `BENCH_SRC:1024` to `BENCH_DST:1024`:
+/// the frame of `nicemu fwd --template tcp` and `nicemu fwd --splice`.
+pub fn tcp_template_frame() -> Vec<u8> {
+    use offload_api::wire::tcp::{TcpFlags, TcpHeader, TcpOptions};
+    use offload_api::wire::Seq;
+    let h = TcpHeader {
+        src_port: SPLICE_BENCH_PORTS.0,
+        dst_port: SPLICE_BENCH_PORTS.0,
+        seq: Seq(0x1000_0000),
+        ack: Seq(0x2000_0000),
+        flags: TcpFlags::ACK,
+        window: 1024,
+        options: TcpOptions {
+            timestamp: Some((1, 2)),
+            ..TcpOptions::default()
+        },
+    };
+    dataplane::gen::tcp_with(
+        [0x02, 0, 0, 0, 0, 1],
+        [0x02, 0, 0, 0, 0, 2],
+        BENCH_SRC,
+        BENCH_DST,
+        &h,
+        &[],
+    )
+}
+
+/// The two spliced pairs of `nicemu fwd --splice` (AccelTCP §4.3). net_null does not write
+/// packet data, so a translated frame comes back from the mempool as it was sent: pair 1
+/// takes the template (`BENCH_SRC:1024 → BENCH_DST:1024`, side A on port 0) out of port 1 as
+/// `X:2048 → Y:2048`; pair 2 takes that back to the template's 4-tuple out of port 0. Every
+/// frame is then looked up and translated, whichever state its mbuf is in. Both sides
+/// negotiated SACK and timestamps with equal window scales, so the fast path is the common
+/// one (addresses, ports, seq, ack, TSval/TSecr and both checksums rewritten).
+pub fn splice_bench_pairs() -> Vec<offload_api::msg::SpliceInstallRepr> {
+    use offload_api::msg::{FourTuple, SpliceInstallRepr, SpliceSide};
+    let side = |local_ip, local_port, remote_ip, remote_port, port: u16| SpliceSide {
+        tuple: FourTuple {
+            local_ip,
+            local_port,
+            remote_ip,
+            remote_port,
+        },
+        local_mac: [0x02, 0, 0, 0, 0, 0x10 + port as u8],
+        remote_mac: [0x02, 0, 0, 0, 0, 0x20 + port as u8],
+        port,
+        peer_wscale: 7,
+        local_wscale: 7,
+        sack_permitted: true,
+        timestamps: true,
+    };
+    let (p, q) = SPLICE_BENCH_PORTS;
+    let offsets = |request_id| SpliceInstallRepr {
+        request_id,
+        seq_offset: 0x8000_0001,
+        ack_offset: 0x7fff_ffff,
+        ts_offset_ab: 1000,
+        ts_offset_ba: 2000,
+        ..SpliceInstallRepr::default()
+    };
+    vec![
+        SpliceInstallRepr {
+            a: side(BENCH_DST, p, BENCH_SRC, p, 0),
+            b: side(SPLICE_BENCH_X, q, SPLICE_BENCH_Y, q, 1),
+            ..offsets(1)
+        },
+        SpliceInstallRepr {
+            a: side(SPLICE_BENCH_Y, q, SPLICE_BENCH_X, q, 1),
+            b: side(BENCH_SRC, p, BENCH_DST, p, 0),
+            ..offsets(2)
+        },
+    ]
+}
+
 /// The cores this process may use, as an error string on failure.
 fn allowed() -> Result<Vec<usize>, String> {
     dataplane::sys::allowed_cores()
@@ -101,7 +183,12 @@ impl IntervalPrinter {
     }
 }
 
-fn options(args: &CommonArgs, cfg: &Config, mode: Mode) -> Result<RunOptions, String> {
+fn options(
+    args: &CommonArgs,
+    cfg: &Config,
+    mode: Mode,
+    splice: bool,
+) -> Result<RunOptions, String> {
     let stats = crate::secs(
         args.stats_interval.or(Some(cfg.runtime.stats_interval_s)),
         "--stats-interval",
@@ -113,6 +200,11 @@ fn options(args: &CommonArgs, cfg: &Config, mode: Mode) -> Result<RunOptions, St
         pcap: args.pcap.clone(),
         pin: !args.no_pin,
         host_channels: false,
+        splice_pairs: if splice {
+            splice_bench_pairs()
+        } else {
+            Vec::new()
+        },
         ..RunOptions::default()
     })
 }
@@ -124,16 +216,19 @@ fn install_ctrlc(stop: &Arc<AtomicBool>) {
     }
 }
 
-/// `nicemu run` and `nicemu fwd`.
+/// `nicemu run` and `nicemu fwd`; `splice`: `nicemu fwd --splice` (the lcores run as NIC
+/// lcores with [`splice_bench_pairs`] installed, so every frame is translated rather than
+/// forwarded).
 pub fn run(
     args: &CommonArgs,
     mode: Mode,
     template: Option<Vec<u8>>,
     frame_size: usize,
+    splice: bool,
 ) -> Result<(), String> {
     let cfg = Config::load(&args.config).map_err(|e| e.to_string())?;
     cfg.check_cores(&allowed()?).map_err(|e| e.to_string())?;
-    let opts = options(args, &cfg, mode)?;
+    let opts = options(args, &cfg, mode, splice)?;
     let stop = Arc::new(AtomicBool::new(false));
     install_ctrlc(&stop);
     match cfg.ports[0].driver {

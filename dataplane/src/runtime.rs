@@ -67,6 +67,10 @@ pub struct RunOptions {
     pub host_channels: bool,
     /// Ring depth and DMA model of those links.
     pub link: LinkConfig,
+    /// Spliced pairs put in the process's splice table before the lcores start, owned by no
+    /// lcore (never timed out or reported): `nicemu fwd --splice` measures translation with
+    /// them. Needs `[offloads] splice`.
+    pub splice_pairs: Vec<offload_api::msg::SpliceInstallRepr>,
 }
 
 impl Default for RunOptions {
@@ -79,6 +83,7 @@ impl Default for RunOptions {
             pin: true,
             host_channels: false,
             link: LinkConfig::default(),
+            splice_pairs: Vec::new(),
         }
     }
 }
@@ -255,6 +260,27 @@ pub fn build_lcores<P: Port>(
     let plugins = LoadedPlugins::load(&cfg.tonic).map_err(offload_error(cfg))?;
     // The splice table is one per process: a pair's segments may reach any lcore.
     let shared = SharedOffloads::new(&cfg.offloads);
+    if !opts.splice_pairs.is_empty() {
+        let Some(t) = &shared.splice else {
+            return Err(ConfigError::new(
+                &cfg.source,
+                "offloads.splice",
+                "spliced pairs to pre-install need the splice offload on".to_string(),
+            )
+            .into());
+        };
+        for r in &opts.splice_pairs {
+            let s = t.install_unowned(r, clock.now_ns());
+            if s != offload_api::msg::AckStatus::Ok {
+                return Err(ConfigError::new(
+                    &cfg.source,
+                    "offloads.splice_max_pairs",
+                    format!("pre-installing spliced pair {}: {s:?}", r.request_id),
+                )
+                .into());
+            }
+        }
+    }
     let mut host = Vec::new();
     let mut nic_ends = Vec::new();
     if opts.host_channels {

@@ -591,3 +591,209 @@ fn two_lcores_share_one_table_and_the_installer_reports() {
     assert_eq!((c.reason, c.rst_side), (CloseReason::Rst, 2));
     assert_eq!((c.bytes_ab, c.packets_ab, c.packets_ba), (2, 1, 1));
 }
+
+/// Frames an offload sends, counted (the stress test's lcores have no ports).
+#[derive(Default)]
+struct CountIo {
+    to_host: Vec<Vec<u8>>,
+    to_port: usize,
+}
+
+impl dataplane::offload::OffloadIo for CountIo {
+    fn to_port(&mut self, _port: u16, _frame: &[u8]) -> bool {
+        self.to_port += 1;
+        true
+    }
+    fn to_host(&mut self, _port: u16, frame: &[u8]) -> bool {
+        self.to_host.push(frame.to_vec());
+        true
+    }
+}
+
+fn bare_stack() -> dataplane::net::stack::NicStack<HeapBuf> {
+    use dataplane::net::stack::{IfaceConfig, NicStack, StackConfig};
+    NicStack::new(
+        vec![
+            IfaceConfig::new(wire_mac(0), vec![(PROXY_A_IP, 24)]),
+            IfaceConfig::new(wire_mac(1), vec![(PROXY_B_IP, 24)]),
+        ],
+        StackConfig::default(),
+    )
+}
+
+/// Offers wire frame `f` (arrived on `port`) to `o`; returns the verdict.
+fn offer(
+    o: &mut SpliceOffload,
+    stack: &mut dataplane::net::stack::NicStack<HeapBuf>,
+    io: &mut CountIo,
+    now: u64,
+    port: usize,
+    f: &[u8],
+) -> dataplane::offload::Verdict {
+    use dataplane::offload::{Offload, OffloadCtx, RxFrame};
+    let hdr = dataplane::net::parse::parse_headers(f).unwrap();
+    let mut buf = HeapBuf::from_frame(f);
+    let mut rx = RxFrame {
+        port,
+        buf: &mut buf,
+        hdr: &hdr,
+    };
+    let mut cx = OffloadCtx { now, stack, io };
+    Offload::<HeapBuf>::wire_rx(o, &mut cx, &mut rx)
+}
+
+#[test]
+fn lcores_racing_on_one_table_close_every_pair_exactly_once() {
+    use dataplane::offload::{Offload, OffloadCtx, Verdict};
+    const PAIRS: u16 = 256;
+    let table = SpliceTable::new(SpliceConfig {
+        max_pairs: 1024,
+        idle_timeout_ns: 1 << 60,
+        linger_ns: 0,
+    });
+    let pair = |i: u16| {
+        let mut r = install_repr(u32::from(i));
+        r.a.tuple.remote_port = CLIENT_PORT + i;
+        r.b.tuple.local_port = PROXY_B_PORT + i;
+        r
+    };
+    let mut owner = SpliceOffload::new(table.clone());
+    let mut stack = bare_stack();
+    let mut io = CountIo::default();
+    for i in 0..PAIRS {
+        let mut f = Vec::new();
+        Message::SpliceInstall(pair(i))
+            .write_frame([0; 6], [0; 6], &[], &mut f)
+            .unwrap();
+        let mut cx = OffloadCtx {
+            now: SEC,
+            stack: &mut stack,
+            io: &mut io,
+        };
+        Offload::<HeapBuf>::host_control(&mut owner, &mut cx, 0, MsgType::SpliceInstall, &f);
+    }
+    assert_eq!(io.to_host.len(), usize::from(PAIRS));
+    io.to_host.clear();
+    assert_eq!(table.len(), usize::from(PAIRS));
+
+    let c = |i: u16, h: TcpHeader, p: &[u8]| {
+        let h = TcpHeader {
+            src_port: CLIENT_PORT + i,
+            dst_port: PROXY_A_PORT,
+            ..h
+        };
+        dataplane::gen::tcp_with(CLIENT_MAC, wire_mac(0), CLIENT_IP, PROXY_A_IP, &h, p)
+    };
+    let s = |i: u16, h: TcpHeader, p: &[u8]| {
+        let h = TcpHeader {
+            src_port: SERVER_PORT,
+            dst_port: PROXY_B_PORT + i,
+            ..h
+        };
+        dataplane::gen::tcp_with(SERVER_MAC, wire_mac(1), SERVER_IP, PROXY_B_IP, &h, p)
+    };
+    // Two more lcores: each closes its half of the pairs (even: FIN/FIN, odd: RST), while
+    // both send data on every pair in between.
+    let workers: Vec<_> = (0..2u16)
+        .map(|w| {
+            let table = table.clone();
+            std::thread::spawn(move || {
+                let mut o = SpliceOffload::new(table);
+                let mut stack = bare_stack();
+                let mut io = CountIo::default();
+                let fa = TcpFlags::FIN | TcpFlags::ACK;
+                let mut outs = 0usize;
+                for round in 0..4u32 {
+                    for i in 0..PAIRS {
+                        let v = offer(
+                            &mut o,
+                            &mut stack,
+                            &mut io,
+                            2 * SEC,
+                            0,
+                            &c(i, hdr(TcpFlags::ACK, 100 + round, 1), b"d"),
+                        );
+                        assert!(matches!(v, Verdict::Out(1) | Verdict::Pass));
+                        outs += usize::from(v == Verdict::Out(1));
+                        let _ = offer(
+                            &mut o,
+                            &mut stack,
+                            &mut io,
+                            2 * SEC,
+                            1,
+                            &s(i, hdr(TcpFlags::ACK, round, 1), b"e"),
+                        );
+                        if i % 2 != w || round != 2 {
+                            continue;
+                        }
+                        if i % 4 < 2 {
+                            let ack_a = 105u32.wrapping_add(SEQ_OFFSET);
+                            let ack_b = 904u32.wrapping_sub(ACK_OFFSET);
+                            offer(
+                                &mut o,
+                                &mut stack,
+                                &mut io,
+                                2 * SEC,
+                                0,
+                                &c(i, hdr(fa, 100, 500), b"four"),
+                            );
+                            offer(
+                                &mut o,
+                                &mut stack,
+                                &mut io,
+                                2 * SEC,
+                                1,
+                                &s(i, hdr(fa, 900, ack_a), b"bye"),
+                            );
+                            offer(
+                                &mut o,
+                                &mut stack,
+                                &mut io,
+                                2 * SEC,
+                                0,
+                                &c(i, hdr(TcpFlags::ACK, 105, ack_b), &[]),
+                            );
+                        } else {
+                            offer(
+                                &mut o,
+                                &mut stack,
+                                &mut io,
+                                2 * SEC,
+                                1,
+                                &s(i, hdr(TcpFlags::RST, 1, 0), &[]),
+                            );
+                        }
+                    }
+                }
+                assert!(io.to_host.is_empty(), "only the owner reports");
+                outs
+            })
+        })
+        .collect();
+    let sent: usize = workers.into_iter().map(|w| w.join().unwrap()).sum();
+    // Rounds 0–2 find every pair installed (closes happen in round 2, after the data).
+    assert!(sent >= 2 * 3 * usize::from(PAIRS), "{sent}");
+    let mut cx = OffloadCtx {
+        now: 3 * SEC,
+        stack: &mut stack,
+        io: &mut io,
+    };
+    Offload::<HeapBuf>::poll(&mut owner, &mut cx);
+    let mut seen = vec![0u8; usize::from(PAIRS)];
+    for f in &io.to_host {
+        let Message::SpliceClose(r) = msg::parse_frame(f).unwrap().message else {
+            panic!("not a report");
+        };
+        let i = r.request_id as u16;
+        seen[usize::from(i)] += 1;
+        if i % 4 < 2 {
+            assert_eq!((r.reason, r.rst_side), (CloseReason::Fin, 0), "pair {i}");
+        } else {
+            assert_eq!((r.reason, r.rst_side), (CloseReason::Rst, 2), "pair {i}");
+        }
+        assert!(r.packets_ab >= 3 && r.bytes_ab >= 3, "pair {i}: {r:?}");
+    }
+    assert!(seen.iter().all(|&n| n == 1), "{seen:?}");
+    assert_eq!(table.len(), 0);
+    assert!(!Offload::<HeapBuf>::active(&owner));
+}

@@ -28,10 +28,11 @@
 //! The IPv4 header checksum and the TCP checksum are updated differentially, never recomputed
 //! (RFC 1624 eqn. 3, `HC' = ~(~HC + ~m + m')`, summed over all changed words): the address and
 //! port part and the sequence offset are pre-computed per direction (Figure 8 lines 2–4: the
-//! "checksum offsets"), the sequence, acknowledgement and timestamp offsets are added as
+//! "checksum offsets"), the sequence and acknowledgement offsets — and the timestamp offsets
+//! when the option sits word-aligned after two NOPs, as Linux sends it — are added as
 //! one's-complement constants with Figure 8's wrap-around correction (lines 9–10: when
 //! `x + offset` wraps past 2³², the one's-complement sum loses one, because 2³² ≡ 1 modulo
-//! 0xffff), and the window and the options area (where options may sit at odd offsets) are
+//! 0xffff), and the window and any other options area (options may sit at odd offsets) are
 //! updated word by word. The IPv4 TTL is left alone: the NIC splices as the proxy's endpoint,
 //! not as a router (AccelTCP Figure 7 keeps it).
 //!
@@ -81,7 +82,8 @@ impl Side {
 /// The translation of one direction of a spliced pair: segments arriving on side `from`
 /// leave on the other side. Made by [`directions`].
 ///
-/// Invariant: the pre-computed checksum deltas (`ip_delta`, `tcp_delta`, `ack_delta`) are the one's-complement sums of the changes the fixed rewrites make to a
+/// Invariant: the pre-computed checksum deltas (`ip_delta`, `tcp_delta`, `ack_delta`,
+/// `ts_delta`) are the one's-complement sums of the changes the fixed rewrites make to a
 /// segment carrying exactly the `in_*` 4-tuple (AccelTCP Figure 8, lines 2–4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Dir {
@@ -128,6 +130,7 @@ pub struct Dir {
     ip_delta: u64,
     tcp_delta: u64,
     ack_delta: u64,
+    ts_delta: u64,
 }
 
 /// Sum of the two 16-bit halves of `v` (its one's-complement contribution, modulo 0xffff).
@@ -193,6 +196,7 @@ impl Dir {
             ip_delta,
             tcp_delta,
             ack_delta: sum16(ack_add),
+            ts_delta: sum16(tsval_add) + sum16(tsecr_add),
         }
     }
 
@@ -266,6 +270,28 @@ pub struct Translated {
     /// The out side negotiated timestamps but the segment carries none (RFC 7323 §3.2: its
     /// receiver may drop it).
     pub ts_missing: bool,
+}
+
+impl Translated {
+    /// With FIN: the sequence number just after it, in the arriving sequence space
+    /// (`seq + payload + SYN + 1`: SYN and FIN each occupy one number, RFC 9293 §3.4).
+    #[inline]
+    pub fn fin_end(&self) -> Option<u32> {
+        self.flags.has(TcpFlags::FIN).then(|| {
+            self.seq_in
+                .wrapping_add(self.payload_len)
+                .wrapping_add(1)
+                .wrapping_add(u32::from(self.flags.has(TcpFlags::SYN)))
+        })
+    }
+
+    /// True when the segment carries an ACK at or beyond `end` (modulo 2³², RFC 9293 §3.4)
+    /// in the space its acknowledgement leaves in — the arriving space of the other
+    /// direction, where that direction's [`Translated::fin_end`] lives.
+    #[inline]
+    pub fn acknowledges(&self, end: u32) -> bool {
+        self.flags.has(TcpFlags::ACK) && self.ack_out.wrapping_sub(end) as i32 >= 0
+    }
 }
 
 /// Why [`translate`] refused a frame (it is then unchanged).
@@ -444,7 +470,22 @@ pub fn translate(frame: &mut [u8], l4_off: usize, d: &Dir) -> Result<Translated,
     {
         return Err(TranslateError::TupleMismatch);
     }
-    let (opts, n_opts) = find_options(tcp, doff)?;
+    // Fast path: the options of every established segment of Linux and nicemu, NOP NOP TS
+    // (RFC 7323 App. A), with TSval and TSecr word-aligned, so that Figure 8's constant
+    // update applies to them as to seq and ack; anything else takes the general walk.
+    let ts_fast = d.out_ts && doff == 32 && tcp[20..24] == [1, 1, 8, 10];
+    let (opts, n_opts) = if ts_fast {
+        (
+            [Opt {
+                kind: 0,
+                at: 0,
+                len: 0,
+            }; MAX_REWRITTEN_OPTIONS],
+            0,
+        )
+    } else {
+        find_options(tcp, doff)?
+    };
 
     // Nothing can fail from here on.
     head[0..6].copy_from_slice(&d.dst_mac);
@@ -477,7 +518,14 @@ pub fn translate(frame: &mut [u8], l4_off: usize, d: &Dir) -> Result<Translated,
     wr16(tcp, 14, w2);
 
     let (mut sack_stripped, mut ts_stripped, mut has_ts) = (false, false, false);
-    if n_opts > 0 {
+    if ts_fast {
+        has_ts = true;
+        let (tsval, c1) = add_wrap(rd32(tcp, 24), d.tsval_add);
+        let (tsecr, c2) = add_wrap(rd32(tcp, 28), d.tsecr_add);
+        acc += d.ts_delta + c1 + c2;
+        wr32(tcp, 24, tsval);
+        wr32(tcp, 28, tsecr);
+    } else if n_opts > 0 {
         // Options may sit at odd offsets: account the whole (aligned) options area word by
         // word, before and after.
         let area = 20..doff;
@@ -601,23 +649,13 @@ impl PairTracker {
             self.rst.get_or_insert(from);
             return;
         }
-        if t.flags.has(TcpFlags::FIN) {
-            let end = t
-                .seq_in
-                .wrapping_add(t.payload_len)
-                .wrapping_add(1)
-                .wrapping_add(u32::from(t.flags.has(TcpFlags::SYN)));
+        if let Some(end) = t.fin_end() {
             // A retransmitted FIN has the same end; keep the first.
             d.fin_end.get_or_insert(end);
         }
-        if t.flags.has(TcpFlags::ACK) {
-            let o = &mut self.dirs[from.other().index()];
-            if let Some(end) = o.fin_end {
-                // RFC 9293 §3.4: seq ≥ end, modulo 2³².
-                if t.ack_out.wrapping_sub(end) as i32 >= 0 {
-                    o.fin_acked = true;
-                }
-            }
+        let o = &mut self.dirs[from.other().index()];
+        if o.fin_end.is_some_and(|end| t.acknowledges(end)) {
+            o.fin_acked = true;
         }
     }
 

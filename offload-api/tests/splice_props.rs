@@ -147,10 +147,19 @@ struct Seg {
     padding: usize,
 }
 
+/// Option lists: random mixes, and the NOP NOP TS layout of every established Linux segment
+/// (the translation's fast path).
+fn opts() -> impl Strategy<Value = Vec<Opt>> {
+    prop_oneof![
+        proptest::collection::vec(opt(), 0..6),
+        (edge_u32(), edge_u32()).prop_map(|(a, b)| vec![Opt::Nop, Opt::Nop, Opt::Ts(a, b)]),
+    ]
+}
+
 fn seg() -> impl Strategy<Value = Seg> {
     (
         (edge_u32(), edge_u32(), any::<u8>(), any::<u16>()),
-        proptest::collection::vec(opt(), 0..6),
+        opts(),
         proptest::collection::vec(any::<u8>(), 0..301),
         (0usize..3, 0u8..3, 0u8..3, 0usize..8),
     )

@@ -26,13 +26,16 @@
 //! retransmitted last FIN or ACK still gets translated). Idle timeouts run on the owner's
 //! timer heap, re-armed lazily from the pair's last activity.
 //!
-//! Lock order: a shard lock, then a pair lock; never a shard lock while holding a pair lock.
-//! Only an install holds two shard locks, taken in index order.
+//! One lock per segment: each direction's entry (its translation parameters and its byte and
+//! packet counters) lives in its shard and changes only under that shard's lock; what the two
+//! directions share (FIN ends and their acknowledgement, the RST side, the last activity) are
+//! atomics of the pair, plain loads and stores on the per-segment path. Only an install holds
+//! two shard locks, taken in index order.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crossbeam::queue::SegQueue;
@@ -40,7 +43,7 @@ use offload_api::msg::{
     AckStatus, CloseReason, FourTuple, InstallAckRepr, Message, MsgType, SpliceCloseRepr,
     SpliceInstallRepr, SpliceSide, ETH_HEADER_LEN,
 };
-use offload_api::splice::{directions, translate, Dir, PairTracker, Side, Translated};
+use offload_api::splice::{directions, translate, Dir, Side, Translated};
 use offload_api::wire::tcp::TcpFlags;
 
 use crate::buf::PacketBuf;
@@ -136,38 +139,136 @@ impl Hasher for KeyHasher {
     }
 }
 
-type Shard = HashMap<Key, (Arc<Pair>, Side), BuildHasherDefault<KeyHasher>>;
-
-/// The mutable part of a pair, behind its lock.
+/// One direction of a pair in its shard: what only segments of that direction change.
 #[derive(Debug)]
-struct PairState {
-    /// `dirs[Side::A.index()]` is A → B.
-    dirs: [Dir; 2],
-    track: PairTracker,
-    /// When both FINs were found acknowledged.
-    closed_at: Option<u64>,
-    /// Entries removed from the table (or being removed): segments pass.
-    removed: bool,
-    /// The closure report was made.
-    reported: bool,
+struct Entry {
+    /// The translation (its `dst_mac` is filled in place once resolved).
+    dir: Dir,
+    /// The side segments of this direction arrive on.
+    side: Side,
+    /// Where this direction's relayed bytes start, in its arriving sequence space (the
+    /// install's `a_start` / `b_start`).
+    start: u32,
+    /// Bytes relayed, each once: one past the highest payload byte seen, as an offset from
+    /// `start` (retransmissions, and bytes before `start` that the host already took, do not
+    /// count twice).
+    bytes: u64,
+    /// Segments translated.
+    packets: u64,
+    pair: Arc<Pair>,
 }
 
-/// One spliced pair, shared by its two table entries and its owner's timers.
+type Shard = HashMap<Key, Entry, BuildHasherDefault<KeyHasher>>;
+
+/// No FIN seen (FIN ends are 32-bit, so this value never is one).
+const NO_FIN: u64 = u64::MAX;
+
+/// One spliced pair: what both directions share, and its owner's inbox.
+///
+/// Invariant: `fin_acked[i]` implies `fin_end[i] != NO_FIN`; `closing` is set once, by the
+/// segment that completed the FIN/FIN close or the first RST; `reported` is set once, by the
+/// owner.
 #[derive(Debug)]
-pub struct Pair {
+struct Pair {
     request_id: u32,
+    /// The port the host tagged the install with (the report goes back tagged so).
+    host_port: u16,
     a: FourTuple,
     b: FourTuple,
+    /// `[A's arriving key, B's arriving key]`.
     keys: [Key; 2],
+    /// `[a_start, b_start]` of the install.
+    starts: [u32; 2],
     /// The owner lcore's inbox (closures seen by any lcore).
     inbox: Arc<SegQueue<Arc<Pair>>>,
-    state: Mutex<PairState>,
+    /// Per direction (index of the arriving side): the end of its FIN in its arriving
+    /// sequence space, or [`NO_FIN`] (AccelTCP §4.3 "Tracking teardown state").
+    fin_end: [AtomicU64; 2],
+    /// Per direction: the other direction acknowledged that FIN.
+    fin_acked: [AtomicBool; 2],
+    /// The side whose peer sent the first RST ([`Side::code`]), 0 without.
+    rst: AtomicU8,
+    /// Both FINs acknowledged or a RST: the owner was told.
+    closing: AtomicBool,
+    /// When the FIN/FIN close completed (0: not yet; set before `closing`).
+    closed_at: AtomicU64,
+    /// Time of the latest segment.
+    last_activity: AtomicU64,
+    /// The owner made the closure report.
+    reported: AtomicBool,
+    /// Per direction, (bytes, packets) of the entries once removed from the table.
+    totals: Mutex<[(u64, u64); 2]>,
 }
 
 impl Pair {
-    fn lock(&self) -> MutexGuard<'_, PairState> {
-        // A panic elsewhere cannot leave the state half-written in a way that matters here.
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    fn new(
+        r: &SpliceInstallRepr,
+        host_port: u16,
+        keys: [Key; 2],
+        inbox: Arc<SegQueue<Arc<Pair>>>,
+        now: u64,
+    ) -> Pair {
+        Pair {
+            request_id: r.request_id,
+            host_port,
+            a: r.a.tuple,
+            b: r.b.tuple,
+            keys,
+            starts: [r.a_start, r.b_start],
+            inbox,
+            fin_end: [AtomicU64::new(NO_FIN), AtomicU64::new(NO_FIN)],
+            fin_acked: [AtomicBool::new(false), AtomicBool::new(false)],
+            rst: AtomicU8::new(0),
+            closing: AtomicBool::new(false),
+            closed_at: AtomicU64::new(0),
+            last_activity: AtomicU64::new(now),
+            reported: AtomicBool::new(false),
+            totals: Mutex::new([(0, 0); 2]),
+        }
+    }
+
+    /// Accounts the translated segment `t` of direction `side` at `now`; true when it closed
+    /// the pair (the second FIN acknowledged, or the first RST).
+    #[inline]
+    fn observe(&self, side: Side, t: &Translated, now: u64) -> bool {
+        self.last_activity.store(now, Ordering::Relaxed);
+        let (i, o) = (side.index(), side.other().index());
+        if t.flags.has(TcpFlags::RST) {
+            return self
+                .rst
+                .compare_exchange(0, side.code(), Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+                && !self.closing.swap(true, Ordering::AcqRel);
+        }
+        if let Some(end) = t.fin_end() {
+            // A retransmitted FIN has the same end; the first stays.
+            let _ = self.fin_end[i].compare_exchange(
+                NO_FIN,
+                u64::from(end),
+                Ordering::SeqCst,
+                Ordering::Relaxed,
+            );
+        }
+        let end = self.fin_end[o].load(Ordering::Relaxed);
+        if end == NO_FIN || !t.acknowledges(end as u32) || self.fin_acked[o].load(Ordering::Relaxed)
+        {
+            return false;
+        }
+        self.fin_acked[o].store(true, Ordering::SeqCst);
+        // Both flags are stored and read SeqCst: of two lcores setting them at once, at
+        // least one sees both.
+        if !self.fin_acked[i].load(Ordering::SeqCst) {
+            return false;
+        }
+        // Before `closing`: whoever sees `closing` sees the time too (0 means unset).
+        let _ = self
+            .closed_at
+            .compare_exchange(0, now.max(1), Ordering::AcqRel, Ordering::Relaxed);
+        !self.closing.swap(true, Ordering::AcqRel)
+    }
+
+    fn totals(&self) -> [(u64, u64); 2] {
+        *self.totals.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -220,22 +321,43 @@ impl SpliceTable {
         self.shard(k.shard()).contains_key(&k)
     }
 
-    /// Inserts both entries of `p`: `Exists` when either key is taken, `TableFull` at
-    /// capacity.
-    fn insert(&self, p: &Arc<Pair>) -> AckStatus {
+    /// Installs pair `r` owned by no lcore (benchmarks: `nicemu fwd --splice`): it never
+    /// times out and is never reported; its MACs must be given (no ARP here). `Ok`,
+    /// `TableFull`, `Exists`, or `Invalid` when both sides arrive with the same 4-tuple.
+    pub fn install_unowned(&self, r: &SpliceInstallRepr, now: u64) -> AckStatus {
+        let (ab, ba) = directions(r);
+        let keys = [Key::of(&ab), Key::of(&ba)];
+        if keys[0] == keys[1] {
+            return AckStatus::Invalid;
+        }
+        let pair = Arc::new(Pair::new(r, 0, keys, Arc::new(SegQueue::new()), now));
+        self.insert(&pair, (ab, ba))
+    }
+
+    /// Inserts the entries of `p` with its directions `dirs` (A → B, B → A): `Exists` when
+    /// either key is taken, `TableFull` at capacity.
+    fn insert(&self, p: &Arc<Pair>, dirs: (Dir, Dir)) -> AckStatus {
         let [k0, k1] = p.keys;
         let (s0, s1) = (k0.shard(), k1.shard());
         if self.len.fetch_add(1, Ordering::AcqRel) >= self.cfg.max_pairs {
             self.len.fetch_sub(1, Ordering::AcqRel);
             return AckStatus::TableFull;
         }
+        let [e0, e1] = [(Side::A, dirs.0), (Side::B, dirs.1)].map(|(side, dir)| Entry {
+            dir,
+            side,
+            start: p.starts[side.index()],
+            bytes: 0,
+            packets: 0,
+            pair: p.clone(),
+        });
         let status = if s0 == s1 {
             let mut g = self.shard(s0);
             if g.contains_key(&k0) || g.contains_key(&k1) {
                 AckStatus::Exists
             } else {
-                g.insert(k0, (p.clone(), Side::A));
-                g.insert(k1, (p.clone(), Side::B));
+                g.insert(k0, e0);
+                g.insert(k1, e1);
                 AckStatus::Ok
             }
         } else {
@@ -250,8 +372,8 @@ impl SpliceTable {
             if g0.contains_key(&k0) || g1.contains_key(&k1) {
                 AckStatus::Exists
             } else {
-                g0.insert(k0, (p.clone(), Side::A));
-                g1.insert(k1, (p.clone(), Side::B));
+                g0.insert(k0, e0);
+                g1.insert(k1, e1);
                 AckStatus::Ok
             }
         };
@@ -261,13 +383,23 @@ impl SpliceTable {
         status
     }
 
-    /// Removes both entries of `p` (only those that still point at `p`).
+    /// Removes both entries of `p` (only those that still belong to `p`), adding their
+    /// counters to the pair's totals.
     fn remove(&self, p: &Arc<Pair>) {
         let mut gone = false;
         for k in p.keys {
-            let mut g = self.shard(k.shard());
-            if g.get(&k).is_some_and(|(q, _)| Arc::ptr_eq(q, p)) {
-                g.remove(&k);
+            let e = {
+                let mut g = self.shard(k.shard());
+                match g.get(&k) {
+                    Some(e) if Arc::ptr_eq(&e.pair, p) => g.remove(&k),
+                    _ => None,
+                }
+            };
+            if let Some(e) = e {
+                let mut t = p.totals.lock().unwrap_or_else(|e| e.into_inner());
+                let slot = &mut t[e.side.index()];
+                slot.0 += e.bytes;
+                slot.1 += e.packets;
                 gone = true;
             }
         }
@@ -276,12 +408,11 @@ impl SpliceTable {
         }
     }
 
-    /// Runs `f` on the pair whose entry is `k`, under the shard lock.
+    /// Runs `f` on the entry of `k`, under its shard's lock.
     #[inline]
-    fn with<R>(&self, k: Key, f: impl FnOnce(&Arc<Pair>, Side) -> R) -> Option<R> {
-        let g = self.shard(k.shard());
-        let (p, side) = g.get(&k)?;
-        Some(f(p, *side))
+    fn with<R>(&self, k: Key, f: impl FnOnce(&mut Entry) -> R) -> Option<R> {
+        let mut g = self.shard(k.shard());
+        g.get_mut(&k).map(f)
     }
 }
 
@@ -355,8 +486,6 @@ enum Outcome {
     /// Translated: send out of this port. `closed`: it closed the pair (tell the owner);
     /// `rst`: and the entries must go now.
     Out { port: u16, closed: bool, rst: bool },
-    /// The pair is being removed: let the segment pass.
-    Gone,
     /// Dropped: malformed.
     Malformed,
     /// Dropped: out MAC unknown.
@@ -369,10 +498,12 @@ pub struct SpliceOffload {
     inbox: Arc<SegQueue<Arc<Pair>>>,
     timers: BinaryHeap<Reverse<Timer>>,
     timer_seq: u64,
+    /// Pairs this lcore installed and has not reported yet (their timers may outlive them:
+    /// a reported pair's timer is dropped when it comes due, or all at once when this
+    /// reaches 0).
+    owned: usize,
     /// Reports not yet taken by the link: (port, report).
     pending: VecDeque<(u16, SpliceCloseRepr)>,
-    /// The port the host tagged its last install with (reports go there).
-    host_port: u16,
     stats: SpliceStats,
     scratch: Vec<u8>,
 }
@@ -405,8 +536,8 @@ impl SpliceOffload {
             inbox: Arc::new(SegQueue::new()),
             timers: BinaryHeap::new(),
             timer_seq: 0,
+            owned: 0,
             pending: VecDeque::new(),
-            host_port: 0,
             stats: SpliceStats::default(),
             scratch: Vec::with_capacity(128),
         }
@@ -449,6 +580,7 @@ impl SpliceOffload {
     fn install<B: PacketBuf>(
         &mut self,
         cx: &mut OffloadCtx<'_, B>,
+        port: u16,
         mut r: SpliceInstallRepr,
     ) -> InstallResult {
         let ports = cx.stack.ports();
@@ -470,21 +602,9 @@ impl SpliceOffload {
         Self::fill_macs(cx, &mut r.a);
         Self::fill_macs(cx, &mut r.b);
         let (ab, ba) = directions(&r);
-        let pair = Arc::new(Pair {
-            request_id: r.request_id,
-            a: r.a.tuple,
-            b: r.b.tuple,
-            keys: [Key::of(&ab), Key::of(&ba)],
-            inbox: self.inbox.clone(),
-            state: Mutex::new(PairState {
-                dirs: [ab, ba],
-                track: PairTracker::new(cx.now, r.a_start, r.b_start),
-                closed_at: None,
-                removed: false,
-                reported: false,
-            }),
-        });
-        match self.table.insert(&pair) {
+        let keys = [Key::of(&ab), Key::of(&ba)];
+        let pair = Arc::new(Pair::new(&r, port, keys, self.inbox.clone(), cx.now));
+        match self.table.insert(&pair, (ab, ba)) {
             AckStatus::Ok => Ok(pair),
             s => Err(s),
         }
@@ -504,23 +624,19 @@ impl SpliceOffload {
         }
     }
 
-    /// Translates the segment in `frame` (TCP at `l4_off`) with side `side` of `p` and
-    /// follows the pair's state. `drop_unresolved`: without the out side's MAC, drop (wire
-    /// frames) rather than leave it zero for the host path to resolve.
+    /// Translates the segment in `frame` (TCP at `l4_off`) with entry `e` and follows the
+    /// pair's state. `drop_unresolved`: without the out side's MAC, drop (wire frames) rather
+    /// than leave it zero for the host path to resolve.
+    #[inline]
     fn process<B: PacketBuf>(
         stats: &mut SpliceStats,
         cx: &mut OffloadCtx<'_, B>,
-        p: &Arc<Pair>,
-        side: Side,
+        e: &mut Entry,
         frame: &mut [u8],
         l4_off: usize,
         drop_unresolved: bool,
     ) -> Outcome {
-        let mut g = p.lock();
-        if g.removed {
-            return Outcome::Gone;
-        }
-        let d = &mut g.dirs[side.index()];
+        let d = &mut e.dir;
         if d.dst_mac == [0; 6] {
             let port = usize::from(d.out_port);
             match cx.stack.arp_lookup(port, d.out_dst_ip, cx.now) {
@@ -540,29 +656,31 @@ impl SpliceOffload {
                 return Outcome::Malformed;
             }
         };
-        match side {
+        match e.side {
             Side::A => stats.translated_ab += 1,
             Side::B => stats.translated_ba += 1,
         }
-        stats.ts_stripped += u64::from(t.ts_stripped);
-        stats.ts_missing += u64::from(t.ts_missing);
-        stats.sack_stripped += u64::from(t.sack_stripped);
-        g.track.observe(side, &t, cx.now);
-        let (mut closed, mut rst) = (false, false);
-        if t.flags.has(TcpFlags::RST) {
-            // Forward the RST, then the entries go (AccelTCP §4.3: "if it is reset by any
-            // peer, the NIC stack removes the forwarding rule entries").
-            g.removed = true;
-            closed = true;
-            rst = true;
-        } else if g.closed_at.is_none() && g.track.closed_by_fin() {
-            g.closed_at = Some(cx.now);
-            closed = true;
+        if t.ts_stripped | t.ts_missing | t.sack_stripped {
+            stats.ts_stripped += u64::from(t.ts_stripped);
+            stats.ts_missing += u64::from(t.ts_missing);
+            stats.sack_stripped += u64::from(t.sack_stripped);
         }
+        if t.payload_len > 0 {
+            // The segment's end as an offset from `start`, modulo 2³²: one that ends at or
+            // before `start` reads as negative and does not count.
+            let end = t.seq_in.wrapping_add(t.payload_len).wrapping_sub(e.start);
+            if (end as i32) > 0 {
+                e.bytes = e.bytes.max(u64::from(end));
+            }
+        }
+        e.packets += 1;
+        let closed = e.pair.observe(e.side, &t, cx.now);
         Outcome::Out {
             port: t.out_port,
             closed,
-            rst,
+            // Forward the RST, then the entries go (AccelTCP §4.3: "if it is reset by any
+            // peer, the NIC stack removes the forwarding rule entries").
+            rst: closed && t.flags.has(TcpFlags::RST),
         }
     }
 
@@ -578,10 +696,10 @@ impl SpliceOffload {
     ) -> Option<Outcome> {
         let stats = &mut self.stats;
         let mut closed = None;
-        let out = self.table.with(k, |p, side| {
-            let o = Self::process(stats, cx, p, side, frame, l4_off, !from_host);
+        let out = self.table.with(k, |e| {
+            let o = Self::process(stats, cx, e, frame, l4_off, !from_host);
             if let Outcome::Out { closed: true, .. } = o {
-                closed = Some(p.clone());
+                closed = Some(e.pair.clone());
             }
             o
         })?;
@@ -671,32 +789,28 @@ impl SpliceOffload {
         self.scratch = f;
     }
 
-    /// Removes `p` (if still there) and queues its report.
+    /// Removes `p` (if still there) and queues its report, once.
     fn close(&mut self, p: &Arc<Pair>, reason: CloseReason) {
-        let (track, already) = {
-            let mut g = p.lock();
-            let already = g.reported;
-            g.reported = true;
-            g.removed = true;
-            (g.track, already)
-        };
-        if already {
+        if p.reported.swap(true, Ordering::AcqRel) {
             return;
         }
         self.table.remove(p);
+        self.owned = self.owned.saturating_sub(1);
+        if self.owned == 0 {
+            self.timers.clear();
+        }
         match reason {
             CloseReason::Fin => self.stats.closed_fin += 1,
             CloseReason::Rst => self.stats.closed_rst += 1,
             CloseReason::Timeout => self.stats.closed_idle += 1,
         }
-        let (bytes_ab, bytes_ba) = track.bytes();
-        let (packets_ab, packets_ba) = track.packets();
+        let [(bytes_ab, packets_ab), (bytes_ba, packets_ba)] = p.totals();
         self.pending.push_back((
-            self.host_port,
+            p.host_port,
             SpliceCloseRepr {
                 request_id: p.request_id,
                 reason,
-                rst_side: track.rst.map_or(0, Side::code),
+                rst_side: p.rst.load(Ordering::Acquire),
                 a: p.a,
                 b: p.b,
                 bytes_ab,
@@ -729,10 +843,11 @@ impl<B: PacketBuf> Offload<B> for SpliceOffload {
         "splice"
     }
 
-    /// Active while any lcore's pair is installed, or this lcore has timers or reports.
+    /// Active while any lcore's pair is installed, or this lcore owns pairs or has reports
+    /// to send.
     #[inline]
     fn active(&self) -> bool {
-        !self.table.is_empty() || !self.timers.is_empty() || !self.pending.is_empty()
+        !self.table.is_empty() || self.owned > 0 || !self.pending.is_empty()
     }
 
     /// Segments of a spliced pair are translated and leave by the other side's port; a
@@ -753,13 +868,15 @@ impl<B: PacketBuf> Offload<B> for SpliceOffload {
         );
         let l4_off = t.l4_off;
         match self.offer(cx, k, rx.buf.data_mut(), l4_off, false) {
-            None | Some(Outcome::Gone) => Verdict::Pass,
+            None => Verdict::Pass,
             Some(Outcome::Out { port, .. }) => Verdict::Out(port),
             Some(Outcome::Malformed | Outcome::ArpMiss) => Verdict::Consumed,
         }
     }
 
-    /// Splice installs (0x090C), answered with an install ack.
+    /// Splice installs (0x090C), answered with an install ack tagged with the install's
+    /// port (as the closure report will be). The install's optional packet goes out only
+    /// when the install succeeded; otherwise the host still owns both connections.
     fn host_control(
         &mut self,
         cx: &mut OffloadCtx<'_, B>,
@@ -770,7 +887,6 @@ impl<B: PacketBuf> Offload<B> for SpliceOffload {
         if msg != MsgType::SpliceInstall {
             return Verdict::Pass;
         }
-        self.host_port = port;
         let parsed = offload_api::msg::parse_frame(frame);
         let (r, payload) = match parsed {
             Ok(p) => match p.message {
@@ -787,9 +903,10 @@ impl<B: PacketBuf> Offload<B> for SpliceOffload {
                 return Verdict::Consumed;
             }
         };
-        let status = match self.install(cx, r) {
+        let status = match self.install(cx, port, r) {
             Ok(pair) => {
                 self.stats.installs += 1;
+                self.owned += 1;
                 let at = cx.now.saturating_add(self.table.cfg.idle_timeout_ns);
                 self.arm(at, pair);
                 AckStatus::Ok
@@ -830,7 +947,7 @@ impl<B: PacketBuf> Offload<B> for SpliceOffload {
             u16::from_be_bytes([p[2], p[3]]),
         );
         match self.offer(cx, k, frame, tcp.l4_off, true) {
-            None | Some(Outcome::Gone) => Verdict::Pass,
+            None => Verdict::Pass,
             Some(Outcome::Out { port, .. }) => Verdict::Out(port),
             Some(Outcome::Malformed | Outcome::ArpMiss) => Verdict::Consumed,
         }
@@ -841,13 +958,10 @@ impl<B: PacketBuf> Offload<B> for SpliceOffload {
         let linger = self.table.cfg.linger_ns;
         let idle = self.table.cfg.idle_timeout_ns;
         while let Some(p) = self.inbox.pop() {
-            let (rst, closed_at) = {
-                let g = p.lock();
-                (g.track.rst.is_some(), g.closed_at)
-            };
-            if rst {
+            if p.rst.load(Ordering::Acquire) != 0 {
                 self.close(&p, CloseReason::Rst);
-            } else if let Some(at) = closed_at {
+            } else {
+                let at = p.closed_at.load(Ordering::Acquire);
                 self.arm(at.saturating_add(linger), p);
             }
         }
@@ -856,29 +970,20 @@ impl<B: PacketBuf> Offload<B> for SpliceOffload {
                 break;
             };
             let p = t.pair;
-            let (reported, rst, closed_at, last) = {
-                let g = p.lock();
-                (
-                    g.reported,
-                    g.track.rst.is_some(),
-                    g.closed_at,
-                    g.track.last_activity,
-                )
-            };
-            if reported {
+            if p.reported.load(Ordering::Acquire) {
                 continue;
             }
-            if rst {
+            if p.rst.load(Ordering::Acquire) != 0 {
                 self.close(&p, CloseReason::Rst);
-            } else if let Some(at) = closed_at {
-                let due = at.saturating_add(linger);
+            } else if p.closing.load(Ordering::Acquire) {
+                let due = p.closed_at.load(Ordering::Acquire).saturating_add(linger);
                 if due <= cx.now {
                     self.close(&p, CloseReason::Fin);
                 } else {
                     self.arm(due, p);
                 }
             } else {
-                let due = last.saturating_add(idle);
+                let due = p.last_activity.load(Ordering::Relaxed).saturating_add(idle);
                 if due <= cx.now {
                     self.close(&p, CloseReason::Timeout);
                 } else {
