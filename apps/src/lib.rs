@@ -15,6 +15,7 @@
 
 pub mod bench;
 pub mod echo;
+pub mod experiment;
 pub mod kv;
 pub mod loadgen;
 pub mod node;
