@@ -21,9 +21,10 @@
 //! Who reports: the lcore that installed a pair (its *owner*; the host core linked to it made
 //! the `nsplice` call and keeps the pair's count). Any lcore may see the segment that closes
 //! a pair; it marks the pair and pushes it onto the owner's inbox (a lock-free queue), and
-//! the owner's next poll schedules the report: right away after a RST (whose entries the
-//! seeing lcore already removed), after the linger time after a FIN close (so that a
-//! retransmitted last FIN or ACK still gets translated). Idle timeouts run on the owner's
+//! the owner's next poll schedules the report after the linger time: after a FIN close a
+//! retransmitted last FIN or ACK still gets translated; after a RST the segments the other
+//! peer still had in flight reach the peer that reset, which answers them itself (without
+//! the linger they would reach the host, which knows the connections no more). Idle timeouts run on the owner's
 //! timer heap, re-armed lazily from the pair's last activity.
 //!
 //! One lock per segment: each direction's entry (its translation parameters and its byte and
@@ -234,11 +235,19 @@ impl Pair {
         self.last_activity.store(now, Ordering::Relaxed);
         let (i, o) = (side.index(), side.other().index());
         if t.flags.has(TcpFlags::RST) {
-            return self
+            if self
                 .rst
                 .compare_exchange(0, side.code(), Ordering::AcqRel, Ordering::Acquire)
-                .is_ok()
-                && !self.closing.swap(true, Ordering::AcqRel);
+                .is_err()
+            {
+                return false;
+            }
+            // The linger starts (segments still in flight from the other peer are
+            // translated to the peer that reset, which answers them itself).
+            let _ =
+                self.closed_at
+                    .compare_exchange(0, now.max(1), Ordering::AcqRel, Ordering::Relaxed);
+            return !self.closing.swap(true, Ordering::AcqRel);
         }
         if let Some(end) = t.fin_end() {
             // A retransmitted FIN has the same end; the first stays.
@@ -483,9 +492,8 @@ impl Ord for Timer {
 
 /// What happened to a segment offered to a pair.
 enum Outcome {
-    /// Translated: send out of this port. `closed`: it closed the pair (tell the owner);
-    /// `rst`: and the entries must go now.
-    Out { port: u16, closed: bool, rst: bool },
+    /// Translated: send out of this port. `closed`: it closed the pair (tell the owner).
+    Out { port: u16, closed: bool },
     /// Dropped: malformed.
     Malformed,
     /// Dropped: out MAC unknown.
@@ -677,10 +685,9 @@ impl SpliceOffload {
         let closed = e.pair.observe(e.side, &t, cx.now);
         Outcome::Out {
             port: t.out_port,
+            // A RST is forwarded; the entries go after the linger (AccelTCP §4.3: "if it
+            // is reset by any peer, the NIC stack removes the forwarding rule entries").
             closed,
-            // Forward the RST, then the entries go (AccelTCP §4.3: "if it is reset by any
-            // peer, the NIC stack removes the forwarding rule entries").
-            rst: closed && t.flags.has(TcpFlags::RST),
         }
     }
 
@@ -703,10 +710,7 @@ impl SpliceOffload {
             }
             o
         })?;
-        if let (Some(p), Outcome::Out { rst, .. }) = (closed, &out) {
-            if *rst {
-                self.table.remove(&p);
-            }
+        if let Some(p) = closed {
             p.inbox.push(p.clone());
         }
         if from_host && matches!(out, Outcome::Out { .. }) {
@@ -958,12 +962,8 @@ impl<B: PacketBuf> Offload<B> for SpliceOffload {
         let linger = self.table.cfg.linger_ns;
         let idle = self.table.cfg.idle_timeout_ns;
         while let Some(p) = self.inbox.pop() {
-            if p.rst.load(Ordering::Acquire) != 0 {
-                self.close(&p, CloseReason::Rst);
-            } else {
-                let at = p.closed_at.load(Ordering::Acquire);
-                self.arm(at.saturating_add(linger), p);
-            }
+            let at = p.closed_at.load(Ordering::Acquire);
+            self.arm(at.saturating_add(linger), p);
         }
         while self.timers.peek().is_some_and(|t| t.0.at <= cx.now) {
             let Some(Reverse(t)) = self.timers.pop() else {
@@ -973,12 +973,15 @@ impl<B: PacketBuf> Offload<B> for SpliceOffload {
             if p.reported.load(Ordering::Acquire) {
                 continue;
             }
-            if p.rst.load(Ordering::Acquire) != 0 {
-                self.close(&p, CloseReason::Rst);
-            } else if p.closing.load(Ordering::Acquire) {
+            if p.closing.load(Ordering::Acquire) {
                 let due = p.closed_at.load(Ordering::Acquire).saturating_add(linger);
                 if due <= cx.now {
-                    self.close(&p, CloseReason::Fin);
+                    let reason = if p.rst.load(Ordering::Acquire) != 0 {
+                        CloseReason::Rst
+                    } else {
+                        CloseReason::Fin
+                    };
+                    self.close(&p, reason);
                 } else {
                     self.arm(due, p);
                 }
