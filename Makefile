@@ -11,9 +11,20 @@ deps:
 build: deps
 	$(CARGO) build --release -p apps $(FEATURES)
 
-## Builds, installs missing packages, runs the demo topology and prints its results.
+## Builds, installs missing packages, runs the demo topology and prints its results; then
+## short runs of `bench echo` (AccelTCP Table 3's rows, 64 and 1024 bytes) and `bench kv`
+## (Table 4's shape) on the in-memory wire: their tables, plots and JSON under
+## target/nicemu-bench/.
+DEMO_BENCH ?= --seconds 0.5 --rounds 1 --warmup 0.2 --conns 256
 demo: build
 	./target/release/nicemu demo --dpdk-seconds 2
+	@echo; echo "== nicemu bench echo: short connections, the server closes (AccelTCP Table 3's rows) =="
+	./target/release/nicemu bench echo --per-conn 1 --server-closes --sizes 64,1024 \
+	  --servers nicemu,nicemu-setup,nicemu-offload,nicemu-quasi $(DEMO_BENCH) \
+	  --plot-dir target/nicemu-bench/echo --json target/nicemu-bench/echo.json
+	@echo; echo "== nicemu bench kv: Redis SET/GET, one request per connection and persistent (AccelTCP Table 4's shape) =="
+	./target/release/nicemu bench kv $(DEMO_BENCH) \
+	  --plot-dir target/nicemu-bench/kv --json target/nicemu-bench/kv.json
 
 lint:
 	$(CARGO) fmt --all -- --check

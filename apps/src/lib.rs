@@ -9,13 +9,16 @@
 //! - [`smol`]: smoltcp on the in-memory wire, as an interop peer and a baseline;
 //! - [`proxy`]: `nicemu proxy`, an HTTP/1.1 load balancer that splices (AccelTCP §4.3) or
 //!   relays the connections it balances;
-//! - [`bench`]: `nicemu bench echo` (host cost per transaction: nicemu, smoltcp, kernel);
+//! - [`bench`]: `nicemu bench echo` (host cost per transaction: nicemu, smoltcp, kernel) and
+//!   `nicemu bench kv` (the key-value server with and without the offloads);
+//! - [`json`]: the JSON the benchmarks' `--json` writes;
 //! - [`tonic_cmd`]: `nicemu modules`, `nicemu testbench`, `nicemu bench tonic`;
 //! - [`tonic_plot`]: the SVG of `nicemu testbench --plot`.
 
 pub mod bench;
 pub mod echo;
 pub mod experiment;
+pub mod json;
 pub mod kv;
 pub mod loadgen;
 pub mod node;

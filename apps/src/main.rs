@@ -58,7 +58,8 @@ enum Cmd {
     /// exercising ARP, ping, forwarding, malformed frames and host transmit; prints results.
     Demo(DemoArgs),
     /// Benchmarks: `bench echo` compares the host cost of a 64-byte echo on nicemu, smoltcp
-    /// and the Linux kernel; `bench tonic` measures Tonic's segment scheduling decisions per
+    /// and the Linux kernel; `bench kv` runs the key-value server with and without the
+    /// offloads; `bench tonic` measures Tonic's segment scheduling decisions per
     /// second; `bench wheel` times the timer bitmap wheel.
     #[command(subcommand)]
     Bench(BenchCmd),
@@ -97,6 +98,11 @@ enum BenchCmd {
     /// nicemu host stack, a smoltcp server and a Linux kernel epoll server, side by side.
     /// The kernel server needs root and a build with the dpdk feature.
     Echo(EchoArgs),
+    /// The key-value server (RESP2) under a Redis SET/GET load on the in-memory wire, with
+    /// and without AccelTCP's offloads, one request per connection and persistent (AccelTCP
+    /// Table 4's shape): requests/s, server host and NIC ns per request, PCIe link frames per
+    /// request, latency p50/p99; a table, --json and SVG plots.
+    Kv(KvArgs),
     /// Tonic scheduling decisions per second on one core for several numbers of active
     /// flows (Tonic's hardware: one per 10 ns, at most 2,048 flows).
     Tonic {
@@ -161,6 +167,10 @@ struct EchoArgs {
     /// Request size in bytes.
     #[arg(long, default_value_t = 64)]
     size: usize,
+    /// Sweep message sizes, comma-separated (e.g. 64,256,1024): the whole benchmark runs once
+    /// per size (AccelTCP Figure 11's sweep); replaces --size.
+    #[arg(long, value_delimiter = ',', conflicts_with = "size")]
+    sizes: Vec<usize>,
     /// Measured seconds per server per round.
     #[arg(long, default_value_t = 5.0)]
     seconds: f64,
@@ -175,6 +185,56 @@ struct EchoArgs {
     /// Warm-up seconds before each measured window.
     #[arg(long, default_value_t = 0.5)]
     warmup: f64,
+    #[command(flatten)]
+    out: BenchOut,
+}
+
+/// Where a benchmark writes its results besides the table.
+#[derive(Args, Debug)]
+struct BenchOut {
+    /// Also write every measured window and the medians to this file as JSON.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Directory for the SVG plots (default: target/nicemu-bench/<bench> under the current
+    /// directory when it has a target/, else nicemu-bench/<bench>).
+    #[arg(long, value_name = "DIR")]
+    plot_dir: Option<PathBuf>,
+    /// Write no plots.
+    #[arg(long, conflicts_with = "plot_dir")]
+    no_plots: bool,
+}
+
+#[derive(Args, Debug)]
+struct KvArgs {
+    /// Concurrent connections.
+    #[arg(long, default_value_t = 1024)]
+    conns: usize,
+    /// Value size in bytes of the SETs (and GETs) (AccelTCP Table 4's workload: 2).
+    #[arg(long, default_value_t = 2)]
+    size: usize,
+    /// Rows, comma-separated: requests per connection (1 or `short`: a new connection per
+    /// request, Table 4's case; 0 or `persistent`).
+    #[arg(long, default_value = "short,persistent")]
+    per_conn: String,
+    /// Server variants, comma-separated: nicemu (no offload), nicemu-setup (AccelTCP's setup
+    /// offload), nicemu-offload (setup and teardown offloads), nicemu-quasi (the same with
+    /// quasi-TCBs, AccelTCP §5.2).
+    #[arg(
+        long,
+        default_value = "nicemu,nicemu-setup,nicemu-offload,nicemu-quasi"
+    )]
+    servers: String,
+    /// Measured seconds per variant per round.
+    #[arg(long, default_value_t = 3.0)]
+    seconds: f64,
+    /// Rounds (each runs every variant once per row; the order rotates).
+    #[arg(long, default_value_t = 3)]
+    rounds: u32,
+    /// Warm-up seconds before each measured window.
+    #[arg(long, default_value_t = 0.5)]
+    warmup: f64,
+    #[command(flatten)]
+    out: BenchOut,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -298,6 +358,7 @@ fn main() -> ExitCode {
         Cmd::Proxy(a) => proxy_cmd::run(&a),
         Cmd::Demo(a) => demo::run(a.frames, a.dpdk_seconds),
         Cmd::Bench(BenchCmd::Echo(a)) => bench_echo(a),
+        Cmd::Bench(BenchCmd::Kv(a)) => bench_kv(a),
         Cmd::Bench(BenchCmd::Tonic {
             module,
             flows,
@@ -355,7 +416,46 @@ fn modules(mut plugins: Vec<PathBuf>, config: Option<PathBuf>) -> Result<(), Str
     apps::tonic_cmd::modules(&plugins)
 }
 
-/// `nicemu bench echo`: runs the benchmark (Ctrl-C stops it and cleans up) and prints it.
+/// Stops `stop` on Ctrl-C (the benchmarks then clean up and fail).
+fn stop_on_ctrl_c(stop: std::sync::Arc<std::sync::atomic::AtomicBool>) {
+    if let Err(e) =
+        ctrlc::set_handler(move || stop.store(true, std::sync::atomic::Ordering::Relaxed))
+    {
+        eprintln!("nicemu: cannot install the Ctrl-C handler: {e}");
+    }
+}
+
+/// Writes the plots (unless --no-plots) and the JSON (with the plots' paths) of a benchmark,
+/// and says where they went.
+fn write_outputs(
+    out: &BenchOut,
+    bench: &str,
+    json: apps::json::Json,
+    plots: impl FnOnce(&std::path::Path) -> Result<Vec<PathBuf>, String>,
+) -> Result<(), String> {
+    let mut written = Vec::new();
+    if !out.no_plots {
+        let dir = out
+            .plot_dir
+            .clone()
+            .unwrap_or_else(|| apps::bench::default_plot_dir(bench));
+        written = plots(&dir)?;
+        println!();
+        println!("plots written to {}/:", dir.display());
+        for f in &written {
+            println!("  {}", f.display());
+        }
+    }
+    if let Some(path) = &out.json {
+        let paths: Vec<String> = written.iter().map(|p| p.display().to_string()).collect();
+        apps::json::write_file(path, &json.with("plots", paths))?;
+        println!("results written to {} (JSON)", path.display());
+    }
+    Ok(())
+}
+
+/// `nicemu bench echo`: runs the benchmark (Ctrl-C stops it and cleans up) once per message
+/// size, prints each table, and writes the plots and JSON.
 fn bench_echo(a: EchoArgs) -> Result<(), String> {
     let opts = apps::bench::EchoBenchOpts {
         conns: a.conns,
@@ -368,14 +468,45 @@ fn bench_echo(a: EchoArgs) -> Result<(), String> {
         warmup_seconds: a.warmup,
         ..Default::default()
     };
-    let stop = opts.stop.clone();
-    if let Err(e) =
-        ctrlc::set_handler(move || stop.store(true, std::sync::atomic::Ordering::Relaxed))
-    {
-        eprintln!("nicemu: cannot install the Ctrl-C handler: {e}");
+    stop_on_ctrl_c(opts.stop.clone());
+    let sizes = if a.sizes.is_empty() {
+        vec![a.size]
+    } else {
+        a.sizes.clone()
+    };
+    let mut reports = Vec::new();
+    for (i, &size) in sizes.iter().enumerate() {
+        if i > 0 {
+            println!();
+        }
+        let r = apps::bench::echo(&apps::bench::EchoBenchOpts {
+            size,
+            ..opts.clone()
+        })?;
+        print!("{r}");
+        reports.push(r);
     }
-    print!("{}", apps::bench::echo(&opts)?);
-    Ok(())
+    write_outputs(&a.out, "echo", apps::bench::echo_json(&reports), |dir| {
+        apps::bench::echo_plots(&reports, dir)
+    })
+}
+
+/// `nicemu bench kv`: runs the key-value benchmark, prints its table, writes plots and JSON.
+fn bench_kv(a: KvArgs) -> Result<(), String> {
+    let opts = apps::bench::KvBenchOpts {
+        conns: a.conns,
+        size: a.size,
+        rows: apps::bench::kv::parse_rows(&a.per_conn)?,
+        servers: apps::bench::parse_servers(&a.servers)?,
+        seconds: a.seconds,
+        rounds: a.rounds,
+        warmup_seconds: a.warmup,
+        ..Default::default()
+    };
+    stop_on_ctrl_c(opts.stop.clone());
+    let r = apps::bench::kv(&opts)?;
+    print!("{r}");
+    write_outputs(&a.out, "kv", r.json(), |dir| r.plots(dir))
 }
 
 #[cfg(feature = "dpdk")]

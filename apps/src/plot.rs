@@ -210,7 +210,9 @@ impl StackedBars {
             return Err(PlotError::Empty(path.display().to_string()));
         }
         let e = draw_err(path);
-        let root = SVGBackend::new(path, SIZE).into_drawing_area();
+        // Wide enough that each bar's label fits above it.
+        let width = SIZE.0.max(150 * n as u32 + 160);
+        let root = SVGBackend::new(path, (width, SIZE.1)).into_drawing_area();
         root.fill(&WHITE).map_err(|x| e(x.to_string()))?;
         let mut chart = ChartBuilder::on(&root)
             .caption(&self.title, ("sans-serif", 22))

@@ -3,6 +3,7 @@
 //! server NIC, server host); only the server host's part is timed.
 
 use std::net::SocketAddrV4;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use dataplane::clock::Clock;
@@ -29,17 +30,19 @@ pub(super) fn ring_frames(conns: usize) -> usize {
     (2 * conns + 1024).max(4096)
 }
 
-/// A nicemu node on the wire, set up for `conns` connections.
-fn node(
+/// A nicemu node on the wire, set up for `conns` connections of `per_conn` transactions
+/// each (0: persistent).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn node(
     name: &str,
     ip: [u8; 4],
     mac: [u8; 6],
     q: WireQueue,
     clock: &Clock,
-    opts: &EchoBenchOpts,
+    conns: usize,
+    per_conn: u32,
     quasi: bool,
 ) -> Node<WireQueue> {
-    let (conns, per_conn) = (opts.conns, opts.per_conn);
     let mut spec = NodeSpec::new(name, ip, 24, mac);
     if per_conn != 0 && ip == CLIENT_IP {
         // The load generator closes first and reuses its ports soon (as Linux's
@@ -64,11 +67,22 @@ fn node(
 pub(super) struct Client {
     node: Node<WireQueue>,
     app: EchoClient,
+    conns: usize,
+    per_conn: u32,
 }
 
 impl Client {
     fn new(q: WireQueue, clock: &Clock, opts: &EchoBenchOpts) -> Result<Client, String> {
-        let mut node = node("client", CLIENT_IP, CLIENT_MAC, q, clock, opts, false);
+        let mut node = node(
+            "client",
+            CLIENT_IP,
+            CLIENT_MAC,
+            q,
+            clock,
+            opts.conns,
+            opts.per_conn,
+            false,
+        );
         let app = EchoClient::with_per_conn(
             &mut node.host,
             SocketAddrV4::new(SERVER_IP.into(), PORT),
@@ -77,16 +91,86 @@ impl Client {
             opts.per_conn,
         )
         .map_err(|e| format!("echo client: {e:?}"))?;
-        Ok(Client { node, app })
+        Ok(Client {
+            node,
+            app,
+            conns: opts.conns,
+            per_conn: opts.per_conn,
+        })
     }
+}
 
+impl ClientPart for Client {
     fn step(&mut self) {
         self.app.step(&mut self.node.host);
         self.node.nic.poll_once();
     }
+
+    fn warmed(&self) -> bool {
+        super::warmed(&self.app, self.conns, self.per_conn)
+    }
+
+    fn transactions(&self) -> u64 {
+        self.app.transactions
+    }
+
+    fn progress(&self) -> String {
+        format!(
+            "only {} of {} connections established\nclient host: {:?}",
+            self.app.connected(),
+            self.conns,
+            self.node.host.stats()
+        )
+    }
+
+    fn check(&self) -> Result<(), String> {
+        if self.app.failed + self.app.corrupt > 0 {
+            return Err(format!(
+                "client saw {} failed connections and {} corrupted echoes",
+                self.app.failed, self.app.corrupt
+            ));
+        }
+        Ok(())
+    }
 }
 
-fn wire(clock: &Clock, conns: usize) -> (WireQueue, WireQueue) {
+/// The client side of a round, as the driver sees it.
+pub(super) trait ClientPart {
+    /// One round of the client (its host and its NIC).
+    fn step(&mut self);
+    /// The load is fully up: the measured window may start.
+    fn warmed(&self) -> bool;
+    /// Transactions completed so far.
+    fn transactions(&self) -> u64;
+    /// Why the load is not up yet, for a failure report.
+    fn progress(&self) -> String;
+    /// An error if the client saw a failure (checked at the end of the window).
+    fn check(&self) -> Result<(), String>;
+    /// The measured window starts now.
+    fn mark(&mut self) {}
+}
+
+/// How long a round runs, and the flag that stops it early.
+pub(super) struct Timing<'a> {
+    /// Seconds of traffic before the window, once the load is up.
+    pub warmup_s: f64,
+    /// Seconds of the measured window.
+    pub seconds: f64,
+    /// Set to stop early (Ctrl-C).
+    pub stop: &'a AtomicBool,
+}
+
+impl Timing<'_> {
+    fn check_stop(&self) -> Result<(), String> {
+        if self.stop.load(Ordering::Relaxed) {
+            Err("interrupted".into())
+        } else {
+            Ok(())
+        }
+    }
+}
+
+pub(super) fn wire(clock: &Clock, conns: usize) -> (WireQueue, WireQueue) {
     let (mut a, mut b) = wire::wire_pair(&WireConfig {
         queues: 1,
         ring_size: ring_frames(conns).max(16384),
@@ -101,7 +185,7 @@ fn wire(clock: &Clock, conns: usize) -> (WireQueue, WireQueue) {
 }
 
 /// The server side of a round, as the driver sees it.
-trait ServerPart {
+pub(super) trait ServerPart {
     /// One round of the server; returns the TSC cycles spent on the host and on the NIC,
     /// and whether the host had anything to do.
     fn step(&mut self) -> (u64, u64, bool);
@@ -113,41 +197,42 @@ trait ServerPart {
     }
 }
 
-/// Runs the client and `server` through the warm-up and the measured window.
-fn drive(
-    opts: &EchoBenchOpts,
-    client: &mut Client,
+/// Runs the client and `server` through the warm-up and the measured window: one thread
+/// steps the client (host, NIC) and the server (NIC, host) round-robin and sums the TSC
+/// cycles the server reports for its host and NIC parts inside the window.
+pub(super) fn drive(
+    t: &Timing<'_>,
+    client: &mut dyn ClientPart,
     server: &mut dyn ServerPart,
 ) -> Result<Window, String> {
-    let warm = Deadline::after(opts.warmup_seconds);
-    let limit = Deadline::after(opts.warmup_seconds + 30.0);
+    let warm = Deadline::after(t.warmup_s);
+    let limit = Deadline::after(t.warmup_s + 30.0);
     let mut i = 0u64;
     loop {
         client.step();
         server.step();
         i += 1;
         if i.is_multiple_of(256) {
-            opts.check_stop()?;
-            if super::warmed(&client.app, opts) && warm.passed() {
+            t.check_stop()?;
+            if client.warmed() && warm.passed() {
                 break;
             }
             if limit.passed() {
                 return Err(format!(
-                    "only {} of {} connections established after {:.0} s\nclient host: {:?}\nserver: {}",
-                    client.app.connected(),
-                    opts.conns,
-                    opts.warmup_seconds + 30.0,
-                    client.node.host.stats(),
+                    "load not up after {:.0} s: {}\nserver: {}",
+                    t.warmup_s + 30.0,
+                    client.progress(),
                     server.counters()
                 ));
             }
         }
     }
     server.mark();
-    let tx0 = client.app.transactions;
+    client.mark();
+    let tx0 = client.transactions();
     let cpu0 = thread_cpu_ns();
     let t0 = Instant::now();
-    let end = Deadline::after(opts.seconds);
+    let end = Deadline::after(t.seconds);
     let (mut host, mut nic, mut idle) = (0u64, 0u64, 0u64);
     loop {
         client.step();
@@ -162,18 +247,13 @@ fn drive(
             break;
         }
         if i.is_multiple_of(65_536) {
-            opts.check_stop()?;
+            t.check_stop()?;
         }
     }
     let wall = t0.elapsed().as_secs_f64();
     let on_cpu = ((thread_cpu_ns() - cpu0) as f64 / 1e9 / wall).min(1.0);
-    let transactions = client.app.transactions - tx0;
-    if client.app.failed + client.app.corrupt > 0 {
-        return Err(format!(
-            "client saw {} failed connections and {} corrupted echoes",
-            client.app.failed, client.app.corrupt
-        ));
-    }
+    let transactions = client.transactions() - tx0;
+    client.check()?;
     Ok(Window {
         transactions,
         wall,
@@ -185,20 +265,24 @@ fn drive(
 }
 
 /// What a measured window produced.
-struct Window {
-    transactions: u64,
-    wall: f64,
-    host_cycles: u64,
-    nic_cycles: u64,
+pub(super) struct Window {
+    /// Transactions the client completed in the window.
+    pub transactions: u64,
+    /// Length of the window, seconds.
+    pub wall: f64,
+    /// TSC cycles in the server's host part.
+    pub host_cycles: u64,
+    /// TSC cycles in the server's NIC part.
+    pub nic_cycles: u64,
     /// Host cycles of server rounds that found nothing to do (included in `host_cycles`).
-    idle_cycles: u64,
+    pub idle_cycles: u64,
     /// Fraction of the window the thread was on a CPU (others share the machine).
-    on_cpu: f64,
+    pub on_cpu: f64,
 }
 
 impl Window {
     /// The on-CPU fraction and the idle share, for the report.
-    fn note(&self) -> String {
+    pub(super) fn note(&self) -> String {
         format!(
             "on CPU {:.0}% of the window, {:.0}% of host time in idle polls",
             self.on_cpu * 100.0,
@@ -209,7 +293,7 @@ impl Window {
     /// Nanoseconds of `cycles` measured in the window, less the share of the time the thread
     /// was preempted (assumed spread evenly over the loop, so each part's TSC time is scaled
     /// by the on-CPU fraction).
-    fn ns(&self, cycles: u64, tsc_hz: u64) -> f64 {
+    pub(super) fn ns(&self, cycles: u64, tsc_hz: u64) -> f64 {
         cycles as f64 * 1e9 / tsc_hz.max(1) as f64 * self.on_cpu.max(0.0)
     }
 }
@@ -245,6 +329,14 @@ impl ServerPart for NicemuServer {
     }
 }
 
+fn timing(opts: &EchoBenchOpts) -> Timing<'_> {
+    Timing {
+        warmup_s: opts.warmup_seconds,
+        seconds: opts.seconds,
+        stop: &opts.stop,
+    }
+}
+
 /// One round with the nicemu server.
 pub(super) fn nicemu(
     opts: &EchoBenchOpts,
@@ -264,7 +356,16 @@ pub(super) fn nicemu(
     let (qc, qs) = wire(&clock, opts.conns);
     let mut client = Client::new(qc, &clock, opts)?;
     let quasi = server == Server::NicemuQuasi;
-    let mut node = node("server", SERVER_IP, SERVER_MAC, qs, &clock, opts, quasi);
+    let mut node = node(
+        "server",
+        SERVER_IP,
+        SERVER_MAC,
+        qs,
+        &clock,
+        opts.conns,
+        opts.per_conn,
+        quasi,
+    );
     let app = EchoServer::with_offloads(&mut node.host, PORT, offloads)
         .map_err(|e| format!("echo server: {e:?}"))?
         .close_after_reply(opts.server_closes);
@@ -274,7 +375,7 @@ pub(super) fn nicemu(
         link0: Default::default(),
         rss1: None,
     };
-    let w = drive(opts, &mut client, &mut srv)?;
+    let w = drive(&timing(opts), &mut client, &mut srv)?;
     let mut note = w.note();
     if let (Some(a), Some(b)) = (rss0, srv.rss1) {
         // Both nodes (hosts, NICs, links, wire) once every connection is up.
@@ -340,6 +441,7 @@ pub(super) fn nicemu(
         transactions: w.transactions,
         wall_s: w.wall,
         host_ns: w.ns(w.host_cycles, tsc_hz),
+        host_idle_ns: Some(w.ns(w.idle_cycles, tsc_hz)),
         host_ns_process: None,
         nic_ns: Some(w.ns(w.nic_cycles, tsc_hz)),
         link: Some(LinkPerTxn {
@@ -392,13 +494,14 @@ pub(super) fn smoltcp(
         smol_now(&clock),
     )?;
     let mut srv = SmolServer { srv, clock };
-    let w = drive(opts, &mut client, &mut srv)?;
+    let w = drive(&timing(opts), &mut client, &mut srv)?;
     Ok(Measurement {
         server: Server::Smoltcp,
         round,
         transactions: w.transactions,
         wall_s: w.wall,
         host_ns: w.ns(w.host_cycles, tsc_hz),
+        host_idle_ns: Some(w.ns(w.idle_cycles, tsc_hz)),
         host_ns_process: None,
         nic_ns: None,
         link: None,

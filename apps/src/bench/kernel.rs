@@ -168,7 +168,7 @@ impl KernelBench {
             i += 1;
             if i.is_multiple_of(256) {
                 opts.check_stop()?;
-                if super::warmed(&app, opts) && warm.passed() {
+                if super::warmed(&app, opts.conns, opts.per_conn) && warm.passed() {
                     break;
                 }
                 if limit.passed() {
@@ -228,6 +228,7 @@ impl KernelBench {
             transactions,
             wall_s: wall,
             host_ns: process_ns + softirq_ns,
+            host_idle_ns: None,
             host_ns_process: Some(process_ns),
             nic_ns: None,
             link: None,

@@ -1,4 +1,5 @@
-//! `nicemu bench echo`: the host-cost comparison of AccelTCP §6 (BENCHMARKS.md, "Host stack").
+//! `nicemu bench echo`: the host-cost comparison of AccelTCP §6 (BENCHMARKS.md, "Host stack");
+//! `nicemu bench kv` ([`kv`]): the key-value server of AccelTCP §6.2 on the in-memory wire.
 //!
 //! A persistent-connection echo: `conns` connections, each with one `size`-byte request
 //! outstanding; a transaction is one request echoed back in full. The client is always the
@@ -17,10 +18,12 @@
 //! is that time divided by the transactions completed in the measured window. Rounds
 //! alternate the servers (the order rotates each round), so the ratios are side by side.
 
+mod echo_out;
 mod inmem;
 #[cfg(feature = "dpdk")]
 mod kernel;
 mod kernel_server;
+pub mod kv;
 mod procstat;
 pub mod smol_echo;
 mod wheel;
@@ -30,7 +33,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+pub use echo_out::{default_plot_dir, echo_json, echo_plots};
 pub use kernel_server::kernel_echo_server;
+pub use kv::{kv, KvBenchOpts, KvBenchReport};
 pub use wheel::{wheel, WheelBenchOpts};
 
 /// Echo port on the server.
@@ -194,11 +199,11 @@ impl EchoBenchOpts {
 
 /// True once the client's load is fully up: every persistent connection established, or,
 /// with short-lived connections, as many transactions done as connections in flight.
-fn warmed(app: &crate::echo::EchoClient, opts: &EchoBenchOpts) -> bool {
-    if opts.per_conn == 0 {
-        app.connected() == opts.conns
+fn warmed(app: &crate::echo::EchoClient, conns: usize, per_conn: u32) -> bool {
+    if per_conn == 0 {
+        app.connected() == conns
     } else {
-        app.transactions >= opts.conns as u64
+        app.transactions >= conns as u64
     }
 }
 
@@ -242,6 +247,8 @@ pub struct Measurement {
     pub wall_s: f64,
     /// Host CPU nanoseconds attributed to the server over the window.
     pub host_ns: f64,
+    /// In-memory servers: the part of `host_ns` spent in polls that found nothing to do.
+    pub host_idle_ns: Option<f64>,
     /// Kernel only: the part spent by the server process itself.
     pub host_ns_process: Option<f64>,
     /// nicemu only: nanoseconds in the server's NIC lcore (the emulated NIC, not host cost).
@@ -625,6 +632,7 @@ mod tests {
             transactions: 1000,
             wall_s: 1.0,
             host_ns,
+            host_idle_ns: None,
             host_ns_process: process,
             nic_ns: None,
             link: None,

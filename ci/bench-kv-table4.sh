@@ -1,0 +1,222 @@
+#!/usr/bin/env bash
+# AccelTCP Table 4's measurement with real processes (§6.2: Redis, one key-value transaction
+# per connection): server CPU time per request of
+#   (a) Debian's redis-server on the Linux kernel's TCP stack, and
+#   (b) `nicemu kv` (the RESP2 server on nicemu's host stack, its NIC on DPDK's
+#       net_af_packet), with AccelTCP's setup and teardown offloads and with --no-offload,
+# each driven by the same `redis-benchmark -k $KEEPALIVE -t set,get -n $N -c $CONNS -d $VALUE`
+# from a network namespace on the other end of a veth pair. Rounds alternate the servers
+# (side by side, DESIGN.md: absolute times drift on shared machines).
+#
+# Topology (made here, removed at exit):
+#   [netns nmkvc<ID>: redis-benchmark, 198.18.5.1/24 on nmkv<ID>c] --veth-- [nmkv<ID>s]
+#   (a) nmkv<ID>s has 198.18.5.2/24 and redis-server listens on it (kernel TCP);
+#   (b) nmkv<ID>s has no address; nicemu kv owns it through net_af_packet and answers as
+#       198.18.5.2 itself (ARP, TCP, SYN cookies on its NIC lcore).
+# Transmit checksum offload is off on both veth ends and IPv6 is off on the link
+# (DESIGN.md principle 5).
+#
+# What "server CPU per request" is:
+#   redis-server: utime+stime of the process (/proc/PID/stat fields 14+15, clock ticks)
+#     over the redis-benchmark run, divided by the requests (2 x N: the SET and GET tests).
+#     Kernel work done in softirq on the client's CPU (the receive path of requests sent
+#     from the namespace) is not in it: a conservative (low) figure for the kernel.
+#   nicemu kv: it busy-polls, so its /proc time over the run is wall time (printed as
+#     "polling upper bound"). Its busy CPU is the lcore's busy share from the summary it
+#     prints at Ctrl-C ("lcore ...: ..., busy P% ...", the share of loop iterations' TSC time
+#     that found work) times the process's CPU time over its whole life; outside the
+#     benchmark it only idles, so that is the busy time of the benchmark. If the summary
+#     reports busy time in another form, set NICEMU_BUSY_RE to a sed -E expression that
+#     prints the busy percentage from the summary.
+#
+# Usage (root; build first: cargo build --release -p apps --features dpdk):
+#   ci/bench-kv-table4.sh
+#   N=200000 CONNS=50 ROUNDS=3 KEEPALIVE=0 ci/bench-kv-table4.sh      # the defaults
+#   KEEPALIVE=1 ci/bench-kv-table4.sh                                  # persistent connections
+#   CONFIG=my-kv.toml ci/bench-kv-table4.sh    # a nicemu configuration of your own (its port
+#                                              # must be net_af_packet0 with 198.18.5.2/24)
+# Environment: N, CONNS, VALUE (bytes, default 2 as in Table 4's USR workload), KEEPALIVE,
+# ROUNDS, SERVERS (default "redis nicemu nicemu-no-offload"), NICEMU (binary), CONFIG,
+# CORE_SERVER / CORE_CLIENT (cores for the server and for redis-benchmark; default 1 / 0),
+# NICEMU_BUSY_RE, OUT (a directory for the raw outputs; default: a temporary one).
+set -euo pipefail
+
+N=${N:-200000}
+CONNS=${CONNS:-50}
+VALUE=${VALUE:-2}
+KEEPALIVE=${KEEPALIVE:-0}
+ROUNDS=${ROUNDS:-3}
+SERVERS=${SERVERS:-"redis nicemu nicemu-no-offload"}
+NICEMU=${NICEMU:-target/release/nicemu}
+CORE_SERVER=${CORE_SERVER:-1}
+CORE_CLIENT=${CORE_CLIENT:-0}
+NICEMU_BUSY_RE=${NICEMU_BUSY_RE:-'s/.*lcore .*busy ([0-9.]+)%.*/\1/p'}
+PORT=6379
+ID=$(( $$ % 100000 ))
+NS=nmkvc$ID
+VC=nmkv${ID}c   # in the namespace: the client side
+VS=nmkv${ID}s   # outside: the server side
+CLIENT_IP=198.18.5.1
+SERVER_IP=198.18.5.2
+OUT=${OUT:-$(mktemp -d /tmp/nicemu-kv-table4.XXXXXX)}
+mkdir -p "$OUT"
+TICK_NS=$(( 1000000000 / $(getconf CLK_TCK) ))
+
+for tool in redis-server redis-benchmark redis-cli ip ethtool taskset; do
+  command -v "$tool" >/dev/null || { echo "bench-kv-table4: $tool missing (apt-get install redis-server redis-tools iproute2 ethtool util-linux)" >&2; exit 1; }
+done
+if [[ " $SERVERS " == *" nicemu"* ]]; then
+  [ -x "$NICEMU" ] || { echo "bench-kv-table4: $NICEMU missing (cargo build --release -p apps --features dpdk)" >&2; exit 1; }
+  "$NICEMU" kv --help >/dev/null 2>&1 || { echo "bench-kv-table4: this nicemu has no 'kv' subcommand yet" >&2; exit 1; }
+fi
+[ "$(id -u)" -eq 0 ] || { echo "bench-kv-table4: needs root (namespaces, veth)" >&2; exit 1; }
+
+SERVER_PID=""
+cleanup() {
+  if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
+    kill -INT "$SERVER_PID" 2>/dev/null || true
+    sleep 1
+    kill -KILL "$SERVER_PID" 2>/dev/null || true
+  fi
+  ip link del "$VS" 2>/dev/null || true
+  ip netns del "$NS" 2>/dev/null || true
+  rm -rf "/var/run/dpdk/nmkv$ID"
+}
+trap cleanup EXIT INT TERM
+
+ip netns add "$NS"
+ip link add "$VS" type veth peer name "$VC" netns "$NS"
+for dev in "$VS"; do
+  sysctl -qw "net.ipv6.conf.$dev.disable_ipv6=1"
+  ethtool -K "$dev" tx off >/dev/null
+  ip link set "$dev" up
+done
+ip netns exec "$NS" sysctl -qw "net.ipv6.conf.$VC.disable_ipv6=1"
+ip netns exec "$NS" ethtool -K "$VC" tx off >/dev/null
+ip -n "$NS" addr add "$CLIENT_IP/24" dev "$VC"
+ip -n "$NS" link set "$VC" up
+ip -n "$NS" link set lo up
+# The client opens ~N connections per test: reuse TIME_WAIT ports as redis-benchmark expects.
+ip netns exec "$NS" sysctl -qw net.ipv4.tcp_tw_reuse=1
+ip netns exec "$NS" sysctl -qw net.ipv4.ip_local_port_range="1024 65535"
+
+if [ -z "${CONFIG:-}" ]; then
+  CONFIG=$OUT/kv.toml
+  cat >"$CONFIG" <<EOF
+# Generated by ci/bench-kv-table4.sh: nicemu kv on net_af_packet0, one shared lcore (NIC,
+# host stack and the key-value server in one loop) on core $CORE_SERVER.
+[eal]
+args = ["--no-huge", "--no-pci", "-m", "512", "--file-prefix=nmkv$ID"]
+
+[[port]]
+name = "p0"
+driver = "dpdk"
+device = "net_af_packet0"
+ipv4 = ["$SERVER_IP/24"]
+rss = "off"
+
+[[lcore]]
+core = $CORE_SERVER
+role = "shared"
+EOF
+fi
+
+cpu_ticks() { # utime + stime of process $1 (fields after the ")" that ends the name)
+  awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"
+}
+
+wait_ready() { # until the server answers PING from the namespace (30 s at most)
+  for _ in $(seq 300); do
+    if ip netns exec "$NS" redis-cli -h "$SERVER_IP" -p $PORT ping 2>/dev/null | grep -q PONG; then
+      return 0
+    fi
+    if ! kill -0 "$SERVER_PID" 2>/dev/null; then
+      echo "bench-kv-table4: the server exited" >&2; return 1
+    fi
+    sleep 0.1
+  done
+  echo "bench-kv-table4: the server did not answer PING in 30 s" >&2
+  return 1
+}
+
+run_client() { # redis-benchmark from the namespace; prints total requests/s of the tests
+  ip netns exec "$NS" taskset -c "$CORE_CLIENT" redis-benchmark -h "$SERVER_IP" -p $PORT \
+    -k "$KEEPALIVE" -t set,get -n "$N" -c "$CONNS" -d "$VALUE" --csv >"$1" 2>&1
+}
+
+start_server() { # $1: redis | nicemu | nicemu-no-offload; $2: log file
+  case "$1" in
+    redis)
+      ip addr add "$SERVER_IP/24" dev "$VS"
+      taskset -c "$CORE_SERVER" redis-server --bind "$SERVER_IP" --port $PORT --save "" \
+        --appendonly no --protected-mode no --daemonize no >"$2" 2>&1 &
+      SERVER_PID=$! ;;
+    nicemu|nicemu-no-offload)
+      ip addr flush dev "$VS"
+      local extra=()
+      [ "$1" = nicemu-no-offload ] && extra=(--no-offload)
+      "$NICEMU" kv -c "$CONFIG" --port $PORT "${extra[@]}" -- \
+        "--vdev=net_af_packet0,iface=$VS" >"$2" 2>&1 &
+      SERVER_PID=$! ;;
+  esac
+}
+
+stop_server() {
+  kill -INT "$SERVER_PID" 2>/dev/null || true
+  for _ in $(seq 100); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL "$SERVER_PID" 2>/dev/null || true
+  wait "$SERVER_PID" 2>/dev/null || true
+  SERVER_PID=""
+  ip addr flush dev "$VS"
+}
+
+REQUESTS=$(( 2 * N ))
+echo "bench-kv-table4: redis-benchmark -k $KEEPALIVE -t set,get -n $N -c $CONNS -d $VALUE, $ROUNDS round(s), server core $CORE_SERVER, client core $CORE_CLIENT; raw outputs in $OUT"
+printf '%-6s %-18s %10s %10s %14s %22s\n' round server "SET rps" "GET rps" "CPU ns/req" "polling bound ns/req"
+RESULTS=$OUT/results.tsv
+: >"$RESULTS"
+for round in $(seq "$ROUNDS"); do
+  for srv in $SERVERS; do
+    log=$OUT/$srv.$round.log
+    csv=$OUT/$srv.$round.csv
+    start_server "$srv" "$log"
+    wait_ready
+    t0=$(cpu_ticks "$SERVER_PID")
+    run_client "$csv"
+    t1=$(cpu_ticks "$SERVER_PID")
+    stop_server
+    set_rps=$(sed -nE 's/^"SET","([0-9.]+)".*/\1/p' "$csv")
+    get_rps=$(sed -nE 's/^"GET","([0-9.]+)".*/\1/p' "$csv")
+    run_ns=$(( (t1 - t0) * TICK_NS / REQUESTS ))
+    if [ "$srv" = redis ]; then
+      cpu_ns=$run_ns; bound="-"
+    else
+      # Busy share of the (single) lcore over the whole run, times the CPU of the whole run.
+      busy=$(sed -nE "$NICEMU_BUSY_RE" "$log" | head -1)
+      if [ -n "$busy" ]; then
+        cpu_ns=$(awk -v b="$busy" -v t="$t1" -v k="$TICK_NS" -v r="$REQUESTS" 'BEGIN { printf "%.0f", b / 100 * t * k / r }')
+      else
+        cpu_ns="?"
+      fi
+      bound=$run_ns
+    fi
+    printf '%-6s %-18s %10s %10s %14s %22s\n' "$round" "$srv" "${set_rps:-?}" "${get_rps:-?}" "$cpu_ns" "$bound"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$srv" "${set_rps:-}" "${get_rps:-}" "$cpu_ns" "$bound" >>"$RESULTS"
+  done
+done
+echo
+echo "medians over rounds (CPU ns per request; ratio against redis-server on the kernel):"
+awk -F'\t' '
+  { v[$2] = v[$2] " " $5; order[$2] = NR }
+  function median(s,   a, n, i, j, t) {
+    n = split(s, a, " ")
+    for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
+    return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+  }
+  END {
+    base = ("redis" in v) ? median(v["redis"]) : 0
+    for (s in v) {
+      m = median(v[s])
+      printf "  %-18s %10.0f ns/req%s\n", s, m, (base > 0 ? sprintf("   %.2fx of redis-server", m / base) : "")
+    }
+  }' "$RESULTS"
