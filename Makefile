@@ -15,7 +15,7 @@ build: deps
 ## short runs of `bench echo` (AccelTCP Table 3's rows, 64 and 1024 bytes) and `bench kv`
 ## (Table 4's shape) on the in-memory wire: their tables, plots and JSON under
 ## target/nicemu-bench/.
-DEMO_BENCH ?= --seconds 0.5 --rounds 1 --warmup 0.2 --conns 256
+DEMO_BENCH ?= --seconds 1 --rounds 1 --warmup 0.2 --conns 256
 demo: build
 	./target/release/nicemu demo --dpdk-seconds 2
 	@echo; echo "== nicemu bench echo: short connections, the server closes (AccelTCP Table 3's rows) =="

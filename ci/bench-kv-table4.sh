@@ -41,6 +41,11 @@
 # NICEMU_BUSY_RE, OUT (a directory for the raw outputs; default: a temporary one).
 set -euo pipefail
 
+# Paths given relative to where the script was started; then work from the checkout's root.
+[ -n "${CONFIG:-}" ] && CONFIG=$(realpath "$CONFIG")
+[ -n "${NICEMU:-}" ] && NICEMU=$(realpath "$NICEMU")
+cd "$(dirname "$0")/.."
+
 N=${N:-200000}
 CONNS=${CONNS:-50}
 VALUE=${VALUE:-2}
