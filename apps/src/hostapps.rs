@@ -361,11 +361,15 @@ mod with_dpdk {
         Ok(())
     }
 
-    /// A load generator; gives up when every connection failed before any transaction.
+    /// A load generator; gives up when every connection failed before any transaction, or
+    /// when errors keep coming without a transaction completing (3 per connection), so a
+    /// server that is absent or went away never keeps it running.
     struct LoadApp {
         gen: LoadGen,
         conns: u64,
         gave_up: bool,
+        /// Transactions and errors when a transaction last completed.
+        progress: (u64, u64),
     }
 
     /// What a load generator publishes.
@@ -383,7 +387,14 @@ mod with_dpdk {
         fn step(&mut self, ctx: &mut HostCtx, _: u64) -> usize {
             let w = self.gen.step(ctx);
             let s = self.gen.stats();
-            if s.transactions == 0 && self.conns > 0 && s.errors.total() >= self.conns {
+            let errors = s.errors.total();
+            if s.transactions != self.progress.0 {
+                self.progress = (s.transactions, errors);
+            }
+            let stalled = errors - self.progress.1;
+            if self.conns > 0
+                && ((s.transactions == 0 && errors >= self.conns) || stalled >= 3 * self.conns)
+            {
                 self.gave_up = true;
             }
             w
@@ -500,6 +511,7 @@ mod with_dpdk {
                         gen,
                         conns,
                         gave_up: false,
+                        progress: (0, 0),
                     })
                     .map_err(|e| format!("load generator: {e}"))
             },
@@ -569,7 +581,7 @@ mod with_dpdk {
             s.errors.describe()
         );
         if out.hosts.iter().any(|h| h.app.gave_up) {
-            println!("loadgen: gave up: every connection failed before any transaction completed");
+            println!("loadgen: gave up: connections kept failing without a transaction completing");
         }
         if s.transactions == 0 {
             return Err(format!(
