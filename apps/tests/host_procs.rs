@@ -549,3 +549,121 @@ fn procs_kv_redis_tools() {
     );
     println!("procs_kv_redis_tools took {:?}", started.elapsed());
 }
+
+/// `--help` names the options; bad input ends with one error line and a failure status,
+/// before any port is opened (no panic).
+#[test]
+fn procs_cli_help_and_bad_input() {
+    let nicemu = env!("CARGO_BIN_EXE_nicemu");
+    let run = |args: &[&str]| {
+        let o = std::process::Command::new(nicemu)
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        (
+            o.status,
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&o.stderr)
+            ),
+        )
+    };
+    let (st, help) = run(&["loadgen", "--help"]);
+    assert!(st.success(), "{help}");
+    for opt in [
+        "--server",
+        "--proto",
+        "--size",
+        "--conns",
+        "--per-conn",
+        "--count",
+        "--duration",
+        "--clients",
+        "--offload",
+        "EAL",
+    ] {
+        assert!(help.contains(opt), "loadgen --help lacks {opt}:\n{help}");
+    }
+    for (sub, opts) in [
+        ("echo", &["--port", "--size", "--no-offload"][..]),
+        ("kv", &["--port", "--no-offload", "--maxmemory"][..]),
+    ] {
+        let (st, help) = run(&[sub, "--help"]);
+        assert!(st.success(), "{help}");
+        for opt in opts {
+            assert!(help.contains(opt), "{sub} --help lacks {opt}:\n{help}");
+        }
+    }
+    let cfg = concat!(env!("CARGO_MANIFEST_DIR"), "/../configs/af-packet.toml");
+    for (args, want) in [
+        (
+            &[
+                "loadgen",
+                "-c",
+                cfg,
+                "--server",
+                "192.0.2.2:7",
+                "--clients",
+                "10.0.0.0/30",
+            ][..],
+            "outside the port's subnet",
+        ),
+        (
+            &[
+                "loadgen",
+                "-c",
+                cfg,
+                "--server",
+                "192.0.2.2:7",
+                "--clients",
+                "x",
+            ][..],
+            "--clients",
+        ),
+        (
+            &[
+                "loadgen",
+                "-c",
+                cfg,
+                "--server",
+                "192.0.2.2:7",
+                "--ephemeral",
+                "9-5",
+            ][..],
+            "--ephemeral",
+        ),
+        (
+            &[
+                "loadgen",
+                "-c",
+                cfg,
+                "--server",
+                "192.0.2.2:7",
+                "--proto",
+                "ftp",
+            ][..],
+            "unknown protocol",
+        ),
+        (
+            &[
+                "loadgen",
+                "-c",
+                cfg,
+                "--server",
+                "192.0.2.2:7",
+                "--conns",
+                "0",
+            ][..],
+            "--conns",
+        ),
+        (&["echo", "-c", cfg, "--size", "0"][..], "--size"),
+        (&["kv", "-c", "/nonexistent.toml"][..], "nonexistent"),
+    ] {
+        let (st, out) = run(args);
+        assert!(!st.success(), "{args:?}: {out}");
+        assert!(out.contains(want), "{args:?}: {out}");
+        assert!(!out.contains("panicked"), "{args:?}: {out}");
+    }
+}
