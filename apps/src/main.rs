@@ -2,14 +2,17 @@
 //!
 //! Subcommands: `run` (bring the NIC up on the configured ports), `fwd` (forwarding
 //! benchmark), `check` (validate a configuration), `demo` (the embedded default topology),
-//! `proxy` (the HTTP/1.1 load balancer on the host stack, splicing on the NIC).
+//! `proxy` (the HTTP/1.1 load balancer on the host stack, splicing on the NIC), `echo`,
+//! `loadgen` and `kv` (the host applications as processes).
 //! Everything after `--` goes to DPDK's EAL.
 
 mod demo;
 mod demo_tcp;
+mod hostapps;
 #[path = "proxy/cmd.rs"]
 mod proxy_cmd;
 mod report;
+mod runtime;
 mod topo;
 
 use std::path::PathBuf;
@@ -48,6 +51,17 @@ enum Cmd {
     /// the NIC (nsplice) or, with --no-splice, relays them on the host. Runs until Ctrl-C or
     /// --duration, then prints a summary. The configuration needs a `[proxy]` table.
     Proxy(proxy_cmd::ProxyArgs),
+    /// An echo server on the host stack (AccelTCP's setup and teardown offloads unless
+    /// --no-offload); the summary counts transactions as bytes echoed / --size.
+    Echo(hostapps::EchoCmd),
+    /// A load generator on the host stack: echo, HTTP GET or Redis SET+GET transactions
+    /// over --conns connections, a progress line every second, then transactions/s, latency
+    /// percentiles and errors by kind; exits non-zero when no transaction completed or any
+    /// error happened.
+    Loadgen(hostapps::LoadgenCmd),
+    /// A Redis-compatible (RESP2) key-value server on the host stack, with AccelTCP's setup
+    /// and teardown offloads unless --no-offload.
+    Kv(hostapps::KvCmd),
     /// Check a configuration file (syntax, keys, values, cores) without running it.
     Check {
         /// The configuration file.
@@ -356,6 +370,9 @@ fn main() -> ExitCode {
         }
         Cmd::Check { config } => topo::check(&config),
         Cmd::Proxy(a) => proxy_cmd::run(&a),
+        Cmd::Echo(a) => hostapps::echo(&a),
+        Cmd::Loadgen(a) => hostapps::loadgen(&a),
+        Cmd::Kv(a) => hostapps::kv(&a),
         Cmd::Demo(a) => demo::run(a.frames, a.dpdk_seconds),
         Cmd::Bench(BenchCmd::Echo(a)) => bench_echo(a),
         Cmd::Bench(BenchCmd::Kv(a)) => bench_kv(a),

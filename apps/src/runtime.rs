@@ -1,0 +1,578 @@
+//! The process runtime of the host applications (`nicemu proxy`, `echo`, `loadgen`, `kv`):
+//! a configuration's DPDK ports and NIC lcores, one host context per NIC lcore with its
+//! application, Ctrl-C / `--duration`, and the numbers for one summary.
+//!
+//! The configuration's ports and lcores are built as for `nicemu run`, with a host channel
+//! (the emulated PCIe link) per NIC lcore. Each NIC lcore k gets a host context k running an
+//! application ([`HostApp`]): on its own thread, pinned to the configuration's k-th
+//! `role = "host"` lcore when there is one, or in the NIC lcore's own loop when its role is
+//! `shared` (the NIC iteration, then the host's, as `apps::node` does). The host contexts
+//! read the NIC lcores' clock.
+//!
+//! CPU accounting in the spirit of AccelTCP Table 1 (the share of a core spent in the TCP
+//! stack, in packet I/O and in the application): every host-loop iteration reads the TSC
+//! around the stack's poll and the application's step, and the host link ([`TimedLink`])
+//! reads it around every frame it takes from or hands to the NIC. An iteration in which
+//! neither the stack nor the application did anything counts as idle; otherwise its cycles
+//! go to *link* (frames over the emulated PCIe link, including the copy into the link's
+//! buffer), *TCP stack* (the poll minus its link cycles) and *application* (the step minus
+//! its link cycles: this includes the stack work of the application's own calls, such as
+//! the transmit path of `write` and the poll inside `epoll_wait`). NIC lcores report busy
+//! and idle cycles themselves.
+
+use hoststack::frame::HostLink;
+use hoststack::Context;
+use offload_api::link::{HostEnd, LinkBuf};
+
+/// A host link that counts the TSC cycles spent in it (frames in and out).
+pub struct TimedLink {
+    inner: HostEnd,
+    /// Cycles spent in `recv`, `send` and `send_built` so far.
+    pub cycles: u64,
+}
+
+impl TimedLink {
+    /// Wraps `inner`.
+    pub fn new(inner: HostEnd) -> TimedLink {
+        TimedLink { inner, cycles: 0 }
+    }
+}
+
+impl HostLink for TimedLink {
+    type Buf = LinkBuf;
+
+    fn recv(&mut self) -> Option<(u16, LinkBuf)> {
+        let t = dataplane::cycles::rdtsc();
+        let r = self.inner.recv();
+        self.cycles += dataplane::cycles::rdtsc().wrapping_sub(t);
+        r
+    }
+
+    fn send(&mut self, port: u16, frame: &[u8]) -> bool {
+        let t = dataplane::cycles::rdtsc();
+        let r = HostLink::send(&mut self.inner, port, frame);
+        self.cycles += dataplane::cycles::rdtsc().wrapping_sub(t);
+        r
+    }
+
+    fn send_built(
+        &mut self,
+        port: u16,
+        scratch: &mut Vec<u8>,
+        build: &mut dyn FnMut(&mut Vec<u8>),
+    ) -> bool {
+        let t = dataplane::cycles::rdtsc();
+        let r = self.inner.send_built(port, scratch, build);
+        self.cycles += dataplane::cycles::rdtsc().wrapping_sub(t);
+        r
+    }
+}
+
+/// A host context of the runtime.
+pub type HostCtx = Context<TimedLink>;
+
+/// An application on a host context, driven by the runtime's loop.
+pub trait HostApp {
+    /// What it publishes while it runs and returns at the end (counters).
+    type Stats: Clone + Default + Send + 'static;
+    /// One round of the application; `now_ns` is the context's clock. Returns the work
+    /// done (0: nothing to do).
+    fn step(&mut self, ctx: &mut HostCtx, now_ns: u64) -> usize;
+    /// Stops: closes what it holds (the runtime then runs the stack a little longer so the
+    /// closes go out).
+    fn close(&mut self, ctx: &mut HostCtx);
+    /// Its counters now.
+    fn stats(&self, ctx: &HostCtx) -> Self::Stats;
+    /// True when it has nothing more to do (the run ends once every host's app is
+    /// finished).
+    fn finished(&self) -> bool {
+        false
+    }
+}
+
+/// Host-core cycles by component (see the module documentation).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HostCpu {
+    /// The TCP stack's poll (receive processing, timers, queued transmits).
+    pub stack: u64,
+    /// Frames over the host ↔ NIC link.
+    pub link: u64,
+    /// The application's step (with the stack calls it makes).
+    pub app: u64,
+    /// Iterations that found nothing to do.
+    pub idle: u64,
+}
+
+impl HostCpu {
+    /// All cycles.
+    pub fn total(&self) -> u64 {
+        self.stack + self.link + self.app + self.idle
+    }
+
+    /// Adds `o`.
+    pub fn add(&mut self, o: &HostCpu) {
+        self.stack += o.stack;
+        self.link += o.link;
+        self.app += o.app;
+        self.idle += o.idle;
+    }
+}
+
+/// One host context's results.
+#[derive(Clone, Default)]
+pub struct HostResult<S> {
+    /// The application's counters.
+    pub app: S,
+    /// The host stack's counters.
+    pub host: hoststack::stack::HostStats,
+    /// The host stack's splice counters.
+    pub splice: hoststack::stack::SpliceHostStats,
+    /// Connections open at the end.
+    pub conns: usize,
+    /// Its core's cycles by component.
+    pub cpu: HostCpu,
+}
+
+/// The CPU part of the summary: NIC lcores busy / idle (from their reports) and host cores
+/// split into TCP stack, link, application and idle, as shares of their cycles and in
+/// seconds of one core.
+pub fn cpu_summary(
+    nic: &[dataplane::lcore::LcoreReport],
+    hosts: &[HostCpu],
+    tsc_hz: u64,
+) -> String {
+    let pct = |part: u64, all: u64| {
+        if all == 0 {
+            0.0
+        } else {
+            100.0 * part as f64 / all as f64
+        }
+    };
+    let secs = |c: u64| c as f64 / tsc_hz.max(1) as f64;
+    let mut s = String::from("== cpu ==\n");
+    let (mut busy, mut idle) = (0u64, 0u64);
+    for r in nic {
+        let all = r.busy_cycles + r.idle_cycles;
+        busy += r.busy_cycles;
+        idle += r.idle_cycles;
+        s += &format!(
+            "cpu nic {}: busy {:.1}% idle {:.1}% ({:.2} s)\n",
+            r.name,
+            pct(r.busy_cycles, all),
+            pct(r.idle_cycles, all),
+            secs(all)
+        );
+    }
+    let mut sum = HostCpu::default();
+    for (k, h) in hosts.iter().enumerate() {
+        sum.add(h);
+        s += &format!(
+            "cpu host {k}: tcp stack {:.1}% link {:.1}% application {:.1}% idle {:.1}% ({:.2} s)\n",
+            pct(h.stack, h.total()),
+            pct(h.link, h.total()),
+            pct(h.app, h.total()),
+            pct(h.idle, h.total()),
+            secs(h.total())
+        );
+    }
+    let busy_host = sum.stack + sum.link + sum.app;
+    s += &format!(
+        "cpu total: nic busy {:.3} s idle {:.3} s; host busy {:.3} s (tcp stack {:.1}% link {:.1}% application {:.1}% of busy) idle {:.3} s\n",
+        secs(busy),
+        secs(idle),
+        secs(busy_host),
+        pct(sum.stack, busy_host),
+        pct(sum.link, busy_host),
+        pct(sum.app, busy_host),
+        secs(sum.idle)
+    );
+    s
+}
+
+/// Seconds from the command line: none, 0 (none) or a positive number.
+pub fn secs(v: Option<f64>, what: &str) -> Result<Option<std::time::Duration>, String> {
+    match v {
+        None => Ok(None),
+        Some(s) if s.is_finite() && s >= 0.0 => {
+            Ok((s > 0.0).then(|| std::time::Duration::from_secs_f64(s)))
+        }
+        Some(s) => Err(format!(
+            "{what}: expected a number of seconds >= 0, got {s}"
+        )),
+    }
+}
+
+/// Checks what every host application needs of a configuration: DPDK ports, an address on
+/// port 0, cores this process may use.
+pub fn check_config(cfg: &dataplane::config::Config, what: &str) -> Result<(), String> {
+    let allowed = dataplane::sys::allowed_cores()
+        .map_err(|e| format!("cannot read this process's CPU affinity: {e}"))?;
+    cfg.check_cores(&allowed).map_err(|e| e.to_string())?;
+    if cfg.ports.is_empty() || cfg.ports[0].driver != dataplane::config::Driver::Dpdk {
+        return Err(format!(
+            "{}: port[0].driver: nicemu {what} runs on DPDK ports (driver \"dpdk\"); in-memory wires have no peers",
+            cfg.source
+        ));
+    }
+    if cfg.ports[0].ipv4.is_empty() {
+        return Err(format!(
+            "{}: port[0].ipv4: nicemu {what} needs an address",
+            cfg.source
+        ));
+    }
+    Ok(())
+}
+
+/// A stop flag set by Ctrl-C.
+pub fn ctrl_c_flag() -> std::sync::Arc<std::sync::atomic::AtomicBool> {
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let s = stop.clone();
+    if let Err(e) = ctrlc::set_handler(move || s.store(true, std::sync::atomic::Ordering::Relaxed))
+    {
+        eprintln!("nicemu: warning: cannot install the Ctrl-C handler: {e}");
+    }
+    stop
+}
+
+#[cfg(feature = "dpdk")]
+pub use dpdk_run::{run, Outcome, RunSpec};
+
+#[cfg(feature = "dpdk")]
+mod dpdk_run {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex};
+    use std::time::{Duration, Instant};
+
+    use dataplane::config::{Config, Role};
+    use dataplane::cycles::rdtsc;
+    use dataplane::lcore::{LcoreReport, Mode, NicLcore};
+    use dataplane::port::dpdk::DpdkQueue;
+    use dataplane::runtime::{run_lcores, RunOptions};
+    use dataplane::runtime_dpdk::{build_dpdk, eal_args, file_prefix, remove_runtime_dir};
+    use hoststack::{Context, HostConfig};
+    use offload_api::link::HostEnd;
+
+    use super::{HostApp, HostCpu, HostCtx, HostResult, TimedLink};
+
+    /// What [`run`] runs.
+    pub struct RunSpec<'a> {
+        /// Stop after this long (none: on Ctrl-C, or when every app is finished).
+        pub duration: Option<Duration>,
+        /// Call the progress callback this often.
+        pub stats_interval: Option<Duration>,
+        /// Pin threads to their configured cores.
+        pub pin: bool,
+        /// EAL arguments after `--`.
+        pub eal: &'a [String],
+        /// Before starting, wait up to this long for every port's link to be up (a client
+        /// on net_memif waits for its server); a port still down then gets a warning.
+        pub wait_link: Option<Duration>,
+    }
+
+    /// What [`run`] returns.
+    pub struct Outcome<S> {
+        /// The NIC lcores' reports.
+        pub nic: Vec<LcoreReport>,
+        /// One per host context, in NIC lcore order.
+        pub hosts: Vec<HostResult<S>>,
+        /// Wall time of the run.
+        pub elapsed: Duration,
+        /// TSC ticks per second.
+        pub tsc_hz: u64,
+    }
+
+    /// Removes DPDK's runtime directory when dropped (after the EAL is gone).
+    struct RuntimeDir(String);
+    impl Drop for RuntimeDir {
+        fn drop(&mut self) {
+            remove_runtime_dir(&self.0);
+        }
+    }
+
+    /// The state of one host loop: context, app, cycle split, published snapshot.
+    struct HostLoop<A: HostApp> {
+        ctx: HostCtx,
+        app: A,
+        cpu: HostCpu,
+        clock: dataplane::clock::Clock,
+        snap: Arc<Mutex<HostResult<A::Stats>>>,
+        finished: bool,
+    }
+
+    impl<A: HostApp> HostLoop<A> {
+        /// One iteration of the stack and the app, its cycles accounted.
+        fn iterate(&mut self) {
+            let t0 = rdtsc();
+            let l0 = self.ctx.link().cycles;
+            let w1 = self.ctx.poll();
+            let t1 = rdtsc();
+            let l1 = self.ctx.link().cycles;
+            let w2 = self.app.step(&mut self.ctx, self.clock.now_ns());
+            let t2 = rdtsc();
+            let l2 = self.ctx.link().cycles;
+            if w1 + w2 == 0 {
+                self.cpu.idle += t2.wrapping_sub(t0);
+            } else {
+                self.cpu.link += l2.wrapping_sub(l0);
+                self.cpu.stack += t1.wrapping_sub(t0).saturating_sub(l1.wrapping_sub(l0));
+                self.cpu.app += t2.wrapping_sub(t1).saturating_sub(l2.wrapping_sub(l1));
+            }
+        }
+
+        fn publish(&self) {
+            if let Ok(mut s) = self.snap.lock() {
+                s.app = self.app.stats(&self.ctx);
+                s.host = *self.ctx.stats();
+                s.splice = self.ctx.splice_stats();
+                s.conns = self.ctx.connections();
+                s.cpu = self.cpu;
+            }
+        }
+
+        /// Runs until `stop`, then winds down; `nic` is the shared lcore's iteration.
+        fn run(
+            &mut self,
+            stop: &AtomicBool,
+            done: &AtomicUsize,
+            hosts: usize,
+            nic: &mut dyn FnMut(bool),
+        ) {
+            let mut last = Instant::now();
+            while !stop.load(Ordering::Relaxed) {
+                nic(false);
+                self.iterate();
+                if last.elapsed() >= Duration::from_millis(100) {
+                    last = Instant::now();
+                    self.publish();
+                    nic(true);
+                    if !self.finished && self.app.finished() {
+                        self.finished = true;
+                        if done.fetch_add(1, Ordering::Relaxed) + 1 >= hosts {
+                            stop.store(true, Ordering::Relaxed);
+                        }
+                    }
+                }
+            }
+            self.app.close(&mut self.ctx);
+            let until = Instant::now() + Duration::from_millis(50);
+            while Instant::now() < until {
+                self.ctx.poll();
+                nic(false);
+            }
+            self.publish();
+        }
+    }
+
+    /// Runs `make`'s application on a host context per NIC lcore of `cfg` until Ctrl-C
+    /// (`stop`), the spec's duration, or every application is finished; `host_cfg` adjusts
+    /// each context's settings (it gets the defaults: the port's first address, core k, the
+    /// RSS flow map); `progress` is called every `stats_interval` with the NIC reports, the
+    /// hosts' snapshots and the time since the start.
+    pub fn run<A, M, H>(
+        cfg: &Config,
+        spec: &RunSpec,
+        stop: Arc<AtomicBool>,
+        host_cfg: H,
+        make: M,
+        mut progress: impl FnMut(&[LcoreReport], &[HostResult<A::Stats>], Duration),
+    ) -> Result<Outcome<A::Stats>, String>
+    where
+        A: HostApp + 'static,
+        M: Fn(usize, &mut HostCtx) -> Result<A, String> + Send + Sync + 'static,
+        H: Fn(usize, &mut HostConfig) + Send + Sync + 'static,
+    {
+        let opts = RunOptions {
+            mode: Mode::Nic,
+            duration: spec.duration,
+            stats_interval: spec.stats_interval,
+            pin: spec.pin,
+            host_channels: true,
+            ..RunOptions::default()
+        };
+        // Declared first, so dropped last: after the topology and its EAL. DPDK takes the
+        // last --file-prefix (one after `--` overrides the configuration's).
+        let eal = eal_args(cfg, spec.eal);
+        let prefix = (0..eal.len())
+            .rev()
+            .find(|&i| eal[i].starts_with("--file-prefix"))
+            .map_or_else(|| "rte".to_string(), |i| file_prefix(&eal[i..]));
+        let _runtime_dir = RuntimeDir(prefix);
+        let mut topo = build_dpdk(cfg, &opts, spec.eal, None).map_err(|e| e.to_string())?;
+        if let Some(limit) = spec.wait_link {
+            for (p, d) in cfg.ports.iter().zip(&topo.devs) {
+                if let Err(e) = d.wait_link_up(limit) {
+                    eprintln!(
+                        "nicemu: warning: port {}: link not up after {limit:?}: {e}",
+                        p.name
+                    );
+                }
+            }
+        }
+        let ip = cfg.ports[0].ipv4[0].0;
+        let roles: Vec<Role> = cfg.nic_lcores().iter().map(|l| l.role).collect();
+        let host_cores: Vec<usize> = cfg
+            .lcores
+            .iter()
+            .filter(|l| l.role == Role::Host)
+            .map(|l| l.core)
+            .collect();
+        let queues = roles.len();
+        let flow_core =
+            (queues > 1).then(|| apps::node::rss_flow_core(cfg.ports[0].rss, queues as u16));
+        let host_cfg = Arc::new(host_cfg);
+        let make = Arc::new(make);
+        let mk_cfg = {
+            let host_cfg = host_cfg.clone();
+            move |k: usize| {
+                let mut hc = HostConfig::new(ip, 0);
+                hc.core = k;
+                hc.flow_core = flow_core.clone();
+                host_cfg(k, &mut hc);
+                hc
+            }
+        };
+
+        let lcores = std::mem::take(&mut topo.lcores);
+        let hosts = std::mem::take(&mut topo.host);
+        let nhosts = hosts.len();
+        let done = Arc::new(AtomicUsize::new(0));
+        let start = Instant::now();
+        let mut nic_only: Vec<NicLcore<DpdkQueue>> = Vec::new();
+        let mut shared_reports = Vec::new();
+        let mut snaps: Vec<Arc<Mutex<HostResult<A::Stats>>>> = Vec::new();
+        type HostJoin = std::thread::JoinHandle<Result<Option<LcoreReport>, String>>;
+        let mut threads: Vec<HostJoin> = Vec::new();
+        let mut next_host_core = host_cores.iter();
+
+        fn host_loop<A: HostApp>(
+            hc: HostConfig,
+            end: HostEnd,
+            clock: dataplane::clock::Clock,
+            k: usize,
+            make: &dyn Fn(usize, &mut HostCtx) -> Result<A, String>,
+            snap: Arc<Mutex<HostResult<A::Stats>>>,
+        ) -> Result<HostLoop<A>, String> {
+            let c = clock.clone();
+            let mut ctx = Context::new(hc, TimedLink::new(end), Arc::new(move || c.now_ns()));
+            let app = make(k, &mut ctx)?;
+            Ok(HostLoop {
+                ctx,
+                app,
+                cpu: HostCpu::default(),
+                clock,
+                snap,
+                finished: false,
+            })
+        }
+
+        for (k, (lcore, end)) in lcores.into_iter().zip(hosts).enumerate() {
+            let snap = Arc::new(Mutex::new(HostResult::<A::Stats>::default()));
+            snaps.push(snap.clone());
+            let (stop, hc, make, done) = (stop.clone(), mk_cfg(k), make.clone(), done.clone());
+            let clock = lcore.clock().clone();
+            let pin = opts.pin;
+            let shared = roles[k] == Role::Shared;
+            let core = if shared {
+                shared_reports.push(lcore.report_handle());
+                lcore.core()
+            } else {
+                next_host_core.next().copied()
+            };
+            let mut nic_lcore = if shared {
+                Some(lcore)
+            } else {
+                nic_only.push(lcore);
+                None
+            };
+            let t = std::thread::Builder::new()
+                .name(format!("{}{k}", if shared { "shared" } else { "host" }))
+                .spawn(move || -> Result<Option<LcoreReport>, String> {
+                    let r = (|| {
+                        if let (true, Some(core)) = (pin, core) {
+                            dataplane::sys::pin_current_thread(core)
+                                .map_err(|e| format!("cannot pin to core {core}: {e}"))?;
+                        }
+                        if nic_lcore.is_some() {
+                            dataplane::runtime_dpdk::thread_init()()?;
+                        }
+                        let mut h = host_loop(hc, end, clock, k, &*make, snap)?;
+                        let mut nic = |publish: bool| {
+                            if let Some(l) = nic_lcore.as_mut() {
+                                if publish {
+                                    // Publishes the lcore's report (run_lcores does this
+                                    // for the lcores it runs).
+                                    l.finish();
+                                } else {
+                                    l.poll_once();
+                                }
+                            }
+                        };
+                        h.run(&stop, &done, nhosts, &mut nic);
+                        Ok(nic_lcore.as_mut().map(|l| l.finish()))
+                    })();
+                    if r.is_err() {
+                        stop.store(true, Ordering::Relaxed);
+                    }
+                    r
+                })
+                .map_err(|e| format!("cannot start a host thread: {e}"))?;
+            threads.push(t);
+        }
+
+        let snaps_print = snaps.clone();
+        let result = run_lcores(
+            nic_only,
+            &opts,
+            stop.clone(),
+            dataplane::runtime_dpdk::thread_init(),
+            |r, t| {
+                let mut all = r.to_vec();
+                all.extend(
+                    shared_reports
+                        .iter()
+                        .filter_map(|h| h.lock().ok().map(|r| r.clone())),
+                );
+                let hosts: Vec<HostResult<A::Stats>> = snaps_print
+                    .iter()
+                    .map(|s| s.lock().map(|s| s.clone()).unwrap_or_default())
+                    .collect();
+                progress(&all, &hosts, t);
+            },
+        );
+        stop.store(true, Ordering::Relaxed);
+        let mut reports = Vec::new();
+        let mut first_err = None;
+        for t in threads {
+            match t.join() {
+                Ok(Ok(Some(r))) => reports.push(r),
+                Ok(Ok(None)) => {}
+                Ok(Err(e)) => {
+                    first_err.get_or_insert(e);
+                }
+                Err(_) => {
+                    first_err.get_or_insert("a host thread panicked".to_string());
+                }
+            }
+        }
+        let elapsed = start.elapsed();
+        let (nic_reports, _) = result.map_err(|e| e.to_string())?;
+        if let Some(e) = first_err {
+            return Err(e);
+        }
+        reports.extend(nic_reports);
+        let tsc_hz = match dataplane::runtime_dpdk::tsc_hz() {
+            0 => dataplane::cycles::measure_tsc_hz(Duration::from_millis(50)),
+            hz => hz,
+        };
+        let hosts = snaps
+            .iter()
+            .map(|s| s.lock().map(|s| s.clone()).unwrap_or_default())
+            .collect();
+        Ok(Outcome {
+            nic: reports,
+            hosts,
+            elapsed,
+            tsc_hz,
+        })
+    }
+}

@@ -1,0 +1,669 @@
+//! `nicemu echo`, `nicemu loadgen` and `nicemu kv` as real processes.
+//!
+//! - [`procs_memif_loadgen_echo`]: two nicemu processes joined by DPDK's net_memif (the echo
+//!   process is the memif server, the load generator the client), each with a `nic` and a
+//!   `host` lcore (two threads, not pinned); every echo is checked by the generator and the
+//!   transaction counts of both sides agree exactly.
+//! - [`procs_loadgen_kernel_peers`]: `nicemu loadgen` over net_af_packet against a python
+//!   echo server and nginx in a namespace this test creates, then against an address where
+//!   nobody answers and a port where nobody listens: errors, a non-zero exit, bounded time.
+//! - [`procs_loadgen_client_addresses`]: with three client addresses and 100 ephemeral ports
+//!   each, the generator holds 250 connections to one server port.
+//! - [`procs_kv_redis_tools`]: `nicemu kv` against redis-benchmark (`-t
+//!   ping,set,get,incr,mset -n N -c 50`, also with `-k 0` and with `-P 16`; N = 100000, or
+//!   `NICEMU_KV_BENCH_N`) and redis-cli (binary values through `-x`). Measured with a debug
+//!   build on a loaded 2-core machine at N = 5000: keep-alive 19 s, `-k 0` 67 s, `-P 16`
+//!   2 s (about 1,500, 100 to 4,000, and 20,000 requests/s): at N = 100000 the test takes
+//!   roughly half an hour there (nextest's limit for it is raised accordingly).
+//!
+//! Bounded: every wait has a limit; processes, namespaces, veths, temp files and DPDK's
+//! runtime directories are removed also when a test fails. Needs root, iproute2, ethtool,
+//! python3, nginx, redis-tools (`ci/install-deps.sh`).
+#![cfg(feature = "dpdk")]
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::netns::Netns;
+use common::proc::Proc;
+use common::proxy_topo::{nginx_conf, ProxyProc as NicemuProc, TempDir};
+
+const NIC_IP: &str = "192.0.2.1";
+const PEER_IP: &str = "192.0.2.2";
+
+/// A python echo server (selectors, non-blocking) on `0.0.0.0:PORT`; prints `ready`.
+const PY_ECHO: &str = r#"
+import selectors, socket, sys
+sel = selectors.DefaultSelector()
+l = socket.socket()
+l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+l.bind(("0.0.0.0", int(sys.argv[1])))
+l.listen(1024)
+l.setblocking(False)
+sel.register(l, selectors.EVENT_READ)
+print("ready", flush=True)
+while True:
+    for key, _ in sel.select():
+        s = key.fileobj
+        if s is l:
+            try:
+                c, _ = l.accept()
+            except OSError:
+                continue
+            c.setblocking(False)
+            sel.register(c, selectors.EVENT_READ)
+            continue
+        try:
+            d = s.recv(65536)
+        except OSError:
+            d = b""
+        if not d:
+            sel.unregister(s)
+            s.close()
+            continue
+        try:
+            s.setblocking(True)
+            s.sendall(d)
+            s.setblocking(False)
+        except OSError:
+            sel.unregister(s)
+            s.close()
+"#;
+
+/// Polls `ok` every 50 ms until it holds or `limit` passes.
+fn wait_for(limit: Duration, mut ok: impl FnMut() -> bool) -> bool {
+    let until = Instant::now() + limit;
+    while Instant::now() < until {
+        if ok() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
+}
+
+/// The number after `key` in the first line of `text` that starts with `line_start`.
+fn counter(text: &str, line_start: &str, key: &str) -> Option<u64> {
+    let line = text.lines().find(|l| l.starts_with(line_start))?;
+    let rest = &line[line.find(key)? + key.len()..];
+    rest.split(|c: char| !c.is_ascii_digit())
+        .find(|s| !s.is_empty())?
+        .parse()
+        .ok()
+}
+
+/// The lcores of a process: a `nic` and a `host` lcore when two cores are allowed (one
+/// `shared` otherwise), and the EAL's core list.
+fn lcores() -> (String, usize) {
+    let cores = dataplane::sys::allowed_cores().unwrap();
+    let core = cores[0];
+    let text = match cores.get(1) {
+        Some(host) => format!(
+            "[[lcore]]\ncore = {core}\nrole = \"nic\"\n[[lcore]]\ncore = {host}\nrole = \"host\""
+        ),
+        None => format!("[[lcore]]\ncore = {core}\nrole = \"shared\""),
+    };
+    (text, core)
+}
+
+/// A configuration with one DPDK port `dev` (address `cidr`), the EAL on `vdev`.
+fn config(prefix: &str, vdev: &str, dev: &str, cidr: &str) -> String {
+    let (lcores, core) = lcores();
+    format!(
+        r#"
+[eal]
+args = ["--no-huge", "--no-pci", "-m", "256", "-l", "{core}", "--file-prefix={prefix}",
+        "--vdev={vdev}"]
+[runtime]
+stats_interval_s = 0.0
+[[port]]
+name = "p0"
+driver = "dpdk"
+device = "{dev}"
+ipv4 = ["{cidr}"]
+rss = "off"
+{lcores}
+"#
+    )
+}
+
+/// Runs `nicemu ARGS` to its exit (at most `limit`, killed after), with its output.
+fn run_nicemu(args: &[&str], prefix: &str, limit: Duration) -> (Option<bool>, String) {
+    let mut p = NicemuProc::spawn(args, prefix);
+    let done = wait_for(limit, || p.exited().is_some());
+    std::thread::sleep(Duration::from_millis(200));
+    let ok = done.then(|| p.exited().is_some_and(|s| s.success()));
+    (ok, p.describe())
+}
+
+/// A namespace with the kernel's end at PEER_IP/24; the other end is for net_af_packet.
+fn namespace(tag: &str) -> Netns {
+    let net = Netns::new(tag);
+    net.configure(&format!("{PEER_IP}/24"));
+    net
+}
+
+fn af_packet_config(tmp: &TempDir, net: &Netns, prefix: &str) -> String {
+    let path = tmp.path("nicemu.toml");
+    std::fs::write(
+        &path,
+        config(
+            prefix,
+            &format!("net_af_packet0,iface={}", net.outer()),
+            "net_af_packet0",
+            &format!("{NIC_IP}/24"),
+        ),
+    )
+    .unwrap();
+    path
+}
+
+fn start_py_echo(net: &Netns, port: &str) -> Proc {
+    let mut p = Proc::spawn(net, &["python3", "-c", PY_ECHO, port]);
+    assert!(
+        wait_for(Duration::from_secs(10), || p.has_line("ready")),
+        "python echo server: {}",
+        p.describe()
+    );
+    p
+}
+
+#[test]
+fn procs_memif_loadgen_echo() {
+    let started = Instant::now();
+    let tmp = TempDir::new("procs-memif");
+    let sock = tmp.path("memif.sock");
+    let pid = std::process::id();
+    let (pe, pl) = (
+        format!("nicemu-test-pe-{pid}"),
+        format!("nicemu-test-pl-{pid}"),
+    );
+    let ce = tmp.path("echo.toml");
+    let cl = tmp.path("loadgen.toml");
+    std::fs::write(
+        &ce,
+        config(
+            &pe,
+            &format!("net_memif0,role=server,socket={sock},socket-abstract=no,id=0,mac=02:00:00:00:00:01"),
+            "net_memif0",
+            "10.99.0.1/24",
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        &cl,
+        config(
+            &pl,
+            &format!("net_memif0,role=client,socket={sock},socket-abstract=no,id=0,mac=02:00:00:00:00:02"),
+            "net_memif0",
+            "10.99.0.2/24",
+        ),
+    )
+    .unwrap();
+    let mut echo = NicemuProc::spawn(
+        &["echo", "-c", &ce, "--size", "100", "--no-pin", "-d", "120"],
+        &pe,
+    );
+    assert!(
+        wait_for(Duration::from_secs(20), || echo
+            .stdout()
+            .contains("nicemu echo: listening")
+            || echo.exited().is_some()),
+        "{}",
+        echo.describe()
+    );
+    assert!(echo.exited().is_none(), "{}", echo.describe());
+    // Four busy threads on (typically) two cores: a round trip waits for the scheduler, so
+    // few transactions, over several connections.
+    let count = 400;
+    let (ok, lg) = run_nicemu(
+        &[
+            "loadgen",
+            "-c",
+            &cl,
+            "--no-pin",
+            "--server",
+            "10.99.0.1:7",
+            "--size",
+            "100",
+            "--conns",
+            "8",
+            "--count",
+            &count.to_string(),
+            "--connect-timeout-ms",
+            "10000",
+        ],
+        &pl,
+        Duration::from_secs(90),
+    );
+    assert_eq!(ok, Some(true), "loadgen:\n{lg}\necho:\n{}", echo.describe());
+    let status = echo.interrupt_and_wait(Duration::from_secs(15));
+    let et = echo.stdout();
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "echo did not stop cleanly: {}",
+        echo.describe()
+    );
+    println!("--- loadgen:\n{lg}\n--- echo:\n{et}");
+    let sent = counter(&lg, "loadgen: transactions", "transactions").unwrap();
+    let echoed = counter(&et, "echo: transactions", "transactions").unwrap();
+    assert_eq!(sent, count, "{lg}");
+    assert_eq!(echoed, count, "{et}");
+    assert_eq!(counter(&lg, "loadgen: errors", "errors"), Some(0), "{lg}");
+    assert!(!et.contains("partial message"), "{et}");
+    assert!(lg.contains("cpu host 0"), "{lg}");
+    println!("procs_memif_loadgen_echo took {:?}", started.elapsed());
+}
+
+#[test]
+fn procs_loadgen_kernel_peers() {
+    let started = Instant::now();
+    let net = namespace("g");
+    let tmp = TempDir::new("procs-kernel");
+    let prefix = format!("nicemu-test-pk-{}", std::process::id());
+    let cfg = af_packet_config(&tmp, &net, &prefix);
+    let _py = start_py_echo(&net, "7");
+    // nginx with one 1000-byte file.
+    let www = tmp.path("www");
+    std::fs::create_dir_all(&www).unwrap();
+    std::fs::write(format!("{www}/f"), vec![b'x'; 1000]).unwrap();
+    let conf = tmp.path("nginx.conf");
+    std::fs::write(
+        &conf,
+        nginx_conf(&tmp.0.display().to_string(), &www, PEER_IP, 8080),
+    )
+    .unwrap();
+    let _nginx = Proc::spawn(
+        &net,
+        &["nginx", "-c", &conf, "-p", &tmp.path(""), "-e", "stderr"],
+    );
+    assert!(
+        wait_for(Duration::from_secs(10), || net
+            .run(&["ss", "-Hltn", "sport = :8080"])
+            .is_ok_and(|o| o.contains("8080"))),
+        "nginx did not start"
+    );
+
+    // Echo against the kernel, persistent and one connection per transaction.
+    for per_conn in ["0", "1"] {
+        let (ok, out) = run_nicemu(
+            &[
+                "loadgen",
+                "-c",
+                &cfg,
+                "--no-pin",
+                "--server",
+                &format!("{PEER_IP}:7"),
+                "--size",
+                "200",
+                "--conns",
+                "4",
+                "--per-conn",
+                per_conn,
+                "--count",
+                "1000",
+            ],
+            &prefix,
+            Duration::from_secs(60),
+        );
+        assert_eq!(ok, Some(true), "{out}");
+        assert_eq!(
+            counter(&out, "loadgen: transactions", "transactions"),
+            Some(1000),
+            "{out}"
+        );
+        assert!(out.contains("loadgen: latency p50"), "{out}");
+    }
+
+    // HTTP GETs against nginx (keep-alive).
+    let (ok, out) = run_nicemu(
+        &[
+            "loadgen",
+            "-c",
+            &cfg,
+            "--no-pin",
+            "--server",
+            &format!("{PEER_IP}:8080"),
+            "--proto",
+            "http",
+            "--path",
+            "/f",
+            "--conns",
+            "4",
+            "--count",
+            "500",
+        ],
+        &prefix,
+        Duration::from_secs(60),
+    );
+    assert_eq!(ok, Some(true), "{out}");
+    assert_eq!(
+        counter(&out, "loadgen: transactions", "transactions"),
+        Some(500),
+        "{out}"
+    );
+
+    // Nobody at the address (no ARP answer): connect timeouts, a non-zero exit.
+    let t = Instant::now();
+    let (ok, out) = run_nicemu(
+        &[
+            "loadgen",
+            "-c",
+            &cfg,
+            "--no-pin",
+            "--server",
+            "192.0.2.9:7",
+            "--conns",
+            "2",
+            "--count",
+            "10",
+            "--connect-timeout-ms",
+            "500",
+        ],
+        &prefix,
+        Duration::from_secs(30),
+    );
+    assert_eq!(ok, Some(false), "{out}");
+    assert!(out.contains("connect_timeout="), "{out}");
+    assert!(out.contains("no transaction completed"), "{out}");
+    println!("absent server: {:?}", t.elapsed());
+
+    // Nobody listening on the port: refused, a non-zero exit.
+    let (ok, out) = run_nicemu(
+        &[
+            "loadgen",
+            "-c",
+            &cfg,
+            "--no-pin",
+            "--server",
+            &format!("{PEER_IP}:9"),
+            "--conns",
+            "2",
+            "--count",
+            "10",
+        ],
+        &prefix,
+        Duration::from_secs(30),
+    );
+    assert_eq!(ok, Some(false), "{out}");
+    assert!(out.contains("refused="), "{out}");
+    println!("procs_loadgen_kernel_peers took {:?}", started.elapsed());
+}
+
+#[test]
+fn procs_loadgen_client_addresses() {
+    let started = Instant::now();
+    let net = namespace("m");
+    let tmp = TempDir::new("procs-addrs");
+    let prefix = format!("nicemu-test-pm-{}", std::process::id());
+    let cfg = af_packet_config(&tmp, &net, &prefix);
+    let _py = start_py_echo(&net, "7");
+    // 3 addresses (the port's and two more) x 100 ports: 250 connections need all three.
+    let mut lg = NicemuProc::spawn(
+        &[
+            "loadgen",
+            "-c",
+            &cfg,
+            "--no-pin",
+            "--server",
+            &format!("{PEER_IP}:7"),
+            "--conns",
+            "250",
+            "--clients",
+            "192.0.2.64/31",
+            "--ephemeral",
+            "40000-40099",
+            "-d",
+            "30",
+        ],
+        &prefix,
+    );
+    let mut peers = std::collections::HashSet::new();
+    let mut most = 0;
+    let held = wait_for(Duration::from_secs(25), || {
+        let out = net
+            .run(&["ss", "-Htn", "state", "established", "sport = :7"])
+            .unwrap_or_default();
+        let n = out.lines().count();
+        most = most.max(n);
+        for l in out.lines() {
+            if let Some(peer) = l.split_whitespace().last() {
+                if let Some((ip, _)) = peer.rsplit_once(':') {
+                    peers.insert(ip.to_string());
+                }
+            }
+        }
+        n >= 250 || lg.exited().is_some()
+    });
+    let status = lg.interrupt_and_wait(Duration::from_secs(15));
+    let out = lg.describe();
+    println!("{out}\nclient addresses {peers:?}, most connections {most}");
+    assert!(held, "at most {most} connections held: {out}");
+    assert_eq!(most, 250, "{out}");
+    assert_eq!(peers.len(), 3, "client addresses {peers:?}: {out}");
+    assert!(status.is_some_and(|s| s.success()), "{out}");
+    assert!(
+        counter(&out, "loadgen: transactions", "transactions").unwrap_or(0) > 0,
+        "{out}"
+    );
+    println!(
+        "procs_loadgen_client_addresses took {:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn procs_kv_redis_tools() {
+    let started = Instant::now();
+    let n = std::env::var("NICEMU_KV_BENCH_N").unwrap_or_else(|_| "100000".into());
+    let net = namespace("k");
+    // redis-benchmark -k 0 opens a connection per request: let the client reuse its ports
+    // in TIME_WAIT and use all of them (this namespace's settings only).
+    net.must(&["sysctl", "-qw", "net.ipv4.tcp_tw_reuse=1"]);
+    net.must(&["sysctl", "-qw", "net.ipv4.ip_local_port_range=1024 65535"]);
+    let tmp = TempDir::new("procs-kv");
+    let prefix = format!("nicemu-test-pv-{}", std::process::id());
+    let cfg = af_packet_config(&tmp, &net, &prefix);
+    let mut kv = NicemuProc::spawn(&["kv", "-c", &cfg, "--no-pin"], &prefix);
+    assert!(
+        wait_for(Duration::from_secs(20), || {
+            kv.exited().is_some()
+                || net
+                    .run(&["timeout", "2", "redis-cli", "-h", NIC_IP, "ping"])
+                    .is_ok_and(|o| o.trim() == "PONG")
+        }),
+        "kv did not answer: {}",
+        kv.describe()
+    );
+    assert!(kv.exited().is_none(), "{}", kv.describe());
+
+    // redis-cli: binary values through -x (stdin bytes), read back raw.
+    let bin: Vec<u8> = (0..=255u8).cycle().take(3000).collect();
+    let f = tmp.path("bin");
+    std::fs::write(&f, &bin).unwrap();
+    let g = tmp.path("got");
+    net.must(&[
+        "sh",
+        "-c",
+        &format!(
+            "redis-cli -h {NIC_IP} -x set bin < {f} && redis-cli -h {NIC_IP} --raw get bin > {g}"
+        ),
+    ]);
+    let mut want = bin.clone();
+    want.push(b'\n');
+    assert_eq!(std::fs::read(&g).unwrap(), want, "binary value round trip");
+    let r = net.must(&["redis-cli", "-h", NIC_IP, "strlen", "bin"]);
+    assert_eq!(r.trim(), "3000");
+
+    for extra in [&[][..], &["-k", "0"][..], &["-P", "16"][..]] {
+        let t = Instant::now();
+        let mut args = vec![
+            "timeout",
+            "900",
+            "redis-benchmark",
+            "-h",
+            NIC_IP,
+            "-t",
+            "ping,set,get,incr,mset",
+            "-n",
+            &n,
+            "-c",
+            "50",
+            "-q",
+        ];
+        args.extend_from_slice(extra);
+        let out = net
+            .command(&args)
+            .output()
+            .unwrap_or_else(|e| panic!("redis-benchmark: {e}"));
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        println!(
+            "redis-benchmark {extra:?} -n {n}: {:?}\n{text}",
+            t.elapsed()
+        );
+        assert!(out.status.success(), "{text}\n{}", kv.describe());
+        let lower = text.to_lowercase();
+        assert!(
+            !lower.contains("error") && !lower.contains("err "),
+            "{text}"
+        );
+        // One result line per test (PING_INLINE, PING_MBULK, SET, GET, INCR, MSET).
+        let results = text
+            .split(['\r', '\n'])
+            .filter(|l| l.contains("requests per second"))
+            .count();
+        assert!(results >= 6, "{text}");
+    }
+    let status = kv.interrupt_and_wait(Duration::from_secs(15));
+    let out = kv.stdout();
+    assert!(status.is_some_and(|s| s.success()), "{}", kv.describe());
+    println!("{out}");
+    assert!(
+        counter(&out, "kv: commands", "commands").unwrap_or(0) > 0,
+        "{out}"
+    );
+    println!("procs_kv_redis_tools took {:?}", started.elapsed());
+}
+
+/// `--help` names the options; bad input ends with one error line and a failure status,
+/// before any port is opened (no panic).
+#[test]
+fn procs_cli_help_and_bad_input() {
+    let nicemu = env!("CARGO_BIN_EXE_nicemu");
+    let run = |args: &[&str]| {
+        let o = std::process::Command::new(nicemu)
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        (
+            o.status,
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&o.stderr)
+            ),
+        )
+    };
+    let (st, help) = run(&["loadgen", "--help"]);
+    assert!(st.success(), "{help}");
+    for opt in [
+        "--server",
+        "--proto",
+        "--size",
+        "--conns",
+        "--per-conn",
+        "--count",
+        "--duration",
+        "--clients",
+        "--offload",
+        "EAL",
+    ] {
+        assert!(help.contains(opt), "loadgen --help lacks {opt}:\n{help}");
+    }
+    for (sub, opts) in [
+        ("echo", &["--port", "--size", "--no-offload"][..]),
+        ("kv", &["--port", "--no-offload", "--maxmemory"][..]),
+    ] {
+        let (st, help) = run(&[sub, "--help"]);
+        assert!(st.success(), "{help}");
+        for opt in opts {
+            assert!(help.contains(opt), "{sub} --help lacks {opt}:\n{help}");
+        }
+    }
+    let cfg = concat!(env!("CARGO_MANIFEST_DIR"), "/../configs/af-packet.toml");
+    for (args, want) in [
+        (
+            &[
+                "loadgen",
+                "-c",
+                cfg,
+                "--server",
+                "192.0.2.2:7",
+                "--clients",
+                "10.0.0.0/30",
+            ][..],
+            "outside the port's subnet",
+        ),
+        (
+            &[
+                "loadgen",
+                "-c",
+                cfg,
+                "--server",
+                "192.0.2.2:7",
+                "--clients",
+                "x",
+            ][..],
+            "--clients",
+        ),
+        (
+            &[
+                "loadgen",
+                "-c",
+                cfg,
+                "--server",
+                "192.0.2.2:7",
+                "--ephemeral",
+                "9-5",
+            ][..],
+            "--ephemeral",
+        ),
+        (
+            &[
+                "loadgen",
+                "-c",
+                cfg,
+                "--server",
+                "192.0.2.2:7",
+                "--proto",
+                "ftp",
+            ][..],
+            "unknown protocol",
+        ),
+        (
+            &[
+                "loadgen",
+                "-c",
+                cfg,
+                "--server",
+                "192.0.2.2:7",
+                "--conns",
+                "0",
+            ][..],
+            "--conns",
+        ),
+        (&["echo", "-c", cfg, "--size", "0"][..], "--size"),
+        (&["kv", "-c", "/nonexistent.toml"][..], "nonexistent"),
+    ] {
+        let (st, out) = run(args);
+        assert!(!st.success(), "{args:?}: {out}");
+        assert!(out.contains(want), "{args:?}: {out}");
+        assert!(!out.contains("panicked"), "{args:?}: {out}");
+    }
+}
