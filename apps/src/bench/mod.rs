@@ -17,11 +17,13 @@
 //! is that time divided by the transactions completed in the measured window. Rounds
 //! alternate the servers (the order rotates each round), so the ratios are side by side.
 
+pub mod http_backend;
 mod inmem;
 #[cfg(feature = "dpdk")]
 mod kernel;
 mod kernel_server;
 mod procstat;
+pub mod proxy;
 pub mod smol_echo;
 mod wheel;
 
@@ -31,6 +33,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub use kernel_server::kernel_echo_server;
+pub use proxy::{parse_modes, proxy, ProxyBenchOpts, ProxyBenchReport, RelayMode};
 pub use wheel::{wheel, WheelBenchOpts};
 
 /// Echo port on the server.
