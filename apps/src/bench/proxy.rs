@@ -388,14 +388,33 @@ impl ProxyBenchReport {
         out
     }
 
-    /// A linear model per mode and size from the 1- and 8-transaction points: proxy host
-    /// ns per connection = `setup + n × per_txn` (`setup` covers accept, head, connect,
-    /// splice or close; `per_txn` the relaying). None without both points.
-    pub fn cost_model(&self, mode: RelayMode, size: usize) -> Option<(f64, f64)> {
-        let h1 = self.median_of(mode, size, 1, ProxyPoint::host_ns_per_txn)?;
-        let h8 = self.median_of(mode, size, 8, ProxyPoint::host_ns_per_txn)?;
-        let per_txn = (8.0 * h8 - h1) / 7.0;
-        Some((h1 - per_txn, per_txn))
+    /// Medians over rounds of the proxy host's busy time per client connection opened in
+    /// the window, as (total, stack, proxy) nanoseconds, and of the PCIe frames per
+    /// connection (both directions): where the per-connection work goes. None for
+    /// persistent connections (none opened in the window) or a missing point.
+    pub fn per_connection(
+        &self,
+        mode: RelayMode,
+        size: usize,
+        per_conn: u64,
+    ) -> Option<(f64, f64, f64, f64)> {
+        if per_conn == 0 {
+            return None;
+        }
+        let per = |f: &dyn Fn(&ProxyPoint) -> f64| {
+            median(
+                self.of(mode, size, per_conn)
+                    .filter(|p| p.connections > 0)
+                    .map(|p| f(p) / p.connections as f64)
+                    .collect(),
+            )
+        };
+        Some((
+            per(&|p| p.host_stack_ns + p.host_app_ns)?,
+            per(&|p| p.host_stack_ns)?,
+            per(&|p| p.host_app_ns)?,
+            per(&|p| p.frames_per_txn() * p.transactions as f64)?,
+        ))
     }
 
     /// The report as JSON (settings, every window, the ratios and the goals).
@@ -726,28 +745,24 @@ impl fmt::Display for ProxyBenchReport {
                 )?;
             }
         }
-        let models: Vec<String> = o
-            .sizes
-            .iter()
-            .flat_map(|&size| {
-                o.modes.iter().filter_map(move |&mode| {
-                    let (setup, per) = self.cost_model(mode, size)?;
-                    Some(format!(
-                        "{} {size} B: {setup:.0} ns per connection + {per:.0} ns per transaction",
-                        mode.name()
-                    ))
-                })
-            })
-            .collect();
-        if !models.is_empty() {
-            writeln!(f)?;
-            writeln!(
-                f,
-                "proxy host cost model from the 1- and 8-transaction points (ns per connection \
-                 = setup + n x per transaction):"
-            )?;
-            for m in models {
-                writeln!(f, "  {m}")?;
+        writeln!(f)?;
+        writeln!(
+            f,
+            "proxy host busy time per client connection opened in the window (stack + proxy) \
+             and PCIe frames per connection:"
+        )?;
+        for &size in &o.sizes {
+            for &mode in &o.modes {
+                for &n in &o.per_conn {
+                    if let Some((t, st, app, fr)) = self.per_connection(mode, size, n) {
+                        writeln!(
+                            f,
+                            "  {:<6} {size:>5} B n={n:<4}: {t:>8.0} ns ({st:.0} + {app:.0}), \
+                             {fr:.1} frames",
+                            mode.name()
+                        )?;
+                    }
+                }
             }
         }
         writeln!(f)?;
@@ -1310,10 +1325,11 @@ mod tests {
         let goals = report.goals();
         assert_eq!(goals.len(), 2);
         assert!(goals.iter().all(|g| g.met == Some(true)), "{goals:?}");
-        // Per connection: splice 10 µs at n=1 and 16 µs at n=8.
-        let (setup, per) = report.cost_model(RelayMode::Splice, 64).unwrap();
-        assert!((per - (16_000.0 - 10_000.0) / 7.0).abs() < 1e-6, "{per}");
-        assert!((setup + per - 10_000.0).abs() < 1e-6, "{setup}");
+        // 10 connections per window: 1000 transactions at 10 µs busy each is 1 ms per
+        // connection; none for persistent connections.
+        let (t, st, app, _) = report.per_connection(RelayMode::Splice, 64, 1).unwrap();
+        assert_eq!((t, st, app), (1e6, 5e5, 5e5));
+        assert_eq!(report.per_connection(RelayMode::Relay, 64, 0), None);
         let json = report.to_json();
         assert!(json.contains("\"host_ns_relay_over_splice\": 4,"), "{json}");
         assert!(json.contains("a \\\"quoted\\\"\\nline"));
