@@ -117,6 +117,10 @@ enum BenchCmd {
     /// Table 4's shape): requests/s, server host and NIC ns per request, PCIe link frames per
     /// request, latency p50/p99; a table, --json and SVG plots.
     Kv(KvArgs),
+    /// The L7 proxy with the NIC's connection splicing vs relaying on the host (AccelTCP
+    /// Table 2, Figures 12-13): host and NIC ns per proxied HTTP transaction, txn/s and PCIe
+    /// frames, over message sizes and transactions per connection.
+    Proxy(ProxyBenchArgs),
     /// Tonic scheduling decisions per second on one core for several numbers of active
     /// flows (Tonic's hardware: one per 10 ns, at most 2,048 flows).
     Tonic {
@@ -251,6 +255,40 @@ struct KvArgs {
     out: BenchOut,
 }
 
+#[derive(Args, Debug)]
+struct ProxyBenchArgs {
+    /// Client connections in flight.
+    #[arg(long, default_value_t = 256)]
+    conns: usize,
+    /// Message (HTTP response body) sizes in bytes, comma-separated.
+    #[arg(long, default_value = "64,1500", value_delimiter = ',')]
+    sizes: Vec<usize>,
+    /// Transactions per connection, comma-separated (0: persistent connections).
+    #[arg(long, default_value = "1,8,128,0", value_delimiter = ',')]
+    per_conn: Vec<u64>,
+    /// Modes compared: splice (nsplice, the NIC relays), relay (the host relays).
+    #[arg(long, default_value = "splice,relay")]
+    modes: String,
+    /// Back-end servers (round robin).
+    #[arg(long, default_value_t = 2)]
+    backends: usize,
+    /// Measured seconds per configuration and mode.
+    #[arg(long, default_value_t = 1.0)]
+    seconds: f64,
+    /// Warm-up seconds before each measured window.
+    #[arg(long, default_value_t = 0.3)]
+    warmup: f64,
+    /// Rounds (medians over rounds; the mode order alternates).
+    #[arg(long, default_value_t = 1)]
+    rounds: u32,
+    /// Also write the report as JSON to this file.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Write SVG plots into this directory.
+    #[arg(long)]
+    plot_dir: Option<PathBuf>,
+}
+
 #[derive(Args, Debug, Clone)]
 pub struct CommonArgs {
     /// The configuration file (TOML, see configs/).
@@ -376,6 +414,7 @@ fn main() -> ExitCode {
         Cmd::Demo(a) => demo::run(a.frames, a.dpdk_seconds),
         Cmd::Bench(BenchCmd::Echo(a)) => bench_echo(a),
         Cmd::Bench(BenchCmd::Kv(a)) => bench_kv(a),
+        Cmd::Bench(BenchCmd::Proxy(a)) => bench_proxy(a),
         Cmd::Bench(BenchCmd::Tonic {
             module,
             flows,
@@ -524,6 +563,39 @@ fn bench_kv(a: KvArgs) -> Result<(), String> {
     let r = apps::bench::kv(&opts)?;
     print!("{r}");
     write_outputs(&a.out, "kv", r.json(), |dir| r.plots(dir))
+}
+
+/// `nicemu bench proxy`: runs the sweep (Ctrl-C stops it), prints the report, writes the
+/// JSON and the plots when asked.
+fn bench_proxy(a: ProxyBenchArgs) -> Result<(), String> {
+    let opts = apps::bench::ProxyBenchOpts {
+        conns: a.conns,
+        sizes: a.sizes,
+        per_conn: a.per_conn,
+        modes: apps::bench::parse_modes(&a.modes)?,
+        backends: a.backends,
+        seconds: a.seconds,
+        warmup_seconds: a.warmup,
+        rounds: a.rounds,
+        ..Default::default()
+    };
+    let stop = opts.stop.clone();
+    if let Err(e) =
+        ctrlc::set_handler(move || stop.store(true, std::sync::atomic::Ordering::Relaxed))
+    {
+        eprintln!("nicemu: cannot install the Ctrl-C handler: {e}");
+    }
+    let report = apps::bench::proxy(&opts)?;
+    print!("{report}");
+    if let Some(path) = &a.json {
+        std::fs::write(path, report.to_json()).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    if let Some(dir) = &a.plot_dir {
+        for p in report.write_plots(dir)? {
+            eprintln!("bench: wrote {}", p.display());
+        }
+    }
+    Ok(())
 }
 
 #[cfg(feature = "dpdk")]

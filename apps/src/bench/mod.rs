@@ -19,12 +19,14 @@
 //! alternate the servers (the order rotates each round), so the ratios are side by side.
 
 mod echo_out;
+pub mod http_backend;
 mod inmem;
 #[cfg(feature = "dpdk")]
 mod kernel;
 mod kernel_server;
 pub mod kv;
 mod procstat;
+pub mod proxy;
 pub mod smol_echo;
 mod wheel;
 
@@ -36,6 +38,7 @@ use std::time::{Duration, Instant};
 pub use echo_out::{default_plot_dir, echo_json, echo_plots};
 pub use kernel_server::kernel_echo_server;
 pub use kv::{kv, KvBenchOpts, KvBenchReport};
+pub use proxy::{parse_modes, proxy, ProxyBenchOpts, ProxyBenchReport, RelayMode};
 pub use wheel::{wheel, WheelBenchOpts};
 
 /// Echo port on the server.
