@@ -89,6 +89,26 @@ enum Cmd {
         #[arg(long)]
         plugin: Vec<PathBuf>,
     },
+    /// Run one of the papers' transport experiments in virtual time (Tonic §6.2 and more):
+    /// writes CSV traces, SVG plots and report.md into --out, prints the checks, and exits
+    /// non-zero if one failed. `--list` shows them.
+    Experiment {
+        /// The experiment (see --list).
+        #[arg(required_unless_present = "list")]
+        name: Option<String>,
+        /// List the experiments.
+        #[arg(long)]
+        list: bool,
+        /// Output directory (default: experiments/<name> under the current directory).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// The reduced version (seconds in a debug build) that keeps the qualitative result.
+        #[arg(long)]
+        quick: bool,
+        /// Seed of every random choice.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -333,6 +353,20 @@ fn main() -> ExitCode {
             plot,
             plugin,
         } => apps::tonic_cmd::testbench(&scenario, csv.as_deref(), plot, &plugin),
+        Cmd::Experiment {
+            name,
+            list,
+            out,
+            quick,
+            seed,
+        } => match (list, name) {
+            (true, _) => {
+                print!("{}", apps::experiment::cli::list());
+                Ok(())
+            }
+            (false, Some(n)) => apps::experiment::cli::run(&n, out, quick, seed),
+            (false, None) => Err("name an experiment, or --list".into()),
+        },
         Cmd::Bench(BenchCmd::KernelEchoServer { port, core }) => {
             apps::bench::kernel_echo_server(port, core)
         }
