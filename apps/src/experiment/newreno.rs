@@ -144,18 +144,29 @@ fn tcb_params(s: &Scenario, sample_flows: u32, sample_every: Nanos) -> TcbNetPar
     }
 }
 
+/// Drops of the seeded sequence are at least this many segments apart: more than the
+/// largest window (NewReno treats the drops of one window as one congestion event, and
+/// where "one window" ends depends on each sender's exact flight, so closer drops would
+/// test that boundary rather than the loss reaction).
+pub const DROP_GAP: u64 = WINDOW as u64 + 44;
+
 /// The seeded drop sequence: each segment's first arrival at the receiver's NIC is dropped
-/// with probability `p` (segment 0 never, so that the flow starts).
+/// with probability `p`, at most one in [`DROP_GAP`] segments (segment 0 never, so that
+/// the flow starts).
 pub fn drop_sequence(seed: u64, segments: u64, p: f64) -> Vec<DropRule> {
     let mut rng = SplitMix64::new(seed ^ 0x6e65_7772_656e_6f21);
-    (1..segments)
-        .filter(|_| rng.chance(p))
-        .map(|segment| DropRule {
-            flow: 0,
-            segment,
-            count: 1,
-        })
-        .collect()
+    let mut out: Vec<DropRule> = Vec::new();
+    for segment in 1..segments {
+        let free = out.last().is_none_or(|d| segment >= d.segment + DROP_GAP);
+        if rng.chance(p) && free {
+            out.push(DropRule {
+                flow: 0,
+                segment,
+                count: 1,
+            });
+        }
+    }
+    out
 }
 
 /// What the single-flow comparison measured (the tests assert on it).
@@ -245,7 +256,7 @@ pub fn single_flow(seed: u64, segments: u64, p: f64, sample: Nanos) -> Result<Si
 /// mean cwnd. Loose on purpose: between losses App. D's NewReno grows half as fast as the
 /// TCB's with delayed ACKs (see the report's note), so the windows drift apart between
 /// halvings and meet again at them ([`AFTER_BOUND`]).
-pub const TRACK_BOUND: f64 = 0.6;
+pub const TRACK_BOUND: f64 = 0.75;
 
 /// After each halving both windows are half the same flight: at most this many segments
 /// apart.
@@ -267,6 +278,17 @@ impl SingleFlow {
     /// Mean |Δcwnd| within [`TRACK_BOUND`] of the mean cwnd.
     pub fn tracks(&self) -> bool {
         self.mean_abs_diff <= TRACK_BOUND * self.mean_cwnd
+    }
+
+    /// How much more the TCB's window grew than Tonic's between consecutive halvings (sum
+    /// over the intervals of the growth from one halving to the next, TCB over Tonic).
+    pub fn growth_ratio(&self) -> f64 {
+        let growth = |h: &[Halving]| -> f64 {
+            h.windows(2)
+                .map(|w| (w[1].before - w[0].after).max(0.0))
+                .sum()
+        };
+        growth(&self.tcb_halvings) / growth(&self.tonic_halvings).max(1e-9)
     }
 
     /// The largest difference of the windows right after the same halving, segments.
@@ -430,7 +452,7 @@ fn single_md(
          switch, RTT 10 µs, 5.5 MB buffer, 200 ms minimum RTO, delayed ACKs (every second \
          segment, {} µs timeout), {WINDOW}-segment window (Tonic's bitmap; the TCP receiver \
          offers the same). Seed {}{}: {} drops at the receiver's NIC (each segment's first \
-         arrival with p = {:.5}), the same for both. cwnd sampled every {} µs.\n\n\
+         arrival with p = {:.5}, drops at least {DROP_GAP} segments apart), the same for both. cwnd sampled every {} µs.\n\n\
          - **Tonic**: the `newreno` module (App. D) in the testbench; cwnd is the module's \
          `cwnd` user variable.\n\
          - **TCB**: the host stack's NewReno (`hoststack::tcp::tcb::Tcb`, RFC 6582, no SACK, \
@@ -455,7 +477,9 @@ fn single_md(
          | retransmissions | {} | {} |\n\
          | timeouts | {} | {} |\n\n\
          Mean |cwnd_Tonic − cwnd_TCB| = **{:.2} segments** over the run (mean cwnd {:.1}; \
-         bound {:.0}% of it).\n",
+         bound {:.0}% of it). Right after each halving the windows differ by at most \
+         **{:.1} segments**; between halvings the TCB's window grows {:.2}× as much as \
+         Tonic's (see the note below).\n",
         r.fct_ns.0.map_or("-".into(), |t| format!("{:.3}", ms(t))),
         r.fct_ns.1.map_or("-".into(), |t| format!("{:.3}", ms(t))),
         r.tonic_halvings.len(),
@@ -466,7 +490,9 @@ fn single_md(
         r.tcb_run.timeouts[0],
         r.mean_abs_diff,
         r.mean_cwnd,
-        TRACK_BOUND * 100.0
+        TRACK_BOUND * 100.0,
+        r.max_after_diff(),
+        r.growth_ratio()
     );
     let _ = writeln!(
         m,
@@ -575,7 +601,15 @@ pub fn two_hundred(o: &ExpOptions) -> Result<ExpReport, String> {
     let sum = |v: &[f64]| v.iter().sum::<f64>();
     let fair = RATE as f64 / 1e6 / (2 * per_sender) as f64;
     let med = (quantile(&tonic_mbps, 0.5), quantile(&tcb_mbps, 0.5));
+    let starved = |v: &[f64]| v.iter().filter(|&&x| x < 0.1 * fair).count();
+    let (sa, sb) = (starved(&tonic_mbps), starved(&tcb_mbps));
     let checks = vec![
+        check(
+            format!(
+                "as many flows starve (below 10% of the fair share): Tonic {sa}, TCB {sb} (within 10% of the flows)"
+            ),
+            sa.abs_diff(sb) as f64 <= 0.1 * (2 * per_sender) as f64,
+        ),
         check(
             format!(
                 "both fill the bottleneck: Tonic {:.0} Mb/s, TCB {:.0} Mb/s in all (≥ 80% of 10,000)",
@@ -606,7 +640,12 @@ pub fn two_hundred(o: &ExpOptions) -> Result<ExpReport, String> {
          | p10 / median / p90 per flow (Mb/s) | {:.1} / {:.1} / {:.1} | {:.1} / {:.1} / {:.1} |\n\
          | retransmissions | {} | {} |\n\
          | timeouts | {} | {} |\n\n\
-         Plot: `throughput_cdf.svg`. Data: `throughput.csv`.\n",
+         Plot: `throughput_cdf.svg`. Data: `throughput.csv`.\n\n\
+         All flows start together with a 10-segment initial window and windows of up to \
+         {WINDOW} segments into a drop-tail buffer: in the full run the synchronized slow \
+         starts overflow the 5.5 MB buffer, many flows lose whole windows and back off \
+         exponentially from the 200 ms minimum RTO while the others keep the queue full \
+         (lock-out), so the CDF is bimodal for both implementations.\n",
         secs,
         o.seed,
         sum(&tonic_mbps),
