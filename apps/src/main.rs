@@ -2,7 +2,8 @@
 //!
 //! Subcommands: `run` (bring the NIC up on the configured ports), `fwd` (forwarding
 //! benchmark), `check` (validate a configuration), `demo` (the embedded default topology),
-//! `proxy` (the HTTP/1.1 load balancer on the host stack, splicing on the NIC).
+//! `proxy` (the HTTP/1.1 load balancer on the host stack, splicing on the NIC), `experiment`
+//! (the papers' transport experiments in virtual time: CSV, SVG and report.md).
 //! Everything after `--` goes to DPDK's EAL.
 
 mod demo;

@@ -76,3 +76,46 @@ fn quick_experiments_pass_their_checks() {
         let _ = std::fs::remove_dir_all(&o.out);
     }
 }
+
+/// `nicemu experiment --list` names the experiments; an unknown name fails; a quick run
+/// writes report.md and its plots into --out and prints its checks.
+#[test]
+fn experiment_cli() {
+    let bin = env!("CARGO_BIN_EXE_nicemu");
+    let list = std::process::Command::new(bin)
+        .args(["experiment", "--list"])
+        .output()
+        .unwrap();
+    assert!(list.status.success());
+    let text = String::from_utf8_lossy(&list.stdout);
+    for n in ["tonic-newreno-vs-reference", "tonic-newreno-200", "cc-zoo"] {
+        assert!(text.contains(n), "{text}");
+    }
+    let bad = std::process::Command::new(bin)
+        .args(["experiment", "no-such-experiment"])
+        .output()
+        .unwrap();
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("unknown experiment"));
+    let out = opts("cli").out;
+    let run = std::process::Command::new(bin)
+        .args([
+            "experiment",
+            "tonic-newreno-vs-reference",
+            "--quick",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(run.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("[ ok ] both halve at the same drops"),
+        "{stdout}"
+    );
+    for f in ["report.md", "cwnd.svg", "seq.svg", "cwnd.csv"] {
+        assert!(out.join(f).exists(), "{f}");
+    }
+    let _ = std::fs::remove_dir_all(&out);
+}
