@@ -3,7 +3,8 @@
 //! Subcommands: `run` (bring the NIC up on the configured ports), `fwd` (forwarding
 //! benchmark), `check` (validate a configuration), `demo` (the embedded default topology),
 //! `proxy` (the HTTP/1.1 load balancer on the host stack, splicing on the NIC), `echo`,
-//! `loadgen` and `kv` (the host applications as processes).
+//! `loadgen` and `kv` (the host applications as processes), `experiment` (the papers'
+//! transport experiments in virtual time: CSV, SVG and report.md).
 //! Everything after `--` goes to DPDK's EAL.
 
 mod demo;
@@ -103,6 +104,26 @@ enum Cmd {
         /// A shared library with a module the scenario may name; repeatable.
         #[arg(long)]
         plugin: Vec<PathBuf>,
+    },
+    /// Run one of the papers' transport experiments in virtual time (Tonic §6.2 and more):
+    /// writes CSV traces, SVG plots and report.md into --out, prints the checks, and exits
+    /// non-zero if one failed. `--list` shows them.
+    Experiment {
+        /// The experiment (see --list).
+        #[arg(required_unless_present = "list")]
+        name: Option<String>,
+        /// List the experiments.
+        #[arg(long)]
+        list: bool,
+        /// Output directory (default: experiments/<name> under the current directory).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// The reduced version (seconds in a debug build) that keeps the qualitative result.
+        #[arg(long)]
+        quick: bool,
+        /// Seed of every random choice.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
     },
 }
 
@@ -450,6 +471,20 @@ fn main() -> ExitCode {
             plot,
             plugin,
         } => apps::tonic_cmd::testbench(&scenario, csv.as_deref(), plot, &plugin),
+        Cmd::Experiment {
+            name,
+            list,
+            out,
+            quick,
+            seed,
+        } => match (list, name) {
+            (true, _) => {
+                print!("{}", apps::experiment::cli::list());
+                Ok(())
+            }
+            (false, Some(n)) => apps::experiment::cli::run(&n, out, quick, seed),
+            (false, None) => Err("name an experiment, or --list".into()),
+        },
         Cmd::Bench(BenchCmd::KernelEchoServer { port, core }) => {
             apps::bench::kernel_echo_server(port, core)
         }

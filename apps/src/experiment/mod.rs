@@ -7,6 +7,12 @@
 
 use std::path::{Path, PathBuf};
 
+pub mod cli;
+pub mod newreno;
+pub mod tcbnet;
+pub mod util;
+pub mod zoo;
+
 /// How to run an experiment.
 #[derive(Clone, Debug)]
 pub struct ExpOptions {
@@ -48,7 +54,23 @@ pub struct ExpReport {
 pub type ExpFn = fn(&ExpOptions) -> Result<ExpReport, String>;
 
 /// Every experiment: name, one-line description, function.
-pub const EXPERIMENTS: &[(&str, &str, ExpFn)] = &[];
+pub const EXPERIMENTS: &[(&str, &str, ExpFn)] = &[
+    (
+        "tonic-newreno-vs-reference",
+        "Tonic §6.2.1 Fig. 3a/b: one NewReno flow, same drops, Tonic module vs the host stack's TCB",
+        newreno::vs_reference,
+    ),
+    (
+        "tonic-newreno-200",
+        "Tonic §6.2.1 Fig. 3c: 2 senders x 100 NewReno flows, CDF of per-flow throughput",
+        newreno::two_hundred,
+    ),
+    (
+        "cc-zoo",
+        "every Tonic module on one dumbbell with loss and ECN: goodput and queue per module",
+        zoo::zoo,
+    ),
+];
 
 /// The experiment called `name`.
 pub fn find(name: &str) -> Option<ExpFn> {

@@ -38,6 +38,10 @@ pub struct TraceRow {
     pub timeouts: u64,
     /// Data bytes queued at the bottleneck (shared by all flows).
     pub queue_bytes: u64,
+    /// TCP-style window modules (reno, newreno, sack, dctcp): the module's own congestion
+    /// window, App. D's `cwnd` user variable, in segments — without the recovery inflation
+    /// that `wnd_size` carries (Tonic §6.2.1, Fig. 3a). Other modules: `wnd_size`.
+    pub cwnd: u32,
 }
 
 /// One transmitted segment (with `trace_segments`).

@@ -115,6 +115,8 @@ pub(crate) struct Sim<'a> {
     per_sender: u32,
     segs: u64,
     rate_scheme: bool,
+    /// The module keeps App. D's TCP state (its `cwnd` in context word 0's low half).
+    tcp_ctx: bool,
     timer_slot: Nanos,
     pulls: VecDeque<u32>,
     pull_next: Nanos,
@@ -211,6 +213,10 @@ impl<'a> Sim<'a> {
             per_sender: s.tonic.active_flow_cnt,
             segs: s.flow_segments(),
             rate_scheme: scheme == CreditScheme::Rate,
+            tcp_ctx: matches!(
+                s.module.name.as_str(),
+                "reno" | "newreno" | "sack" | "dctcp"
+            ),
             timer_slot: 1 << ep.timer_shift,
             pulls: VecDeque::new(),
             pull_next: 0,
@@ -504,6 +510,11 @@ impl<'a> Sim<'a> {
             retransmissions: st.rtx,
             timeouts: st.timeouts,
             queue_bytes: self.links.iter().map(Link::queued_bytes).sum(),
+            cwnd: if self.tcp_ctx {
+                e.dd().ctx(f)[0] as u32
+            } else {
+                v.wnd_size
+            },
         });
         Ok(())
     }
