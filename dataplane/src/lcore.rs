@@ -712,6 +712,7 @@ fn splice_burst<P: Port>(
             Some(_) => counts.wire_consumed += 1,
         }
     }
+    sp.flush_counts();
     std::mem::swap(rx, keep);
 }
 

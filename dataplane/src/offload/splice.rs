@@ -30,8 +30,10 @@
 //! shard, written only under that shard's lock (install, removal, the neighbour's MAC once
 //! resolved); every lcore keeps a private cache of the entries it has used, and a segment
 //! whose key is in that cache is translated without touching a lock. What a segment changes
-//! is in the pair: per direction its byte and packet counters (one relaxed atomic add per
-//! segment, each direction on its own cache line), and what the two directions share (FIN
+//! is in the pair: per direction its byte and packet counters (each direction on its own
+//! cache line; the lcore's fast path counts packets in its cache and adds them once per pair
+//! and burst, a relaxed atomic add, and the high-water byte mark pays a read-modify-write
+//! only when a segment extends it), and what the two directions share (FIN
 //! ends and their acknowledgement, the RST side, the last activity), plain loads and stores
 //! on the per-segment path. Only an install holds two shard locks, taken in index order.
 //!
@@ -165,6 +167,10 @@ struct Entry {
     /// Where this direction's relayed bytes start, in its arriving sequence space (the
     /// install's `a_start` / `b_start`).
     start: u32,
+    /// In an lcore's cache: segments translated and not yet added to the pair's count (the
+    /// lcore's fast path adds them once per burst, [`SpliceOffload::flush_counts`]); 0 in
+    /// the table.
+    unflushed: u64,
     pair: Arc<Pair>,
 }
 
@@ -290,13 +296,16 @@ impl Pair {
         !self.closing.swap(true, Ordering::AcqRel)
     }
 
-    /// Accounts a translated segment of direction `side` that ends `end` bytes after the
-    /// direction's start (modulo 2³²; one that ends at or before the start reads as negative
-    /// and does not count) and carries `payload` bytes.
+    /// Accounts `packets` translated segments of direction `side` (0: counted later, in a
+    /// batch), the last of which ends `end` bytes after the direction's start (modulo 2³²;
+    /// one that ends at or before the start reads as negative and does not count) and
+    /// carries `payload` bytes.
     #[inline(always)]
-    fn count(&self, side: Side, end: u32, payload: u32) {
+    fn count(&self, side: Side, end: u32, payload: u32, packets: u64) {
         let c = &self.counts[side.index()];
-        c.packets.fetch_add(1, Ordering::Relaxed);
+        if packets > 0 {
+            c.packets.fetch_add(packets, Ordering::Relaxed);
+        }
         if payload > 0 && (end as i32) > 0 {
             let end = u64::from(end);
             // Only a segment that extends the direction pays for the read-modify-write.
@@ -396,6 +405,7 @@ impl SpliceTable {
             dir,
             side,
             start: p.starts[side.index()],
+            unflushed: 0,
             pair: p.clone(),
         });
         let status = if s0 == s1 {
@@ -562,6 +572,8 @@ pub struct SpliceOffload {
     /// Entries this lcore has used, valid while the table's epoch is `cache_epoch`.
     cache: Cache,
     cache_epoch: u64,
+    /// Keys of cached entries with unflushed counts.
+    dirty: Vec<Key>,
 }
 
 impl std::fmt::Debug for SpliceOffload {
@@ -598,6 +610,7 @@ impl SpliceOffload {
             scratch: Vec::with_capacity(128),
             cache: Cache::default(),
             cache_epoch: 0,
+            dirty: Vec::new(),
         }
     }
 
@@ -684,13 +697,16 @@ impl SpliceOffload {
 
     /// Translates the segment in `frame` (TCP at `l4_off`) with entry `e` (its out MAC
     /// resolved, or left zero for the host path to fill) and follows the pair's state.
+    /// `batch`: count the segment in `e.unflushed` (an lcore's cached entry) rather than in
+    /// the pair, except when it closes the pair (the owner may report right away).
     #[inline(always)]
     fn process(
         stats: &mut SpliceStats,
         now: u64,
-        e: &Entry,
+        e: &mut Entry,
         frame: &mut [u8],
         l4_off: usize,
+        batch: bool,
     ) -> Outcome {
         let t: Translated = match translate(frame, l4_off, &e.dir) {
             Ok(t) => t,
@@ -710,8 +726,17 @@ impl SpliceOffload {
         }
         // The segment's end as an offset from `start`, modulo 2³².
         let end = t.seq_in.wrapping_add(t.payload_len).wrapping_sub(e.start);
-        e.pair.count(e.side, end, t.payload_len);
+        let packets = if batch {
+            e.unflushed += 1;
+            0
+        } else {
+            1
+        };
+        e.pair.count(e.side, end, t.payload_len, packets);
         let closed = e.pair.observe(e.side, &t, now);
+        if closed && e.unflushed > 0 {
+            e.pair.count(e.side, 0, 0, std::mem::take(&mut e.unflushed));
+        }
         Outcome::Out {
             port: t.out_port,
             closed,
@@ -733,16 +758,21 @@ impl SpliceOffload {
         frame: &mut [u8],
         l4_off: usize,
         from_host: bool,
+        batch: bool,
     ) -> Option<Outcome> {
         let epoch = self.table.epoch.load(Ordering::Acquire);
         if epoch != self.cache_epoch {
+            self.flush_counts();
             self.cache.clear();
             self.cache_epoch = epoch;
         }
         let now = cx.now;
-        let (out, closed) = match self.cache.get(&k) {
+        let (out, closed) = match self.cache.get_mut(&k) {
             Some(e) => {
-                let o = Self::process(&mut self.stats, now, e, frame, l4_off);
+                let o = Self::process(&mut self.stats, now, e, frame, l4_off, batch);
+                if e.unflushed == 1 {
+                    self.dirty.push(k);
+                }
                 (
                     o,
                     matches!(o, Outcome::Out { closed: true, .. }).then(|| e.pair.clone()),
@@ -759,7 +789,8 @@ impl SpliceOffload {
                     self.stats.arp_miss += 1;
                     return Some(Outcome::ArpMiss);
                 }
-                let o = Self::process(&mut self.stats, now, &e, frame, l4_off);
+                let mut e = e;
+                let o = Self::process(&mut self.stats, now, &mut e, frame, l4_off, false);
                 let closed = matches!(o, Outcome::Out { closed: true, .. }).then(|| e.pair.clone());
                 if e.dir.dst_mac != [0; 6] {
                     self.cache.insert(k, e);
@@ -777,6 +808,21 @@ impl SpliceOffload {
             self.stats.from_host += 1;
         }
         Some(out)
+    }
+
+    /// Adds the segments [`SpliceOffload::wire_fast`] counted in this lcore's cache to their
+    /// pairs: one atomic add per pair and burst instead of one per segment. The lcore calls
+    /// it after each burst, so a pair's count lags by at most the burst in flight (as a
+    /// segment translated concurrently with the pair's removal does).
+    pub fn flush_counts(&mut self) {
+        for k in self.dirty.drain(..) {
+            if let Some(e) = self.cache.get_mut(&k) {
+                let n = std::mem::take(&mut e.unflushed);
+                if n > 0 {
+                    e.pair.count(e.side, 0, 0, n);
+                }
+            }
+        }
     }
 
     /// The splice fast path of a NIC lcore (AccelTCP §4.3): a wire frame that is IPv4
@@ -811,7 +857,7 @@ impl SpliceOffload {
             [h[30], h[31], h[32], h[33]],
             u16::from_be_bytes([h[36], h[37]]),
         );
-        match self.offer(cx, k, frame, ETH_HEADER_LEN + 20, false)? {
+        match self.offer(cx, k, frame, ETH_HEADER_LEN + 20, false, true)? {
             Outcome::Out { port, .. } => Some(Verdict::Out(port)),
             Outcome::Malformed | Outcome::ArpMiss => Some(Verdict::Consumed),
         }
@@ -849,7 +895,7 @@ impl SpliceOffload {
             return;
         };
         let k = Key::new(t.src, sport, t.dst, dport);
-        let out = match self.offer(cx, k, &mut f, t.l4_off, true) {
+        let out = match self.offer(cx, k, &mut f, t.l4_off, true, false) {
             Some(Outcome::Out { port, .. }) => Some(port),
             Some(_) => None,
             None => {
@@ -969,7 +1015,7 @@ impl<B: PacketBuf> Offload<B> for SpliceOffload {
             u16::from_be_bytes([p[2], p[3]]),
         );
         let l4_off = t.l4_off;
-        match self.offer(cx, k, rx.buf.data_mut(), l4_off, false) {
+        match self.offer(cx, k, rx.buf.data_mut(), l4_off, false, false) {
             None => Verdict::Pass,
             Some(Outcome::Out { port, .. }) => Verdict::Out(port),
             Some(Outcome::Malformed | Outcome::ArpMiss) => Verdict::Consumed,
@@ -1048,7 +1094,7 @@ impl<B: PacketBuf> Offload<B> for SpliceOffload {
             tcp.dst,
             u16::from_be_bytes([p[2], p[3]]),
         );
-        match self.offer(cx, k, frame, tcp.l4_off, true) {
+        match self.offer(cx, k, frame, tcp.l4_off, true, false) {
             None => Verdict::Pass,
             Some(Outcome::Out { port, .. }) => Verdict::Out(port),
             Some(Outcome::Malformed | Outcome::ArpMiss) => Verdict::Consumed,
