@@ -2,9 +2,11 @@
 # Splice translation next to plain forwarding (BENCHMARKS.md, "Splice translation"): on the
 # same two net_null vdevs and the same 66-byte TCP frame (an ACK with timestamps), one NIC
 # lcore either forwards every frame (`nicemu fwd --template tcp`: parse, classify, transit
-# fast path, tx) or splices it (`nicemu fwd --splice`: parse, classify, offload chain, splice
-# table lookup, header translation with differential checksums, pair accounting, tx out of
-# the pair's other port). Alternating, ROUNDS times; rates are Mpps received over both ports.
+# fast path, tx) or splices it (`nicemu fwd --splice`: the lcore's splice fast path, a
+# fixed-offset header read, a lookup in the lcore's cache of the splice table, header
+# translation with differential checksums, pair accounting, tx out of the pair's other port).
+# Alternating, ROUNDS times; rates are Mpps received over both ports. NICEMU picks the binary
+# (e.g. an older build, to compare commits on the same machine).
 #
 #   ci/bench-splice.sh                      # --no-huge
 #   HUGE=1 ROUNDS=5 SECONDS_EACH=5 ci/bench-splice.sh

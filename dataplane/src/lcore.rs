@@ -21,8 +21,10 @@ use crate::clock::Clock;
 use crate::cycles::{rdtsc, Stage, StageClock, StageCycles};
 use crate::net::parse::{parse_headers, DropReason};
 use crate::net::stack::{Disposition, NicStack, StackCounters};
+use crate::offload::splice::SpliceOffload;
 use crate::offload::{
     HostTcp, Offload, OffloadChain, OffloadCtx, OffloadIo, OffloadReport, RxFrame, Verdict,
+    VerdictCounts,
 };
 use crate::pcap::PcapWriter;
 use crate::port::{Port, QueueStats};
@@ -172,6 +174,11 @@ pub struct NicLcore<P: Port> {
     tx: Vec<Vec<P::Buf>>,
     /// The offloads, in order (empty: the NIC does only its L2/L3 duties).
     chain: OffloadChain<P::Buf>,
+    /// The frames of a burst that the splice fast path left to the general path.
+    keep: Vec<P::Buf>,
+    /// The splice fast path's verdicts, added to the splice offload's in reports (the
+    /// chain never sees those frames).
+    splice_fast: VerdictCounts,
     /// TSC at the start of the last iteration (0 before the first).
     last_start: u64,
     /// Whether the last iteration did anything.
@@ -218,6 +225,8 @@ impl<P: Port> NicLcore<P> {
             clock,
             host,
             chain: OffloadChain::new(),
+            keep: Vec::with_capacity(burst.max(1)),
+            splice_fast: VerdictCounts::default(),
             last_start: 0,
             last_busy: false,
         }
@@ -311,6 +320,10 @@ impl<P: Port> NicLcore<P> {
     fn publish(&mut self) {
         self.report.stack = *self.stack.counters();
         self.chain.report(&mut self.report.offloads);
+        if let Some(r) = self.report.offloads.iter_mut().find(|o| o.name == "splice") {
+            r.verdicts.wire_out += self.splice_fast.wire_out;
+            r.verdicts.wire_consumed += self.splice_fast.wire_consumed;
+        }
         for (r, s) in self.report.ports.iter_mut().zip(&self.slots) {
             r.queue = s.port.stats();
         }
@@ -363,6 +376,43 @@ impl<P: Port> NicLcore<P> {
             (Mode::Forward, Some(p)) if p != i => Some(p),
             _ => None,
         };
+        // Segments of spliced pairs leave right away, without the general parse, the
+        // stack's checks and the chain (AccelTCP §4.3); the rest of the burst goes on below
+        // exactly as without splicing.
+        if self.mode == Mode::Nic
+            && self
+                .chain
+                .get::<SpliceOffload>()
+                .is_some_and(|s| !s.table().is_empty())
+        {
+            let now = *now.get_or_insert_with(|| self.clock.now_ns());
+            let NicLcore {
+                slots,
+                tx,
+                host,
+                stack,
+                chain,
+                report,
+                keep,
+                splice_fast,
+                ..
+            } = self;
+            splice_burst(
+                chain,
+                stack,
+                LcoreIo { slots, tx, host },
+                report,
+                splice_fast,
+                now,
+                &mut rx,
+                keep,
+            );
+            if rx.is_empty() {
+                self.rx[i] = rx;
+                return;
+            }
+        }
+        let n = rx.len();
         // Decide every frame first: transit frames in one tight pass; a burst that is all
         // transit (the forwarding common case) then moves to the peer's tx queue in one
         // append, with no clock read and no per-frame verdicts.
@@ -621,6 +671,49 @@ impl Marks {
             self.clock.mark(acc, stage);
         }
     }
+}
+
+/// The splice fast path over one received burst ([`SpliceOffload::wire_fast`]): frames of
+/// spliced pairs are translated and queued to their out port (or dropped and counted);
+/// `rx` keeps the others, in order, for the general path (`keep` is scratch space, left
+/// empty). Out of line: it runs only while the splice table has pairs.
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+fn splice_burst<P: Port>(
+    chain: &mut OffloadChain<P::Buf>,
+    stack: &mut NicStack<P::Buf>,
+    io: LcoreIo<'_, P>,
+    report: &mut LcoreReport,
+    counts: &mut VerdictCounts,
+    now: u64,
+    rx: &mut Vec<P::Buf>,
+    keep: &mut Vec<P::Buf>,
+) {
+    let Some(sp) = chain.get_mut::<SpliceOffload>() else {
+        return;
+    };
+    let LcoreIo { slots, tx, host } = io;
+    keep.clear();
+    for mut buf in rx.drain(..) {
+        let io = LcoreIo {
+            slots: &mut *slots,
+            tx: &mut *tx,
+            host: &mut *host,
+        };
+        match io.with_ctx(stack, now, |cx| sp.wire_fast(cx, buf.data_mut())) {
+            None => keep.push(buf),
+            Some(Verdict::Out(p)) => {
+                counts.wire_out += 1;
+                match slots.iter().position(|s| s.index == usize::from(p)) {
+                    Some(j) => tx[j].push(buf),
+                    None => report.offload_out_dropped += 1,
+                }
+            }
+            Some(_) => counts.wire_consumed += 1,
+        }
+    }
+    sp.flush_counts();
+    std::mem::swap(rx, keep);
 }
 
 /// Offers a wire frame that passed the NIC stack to the offload chain, with its headers

@@ -118,7 +118,10 @@ fn lcore_thread_forwards_every_frame_intact_and_counts_agree() {
             right.rx_burst(&mut inbox, 1024);
             got.extend(inbox.drain(..).map(|b| b.data().to_vec()));
         }
-        assert!(batch.is_empty(), "the wire took no frame before the deadline");
+        assert!(
+            batch.is_empty(),
+            "the wire took no frame before the deadline"
+        );
     }
     while got.len() < sent.len() && Instant::now() < deadline {
         if right.rx_burst(&mut inbox, 1024) == 0 {

@@ -539,6 +539,28 @@ fn malformed_segments_are_counted_and_dropped() {
     assert_eq!(wire_out(&mut r.right).len(), 1);
 }
 
+/// The lcore's splice fast path does not verify the TCP checksum: the differential update
+/// (RFC 1624 eqn. 3) carries a corrupt segment's error through, so it leaves exactly as
+/// corrupt as it came and the peer drops it.
+#[test]
+fn corrupt_segments_are_translated_and_leave_corrupt() {
+    let mut r = rig(small());
+    install(&mut r);
+    let mut f = client_seg(hdr(TcpFlags::ACK, 5, 5), b"payload");
+    f[50] ^= 0x5a;
+    r.left.tx_burst(&mut vec![HeapBuf::from_frame(&f)]);
+    spin(&mut r);
+    let out = wire_out(&mut r.right);
+    assert_eq!(out.len(), 1);
+    let g = &out[0];
+    assert!(verify(&g[14..34]), "IPv4 header checksum");
+    let t = TcpPacket::new_checked(&g[34..]).unwrap();
+    assert!(!t.verify_checksum(PROXY_B_IP, SERVER_IP), "still corrupt");
+    assert_eq!(t.payload(), b"payload");
+
+    assert_eq!(counter(&mut r, "translated_ab"), 1);
+}
+
 #[test]
 fn host_kept_segments_translate_through_host_tcp_and_the_install_payload() {
     let mut r = rig(small());

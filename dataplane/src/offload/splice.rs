@@ -27,11 +27,28 @@
 //! the linger they would reach the host, which knows the connections no more). Idle timeouts run on the owner's
 //! timer heap, re-armed lazily from the pair's last activity.
 //!
-//! One lock per segment: each direction's entry (its translation parameters and its byte and
-//! packet counters) lives in its shard and changes only under that shard's lock; what the two
-//! directions share (FIN ends and their acknowledgement, the RST side, the last activity) are
-//! atomics of the pair, plain loads and stores on the per-segment path. Only an install holds
-//! two shard locks, taken in index order.
+//! No lock per segment: each direction's entry (its translation parameters) lives in its
+//! shard, written only under that shard's lock (install, removal, the neighbour's MAC once
+//! resolved); every lcore keeps a private cache of the entries it has used, and a segment
+//! whose key is in that cache is translated without touching a lock. What a segment changes
+//! is in the pair: per direction its byte and packet counters (each direction on its own
+//! cache line; the lcore's fast path counts packets in its cache and adds them once per pair
+//! and burst, a relaxed atomic add, and the high-water byte mark pays a read-modify-write
+//! only when a segment extends it), and what the two directions share (FIN
+//! ends and their acknowledgement, the RST side, the last activity), plain loads and stores
+//! on the per-segment path. Only an install holds two shard locks, taken in index order.
+//!
+//! The cache's invariant (why an install ack may go out as soon as the entries are in the
+//! shards): the cache holds only *positive* entries, copied under the shard's lock from an
+//! entry that was in the table, and a key the cache lacks is always looked up in the shared
+//! table under its lock. So once [`SpliceTable`]'s insert has returned — before the ack is
+//! written — every lcore finds the pair on its next segment of it, whether its cache was
+//! warm or not. Staleness can only be a removed pair: every removal bumps the table's
+//! *epoch* (release) after taking the entries out, and every lookup first compares the
+//! epoch (acquire; one plain load on x86) with the one its cache was filled under, clearing
+//! the cache when they differ. A segment that an lcore translates concurrently with the
+//! removal (it read the epoch just before the bump) is the same race as that segment
+//! arriving a moment earlier; its counts may miss the closure report.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
@@ -140,8 +157,9 @@ impl Hasher for KeyHasher {
     }
 }
 
-/// One direction of a pair in its shard: what only segments of that direction change.
-#[derive(Debug)]
+/// One direction of a pair in its shard (and, copied, in an lcore's cache): how its segments
+/// are translated.
+#[derive(Clone, Debug)]
 struct Entry {
     /// The translation (its `dst_mac` is filled in place once resolved).
     dir: Dir,
@@ -150,13 +168,24 @@ struct Entry {
     /// Where this direction's relayed bytes start, in its arriving sequence space (the
     /// install's `a_start` / `b_start`).
     start: u32,
-    /// Bytes relayed, each once: one past the highest payload byte seen, as an offset from
-    /// `start` (retransmissions, and bytes before `start` that the host already took, do not
-    /// count twice).
-    bytes: u64,
-    /// Segments translated.
-    packets: u64,
+    /// In an lcore's cache: segments translated and not yet added to the pair's count (the
+    /// lcore's fast path adds them once per burst, [`SpliceOffload::flush_counts`]); 0 in
+    /// the table.
+    unflushed: u64,
     pair: Arc<Pair>,
+}
+
+/// The traffic counters of one direction of a pair, alone on a cache line: the lcores that
+/// RSS gives the two directions do not write each other's line.
+#[derive(Debug, Default)]
+#[repr(align(64))]
+struct DirCount {
+    /// Bytes relayed, each once: one past the highest payload byte seen, as an offset from
+    /// the direction's start (retransmissions, and bytes before the start that the host
+    /// already took, do not count twice).
+    high: AtomicU64,
+    /// Segments translated.
+    packets: AtomicU64,
 }
 
 type Shard = HashMap<Key, Entry, BuildHasherDefault<KeyHasher>>;
@@ -197,8 +226,8 @@ struct Pair {
     last_activity: AtomicU64,
     /// The owner made the closure report.
     reported: AtomicBool,
-    /// Per direction, (bytes, packets) of the entries once removed from the table.
-    totals: Mutex<[(u64, u64); 2]>,
+    /// Per direction (index of the arriving side): bytes and segments.
+    counts: [DirCount; 2],
 }
 
 impl Pair {
@@ -224,7 +253,7 @@ impl Pair {
             closed_at: AtomicU64::new(0),
             last_activity: AtomicU64::new(now),
             reported: AtomicBool::new(false),
-            totals: Mutex::new([(0, 0); 2]),
+            counts: [DirCount::default(), DirCount::default()],
         }
     }
 
@@ -276,8 +305,33 @@ impl Pair {
         !self.closing.swap(true, Ordering::AcqRel)
     }
 
+    /// Accounts `packets` translated segments of direction `side` (0: counted later, in a
+    /// batch), the last of which ends `end` bytes after the direction's start (modulo 2³²;
+    /// one that ends at or before the start reads as negative and does not count) and
+    /// carries `payload` bytes.
+    #[inline(always)]
+    fn count(&self, side: Side, end: u32, payload: u32, packets: u64) {
+        let c = &self.counts[side.index()];
+        if packets > 0 {
+            c.packets.fetch_add(packets, Ordering::Relaxed);
+        }
+        if payload > 0 && (end as i32) > 0 {
+            let end = u64::from(end);
+            // Only a segment that extends the direction pays for the read-modify-write.
+            if end > c.high.load(Ordering::Relaxed) {
+                c.high.fetch_max(end, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Per direction, (bytes, packets).
     fn totals(&self) -> [(u64, u64); 2] {
-        *self.totals.lock().unwrap_or_else(|e| e.into_inner())
+        self.counts.each_ref().map(|c| {
+            (
+                c.high.load(Ordering::Relaxed),
+                c.packets.load(Ordering::Relaxed),
+            )
+        })
     }
 }
 
@@ -290,6 +344,9 @@ pub struct SpliceTable {
     shards: Box<[Mutex<Shard>]>,
     /// Shared with every lcore's chain ([`Offload::shared_activity`]).
     len: Arc<AtomicUsize>,
+    /// Bumped (release) after every removal: lcores' caches filled under an older value are
+    /// cleared before their next lookup (see the module documentation).
+    epoch: AtomicU64,
     cfg: SpliceConfig,
 }
 
@@ -299,6 +356,7 @@ impl SpliceTable {
         Arc::new(SpliceTable {
             shards: (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect(),
             len: Arc::new(AtomicUsize::new(0)),
+            epoch: AtomicU64::new(0),
             cfg,
         })
     }
@@ -356,8 +414,7 @@ impl SpliceTable {
             dir,
             side,
             start: p.starts[side.index()],
-            bytes: 0,
-            packets: 0,
+            unflushed: 0,
             pair: p.clone(),
         });
         let status = if s0 == s1 {
@@ -392,8 +449,8 @@ impl SpliceTable {
         status
     }
 
-    /// Removes both entries of `p` (only those that still belong to `p`), adding their
-    /// counters to the pair's totals.
+    /// Removes both entries of `p` (only those that still belong to `p`), then bumps the
+    /// epoch so that no lcore's cache keeps them.
     fn remove(&self, p: &Arc<Pair>) {
         let mut gone = false;
         for k in p.keys {
@@ -404,26 +461,31 @@ impl SpliceTable {
                     _ => None,
                 }
             };
-            if let Some(e) = e {
-                let mut t = p.totals.lock().unwrap_or_else(|e| e.into_inner());
-                let slot = &mut t[e.side.index()];
-                slot.0 += e.bytes;
-                slot.1 += e.packets;
-                gone = true;
-            }
+            gone |= e.is_some();
         }
         if gone {
+            self.epoch.fetch_add(1, Ordering::Release);
             self.len.fetch_sub(1, Ordering::AcqRel);
         }
     }
 
-    /// Runs `f` on the entry of `k`, under its shard's lock.
-    #[inline]
-    fn with<R>(&self, k: Key, f: impl FnOnce(&mut Entry) -> R) -> Option<R> {
+    /// A copy of the entry of `k`, under its shard's lock; its `dst_mac`, when still zero,
+    /// is filled from `mac` (and so for every lcore) when that finds one.
+    #[inline(never)]
+    fn fetch(&self, k: Key, mac: impl FnOnce(&Dir) -> Option<[u8; 6]>) -> Option<Entry> {
         let mut g = self.shard(k.shard());
-        g.get_mut(&k).map(f)
+        let e = g.get_mut(&k)?;
+        if e.dir.dst_mac == [0; 6] {
+            if let Some(m) = mac(&e.dir) {
+                e.dir.dst_mac = m;
+            }
+        }
+        Some(e.clone())
     }
 }
+
+/// An lcore's cache of table entries (positive only; see the module documentation).
+type Cache = HashMap<Key, Entry, BuildHasherDefault<KeyHasher>>;
 
 /// Counters of one lcore's splice offload (`active_pairs` is the process-wide table size).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -491,6 +553,7 @@ impl Ord for Timer {
 }
 
 /// What happened to a segment offered to a pair.
+#[derive(Clone, Copy)]
 enum Outcome {
     /// Translated: send out of this port. `closed`: it closed the pair (tell the owner).
     Out { port: u16, closed: bool },
@@ -514,6 +577,11 @@ pub struct SpliceOffload {
     pending: VecDeque<(u16, SpliceCloseRepr)>,
     stats: SpliceStats,
     scratch: Vec<u8>,
+    /// Entries this lcore has used, valid while the table's epoch is `cache_epoch`.
+    cache: Cache,
+    cache_epoch: u64,
+    /// Keys of cached entries with unflushed counts.
+    dirty: Vec<Key>,
 }
 
 impl std::fmt::Debug for SpliceOffload {
@@ -548,6 +616,9 @@ impl SpliceOffload {
             pending: VecDeque::new(),
             stats: SpliceStats::default(),
             scratch: Vec::with_capacity(128),
+            cache: Cache::default(),
+            cache_epoch: 0,
+            dirty: Vec::new(),
         }
     }
 
@@ -632,32 +703,20 @@ impl SpliceOffload {
         }
     }
 
-    /// Translates the segment in `frame` (TCP at `l4_off`) with entry `e` and follows the
-    /// pair's state. `drop_unresolved`: without the out side's MAC, drop (wire frames) rather
-    /// than leave it zero for the host path to resolve.
-    #[inline]
-    fn process<B: PacketBuf>(
+    /// Translates the segment in `frame` (TCP at `l4_off`) with entry `e` (its out MAC
+    /// resolved, or left zero for the host path to fill) and follows the pair's state.
+    /// `batch`: count the segment in `e.unflushed` (an lcore's cached entry) rather than in
+    /// the pair, except when it closes the pair (the owner may report right away).
+    #[inline(always)]
+    fn process(
         stats: &mut SpliceStats,
-        cx: &mut OffloadCtx<'_, B>,
+        now: u64,
         e: &mut Entry,
         frame: &mut [u8],
         l4_off: usize,
-        drop_unresolved: bool,
+        batch: bool,
     ) -> Outcome {
-        let d = &mut e.dir;
-        if d.dst_mac == [0; 6] {
-            let port = usize::from(d.out_port);
-            match cx.stack.arp_lookup(port, d.out_dst_ip, cx.now) {
-                Some(m) => d.dst_mac = m,
-                None if drop_unresolved => {
-                    cx.stack.resolve(port, d.out_dst_ip, cx.now);
-                    stats.arp_miss += 1;
-                    return Outcome::ArpMiss;
-                }
-                None => {}
-            }
-        }
-        let t: Translated = match translate(frame, l4_off, d) {
+        let t: Translated = match translate(frame, l4_off, &e.dir) {
             Ok(t) => t,
             Err(_) => {
                 stats.malformed += 1;
@@ -673,16 +732,19 @@ impl SpliceOffload {
             stats.ts_missing += u64::from(t.ts_missing);
             stats.sack_stripped += u64::from(t.sack_stripped);
         }
-        if t.payload_len > 0 {
-            // The segment's end as an offset from `start`, modulo 2³²: one that ends at or
-            // before `start` reads as negative and does not count.
-            let end = t.seq_in.wrapping_add(t.payload_len).wrapping_sub(e.start);
-            if (end as i32) > 0 {
-                e.bytes = e.bytes.max(u64::from(end));
-            }
+        // The segment's end as an offset from `start`, modulo 2³².
+        let end = t.seq_in.wrapping_add(t.payload_len).wrapping_sub(e.start);
+        let packets = if batch {
+            e.unflushed += 1;
+            0
+        } else {
+            1
+        };
+        e.pair.count(e.side, end, t.payload_len, packets);
+        let closed = e.pair.observe(e.side, &t, now);
+        if closed && e.unflushed > 0 {
+            e.pair.count(e.side, 0, 0, std::mem::take(&mut e.unflushed));
         }
-        e.packets += 1;
-        let closed = e.pair.observe(e.side, &t, cx.now);
         Outcome::Out {
             port: t.out_port,
             // A RST is forwarded; the entries go after the linger (AccelTCP §4.3: "if it
@@ -691,7 +753,10 @@ impl SpliceOffload {
         }
     }
 
-    /// Offers a segment with arriving 4-tuple `k` to the table.
+    /// Offers a segment with arriving 4-tuple `k` to the table: from this lcore's cache
+    /// when it holds `k` (no lock), else from the shared table (one shard lock; the entry
+    /// is then cached once its out MAC is known). `from_host`: without the out side's MAC,
+    /// send with a zero MAC for the host path to resolve rather than drop (wire frames).
     #[inline]
     fn offer<B: PacketBuf>(
         &mut self,
@@ -700,16 +765,46 @@ impl SpliceOffload {
         frame: &mut [u8],
         l4_off: usize,
         from_host: bool,
+        batch: bool,
     ) -> Option<Outcome> {
-        let stats = &mut self.stats;
-        let mut closed = None;
-        let out = self.table.with(k, |e| {
-            let o = Self::process(stats, cx, e, frame, l4_off, !from_host);
-            if let Outcome::Out { closed: true, .. } = o {
-                closed = Some(e.pair.clone());
+        let epoch = self.table.epoch.load(Ordering::Acquire);
+        if epoch != self.cache_epoch {
+            self.flush_counts();
+            self.cache.clear();
+            self.cache_epoch = epoch;
+        }
+        let now = cx.now;
+        let (out, closed) = match self.cache.get_mut(&k) {
+            Some(e) => {
+                let o = Self::process(&mut self.stats, now, e, frame, l4_off, batch);
+                if e.unflushed == 1 {
+                    self.dirty.push(k);
+                }
+                (
+                    o,
+                    matches!(o, Outcome::Out { closed: true, .. }).then(|| e.pair.clone()),
+                )
             }
-            o
-        })?;
+            None => {
+                let stack = &mut *cx.stack;
+                let e = self.table.fetch(k, |d| {
+                    stack.arp_lookup(usize::from(d.out_port), d.out_dst_ip, now)
+                })?;
+                if e.dir.dst_mac == [0; 6] && !from_host {
+                    cx.stack
+                        .resolve(usize::from(e.dir.out_port), e.dir.out_dst_ip, now);
+                    self.stats.arp_miss += 1;
+                    return Some(Outcome::ArpMiss);
+                }
+                let mut e = e;
+                let o = Self::process(&mut self.stats, now, &mut e, frame, l4_off, false);
+                let closed = matches!(o, Outcome::Out { closed: true, .. }).then(|| e.pair.clone());
+                if e.dir.dst_mac != [0; 6] {
+                    self.cache.insert(k, e);
+                }
+                (o, closed)
+            }
+        };
         if let Some(p) = closed {
             p.inbox.push(p.clone());
         }
@@ -717,6 +812,59 @@ impl SpliceOffload {
             self.stats.from_host += 1;
         }
         Some(out)
+    }
+
+    /// Adds the segments [`SpliceOffload::wire_fast`] counted in this lcore's cache to their
+    /// pairs: one atomic add per pair and burst instead of one per segment. The lcore calls
+    /// it after each burst, so a pair's count lags by at most the burst in flight (as a
+    /// segment translated concurrently with the pair's removal does).
+    pub fn flush_counts(&mut self) {
+        for k in self.dirty.drain(..) {
+            if let Some(e) = self.cache.get_mut(&k) {
+                let n = std::mem::take(&mut e.unflushed);
+                if n > 0 {
+                    e.pair.count(e.side, 0, 0, n);
+                }
+            }
+        }
+    }
+
+    /// The splice fast path of a NIC lcore (AccelTCP §4.3): a wire frame that is IPv4
+    /// without options, not a fragment, TCP, to a spliced 4-tuple — recognised by reading
+    /// its headers at fixed offsets, without the NIC stack's parse — is translated in place.
+    /// `None`: not such a frame, or no pair's (unchanged; it takes the lcore's general
+    /// path, as every frame did before this path existed).
+    /// `Some(Verdict::Out(port))`: send it out of `port`; `Some(Verdict::Consumed)`: dropped
+    /// and counted (malformed, or the out side's MAC unknown).
+    ///
+    /// The segment's checksums are not verified here, unlike on the general receive path:
+    /// the translation updates both checksums differentially (RFC 1624 eqn. 3; AccelTCP
+    /// Figure 8), which adds the same one's-complement change to a wrong checksum as to a
+    /// right one, so a corrupt segment leaves exactly as corrupt as it arrived and the
+    /// receiving peer's TCP drops it (RFC 9293 §3.1: "a segment with an invalid checksum is
+    /// discarded"). Verifying would only move that drop from the peer to the NIC; it is why
+    /// AccelTCP's NIC relays spliced segments without touching their payload (§4.3).
+    #[inline]
+    pub fn wire_fast<B: PacketBuf>(
+        &mut self,
+        cx: &mut OffloadCtx<'_, B>,
+        frame: &mut [u8],
+    ) -> Option<Verdict> {
+        let h = frame.get(..ETH_HEADER_LEN + 24)?;
+        // EtherType IPv4, version 4 with a 20-byte header, no fragment, protocol TCP.
+        if h[12..15] != [0x08, 0x00, 0x45] || h[20] & 0x3f != 0 || h[21] != 0 || h[23] != 6 {
+            return None;
+        }
+        let k = Key::new(
+            [h[26], h[27], h[28], h[29]],
+            u16::from_be_bytes([h[34], h[35]]),
+            [h[30], h[31], h[32], h[33]],
+            u16::from_be_bytes([h[36], h[37]]),
+        );
+        match self.offer(cx, k, frame, ETH_HEADER_LEN + 20, false, true)? {
+            Outcome::Out { port, .. } => Some(Verdict::Out(port)),
+            Outcome::Malformed | Outcome::ArpMiss => Some(Verdict::Consumed),
+        }
     }
 
     /// The optional packet after an install's header: a segment of either connection that
@@ -751,7 +899,7 @@ impl SpliceOffload {
             return;
         };
         let k = Key::new(t.src, sport, t.dst, dport);
-        let out = match self.offer(cx, k, &mut f, t.l4_off, true) {
+        let out = match self.offer(cx, k, &mut f, t.l4_off, true, false) {
             Some(Outcome::Out { port, .. }) => Some(port),
             Some(_) => None,
             None => {
@@ -871,7 +1019,7 @@ impl<B: PacketBuf> Offload<B> for SpliceOffload {
             u16::from_be_bytes([p[2], p[3]]),
         );
         let l4_off = t.l4_off;
-        match self.offer(cx, k, rx.buf.data_mut(), l4_off, false) {
+        match self.offer(cx, k, rx.buf.data_mut(), l4_off, false, false) {
             None => Verdict::Pass,
             Some(Outcome::Out { port, .. }) => Verdict::Out(port),
             Some(Outcome::Malformed | Outcome::ArpMiss) => Verdict::Consumed,
@@ -950,7 +1098,7 @@ impl<B: PacketBuf> Offload<B> for SpliceOffload {
             tcp.dst,
             u16::from_be_bytes([p[2], p[3]]),
         );
-        match self.offer(cx, k, frame, tcp.l4_off, true) {
+        match self.offer(cx, k, frame, tcp.l4_off, true, false) {
             None => Verdict::Pass,
             Some(Outcome::Out { port, .. }) => Verdict::Out(port),
             Some(Outcome::Malformed | Outcome::ArpMiss) => Verdict::Consumed,
