@@ -7,6 +7,10 @@
 
 use std::path::{Path, PathBuf};
 
+pub mod dcqcn;
+pub mod dcqcn_ref;
+pub mod incast;
+
 /// How to run an experiment.
 #[derive(Clone, Debug)]
 pub struct ExpOptions {
@@ -48,7 +52,23 @@ pub struct ExpReport {
 pub type ExpFn = fn(&ExpOptions) -> Result<ExpReport, String>;
 
 /// Every experiment: name, one-line description, function.
-pub const EXPERIMENTS: &[(&str, &str, ExpFn)] = &[];
+pub const EXPERIMENTS: &[(&str, &str, ExpFn)] = &[
+    (
+        "dcqcn-convergence",
+        "Tonic §6.2.2 Fig. 4: two DCQCN flows converge; module vs a reference DCQCN sender",
+        dcqcn::convergence,
+    ),
+    (
+        "dcqcn-200",
+        "Tonic §6.2.2: 2 × 100 DCQCN flows on 40 Gb/s, per-flow throughput and CNPs",
+        dcqcn::two_hundred,
+    ),
+    (
+        "incast",
+        "nanoTransport §5.2: N-to-1 incast of 64 KB messages, NDP/Homa/DCQCN/NewReno MCTs",
+        incast::incast,
+    ),
+];
 
 /// The experiment called `name`.
 pub fn find(name: &str) -> Option<ExpFn> {

@@ -38,7 +38,7 @@ use super::rng::SplitMix64;
 use super::scenario::{DropRule, Scenario, Topology};
 use super::units::wire_time;
 use super::TestbenchError;
-use crate::tonic::module::{CreditScheme, IncomingPkt};
+use crate::tonic::module::{CreditScheme, IncomingPkt, PktType};
 use crate::tonic::registry::Registry;
 use crate::tonic::{Nanos, TonicEngine};
 
@@ -95,6 +95,7 @@ struct FlowSt {
     tx: u64,
     rtx: u64,
     timeouts: u64,
+    cnps: u64,
     completed: Option<Nanos>,
 }
 
@@ -125,6 +126,7 @@ pub(crate) struct Sim<'a> {
     remaining: u32,
     trace: Vec<TraceRow>,
     tx_log: Vec<TxRecord>,
+    cnp_log: Vec<(Nanos, u32)>,
     out: Vec<RxOut>,
 }
 
@@ -221,6 +223,7 @@ impl<'a> Sim<'a> {
             remaining: total,
             trace: Vec::new(),
             tx_log: Vec::new(),
+            cnp_log: Vec::new(),
             out: Vec::new(),
         })
     }
@@ -340,6 +343,12 @@ impl<'a> Sim<'a> {
                 let (sd, f) = self.sender_of(g);
                 if self.flows[g as usize].completed.is_some() {
                     return Ok(());
+                }
+                if pkt.pkt_type == PktType::Cnp {
+                    self.flows[g as usize].cnps += 1;
+                    if self.s.trace_cnps {
+                        self.cnp_log.push((now, g));
+                    }
                 }
                 let rep = self.engines[sd].incoming(f, &pkt, now)?;
                 if rep.wnd_start >= self.segs {
@@ -525,6 +534,7 @@ impl<'a> Sim<'a> {
                     transmitted: st.tx,
                     retransmissions: st.rtx,
                     timeouts: st.timeouts,
+                    cnps: st.cnps,
                     start_ns: st.start,
                     rx_complete_ns: self.rx.complete_at(g),
                     completed_ns: st.completed,
@@ -540,6 +550,7 @@ impl<'a> Sim<'a> {
             flows,
             trace: self.trace,
             tx_log: self.tx_log,
+            cnp_log: self.cnp_log,
             link: link_stats(&self.links),
             receiver_stats: *self.rx.stats(),
             rx_nic_drops: self.rx_nic_drops,
