@@ -244,7 +244,7 @@ pub fn convergence(o: &ExpOptions) -> Result<ExpReport, String> {
         checks,
         markdown: md,
         data_segments: segments(&r),
-        events: 0,
+        events: r.events,
     })
 }
 
@@ -394,6 +394,6 @@ pub fn two_hundred(o: &ExpOptions) -> Result<ExpReport, String> {
         checks,
         markdown: md,
         data_segments: segments(&r),
-        events: 0,
+        events: r.events,
     })
 }

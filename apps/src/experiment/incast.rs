@@ -109,11 +109,13 @@ pub fn incast(o: &ExpOptions) -> Result<ExpReport, String> {
     let t0 = std::time::Instant::now();
     let mut rows = Vec::new();
     let mut segs = 0;
+    let mut events = 0;
     for m in PROTOCOLS {
         for n in DEGREES {
             let s = scenario(m, n, o.seed);
             let r = run_scenario(&s).map_err(|e| format!("{}: {e}", s.name))?;
             segs += segments(&r);
+            events += r.events;
             rows.push(row(m, n, &r));
         }
     }
@@ -225,6 +227,6 @@ pub fn incast(o: &ExpOptions) -> Result<ExpReport, String> {
         checks,
         markdown: md,
         data_segments: segs,
-        events: 0,
+        events,
     })
 }

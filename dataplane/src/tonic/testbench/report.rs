@@ -118,6 +118,8 @@ pub struct TestbenchReport {
     /// CNPs as their senders received them, `(time, flow)` in time order (with
     /// `trace_cnps`).
     pub cnp_log: Vec<(Nanos, u32)>,
+    /// Simulator events processed (for the speed figures).
+    pub events: u64,
     /// Bottleneck counters.
     pub link: LinkStats,
     /// Receiver counters.
