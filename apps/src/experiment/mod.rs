@@ -8,6 +8,9 @@
 use std::path::{Path, PathBuf};
 
 pub mod cli;
+pub mod dcqcn;
+pub mod dcqcn_ref;
+pub mod incast;
 pub mod newreno;
 pub mod tcbnet;
 pub mod util;
@@ -69,6 +72,21 @@ pub const EXPERIMENTS: &[(&str, &str, ExpFn)] = &[
         "cc-zoo",
         "every Tonic module on one dumbbell with loss and ECN: goodput and queue per module",
         zoo::zoo,
+    ),
+    (
+        "dcqcn-convergence",
+        "Tonic §6.2.2 Fig. 4: two DCQCN flows converge; module vs a reference DCQCN sender",
+        dcqcn::convergence,
+    ),
+    (
+        "dcqcn-200",
+        "Tonic §6.2.2: 2 × 100 DCQCN flows on 40 Gb/s, per-flow throughput and CNPs",
+        dcqcn::two_hundred,
+    ),
+    (
+        "incast",
+        "nanoTransport §5.2: N-to-1 incast of 64 KB messages, NDP/Homa/DCQCN/NewReno MCTs",
+        incast::incast,
     ),
 ];
 

@@ -71,3 +71,63 @@ pub fn run_scenario_with(
 ) -> Result<TestbenchReport, TestbenchError> {
     sim::Sim::new(s, registry)?.run()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// FNV-1a, 64 bits.
+    fn fnv(h: &mut u64, s: &str) {
+        for b in s.bytes() {
+            *h ^= b as u64;
+            *h = h.wrapping_mul(0x100_0000_01b3);
+        }
+    }
+
+    /// A digest of everything a run reports: the summary (text and CSV), every flow's trace,
+    /// and the counters.
+    fn digest(r: &TestbenchReport) -> u64 {
+        let mut h = 0xcbf2_9ce4_8422_2325;
+        fnv(&mut h, &r.summary_text());
+        fnv(&mut h, &r.summary_csv());
+        for f in &r.flows {
+            fnv(&mut h, &r.trace_csv(f.flow));
+            fnv(&mut h, &format!("{}", f.cnps));
+        }
+        fnv(&mut h, &format!("{:?}{:?}", r.link, r.receiver_stats));
+        h
+    }
+
+    /// Seeded runs of the example scenarios produce exactly the reports they produced before
+    /// the simulator's hot paths were optimised (event queue, allocations): the
+    /// optimisations change speed, never results.
+    #[test]
+    fn testbench_pinned_summaries() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../configs/tonic");
+        let mut got = Vec::new();
+        for (file, dur) in [
+            ("newreno.toml", None),
+            ("sack.toml", None),
+            ("dcqcn-2flows.toml", Some(40_000_000)),
+            ("irn.toml", None),
+            ("ndp-incast8.toml", None),
+            ("homa-incast.toml", None),
+        ] {
+            let mut s = load_scenario(dir.join(file)).unwrap();
+            if let Some(d) = dur {
+                s.duration = d;
+            }
+            let r = run_scenario(&s).unwrap();
+            got.push((file, digest(&r)));
+        }
+        let want: Vec<(&str, u64)> = vec![
+            ("newreno.toml", 13124661868676742998),
+            ("sack.toml", 13654698988658471699),
+            ("dcqcn-2flows.toml", 11459733079050545325),
+            ("irn.toml", 10469162262400446093),
+            ("ndp-incast8.toml", 7452429878512732506),
+            ("homa-incast.toml", 2882332403867693595),
+        ];
+        assert_eq!(got, want);
+    }
+}

@@ -78,6 +78,8 @@ pub struct FlowSummary {
     pub retransmissions: u64,
     /// Retransmission timeouts.
     pub timeouts: u64,
+    /// CNPs the sender received for this flow (DCQCN).
+    pub cnps: u64,
     /// When the flow started.
     pub start_ns: Nanos,
     /// When the receiver had every segment.
@@ -117,6 +119,11 @@ pub struct TestbenchReport {
     pub trace: Vec<TraceRow>,
     /// Transmitted segments (with `trace_segments`).
     pub tx_log: Vec<TxRecord>,
+    /// CNPs as their senders received them, `(time, flow)` in time order (with
+    /// `trace_cnps`).
+    pub cnp_log: Vec<(Nanos, u32)>,
+    /// Simulator events processed (for the speed figures).
+    pub events: u64,
     /// Bottleneck counters.
     pub link: LinkStats,
     /// Receiver counters.

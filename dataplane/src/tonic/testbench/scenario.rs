@@ -13,6 +13,7 @@
 //! duration = "50ms"            # virtual-time limit
 //! trace_interval = "10us"      # per-flow trace sampling (default: rtt)
 //! trace_segments = false       # also log every transmitted segment
+//! trace_cnps = false           # also log every CNP a sender receives
 //! check_invariants = false     # check the engines' §3.1 set invariants at each sample
 //!
 //! [module]                     # the protocol module and its parameters
@@ -102,6 +103,10 @@ pub struct Scenario {
     /// Log every transmitted segment (Tonic Fig. 3b: sequence numbers over time).
     #[serde(default)]
     pub trace_segments: bool,
+    /// Log every CNP a sender receives (DCQCN, Tonic §6.2.2: the CNP sequence that drives
+    /// the rate trace, e.g. for a reference sender).
+    #[serde(default)]
+    pub trace_cnps: bool,
     /// Check the engines' invariants (§3.1 sets, rings, window) at each trace sample.
     #[serde(default)]
     pub check_invariants: bool,
@@ -403,6 +408,7 @@ impl Scenario {
             duration: default_duration(),
             trace_interval: None,
             trace_segments: false,
+            trace_cnps: false,
             check_invariants: false,
             module: ModuleSection {
                 name: module.to_string(),

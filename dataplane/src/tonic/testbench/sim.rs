@@ -38,7 +38,7 @@ use super::rng::SplitMix64;
 use super::scenario::{DropRule, Scenario, Topology};
 use super::units::wire_time;
 use super::TestbenchError;
-use crate::tonic::module::{CreditScheme, IncomingPkt};
+use crate::tonic::module::{CreditScheme, IncomingPkt, PktType};
 use crate::tonic::registry::Registry;
 use crate::tonic::{Nanos, TonicEngine};
 
@@ -95,6 +95,7 @@ struct FlowSt {
     tx: u64,
     rtx: u64,
     timeouts: u64,
+    cnps: u64,
     completed: Option<Nanos>,
 }
 
@@ -110,7 +111,15 @@ pub(crate) struct Sim<'a> {
     kind: ReceiverKind,
     rng: SplitMix64,
     heap: BinaryHeap<Item>,
+    /// Events that always happen a fixed delay after they are scheduled (control packets
+    /// `rtt − delay` later, data arrivals at the receiver `delay` later) are in time order
+    /// as scheduled: FIFOs instead of the heap, merged with it by `(time, seq)`, so the
+    /// order of events is exactly the heap's.
+    ctrl_q: VecDeque<Item>,
+    rx_q: VecDeque<Item>,
     seq: u64,
+    /// Events processed.
+    events: u64,
     now: Nanos,
     per_sender: u32,
     segs: u64,
@@ -127,6 +136,7 @@ pub(crate) struct Sim<'a> {
     remaining: u32,
     trace: Vec<TraceRow>,
     tx_log: Vec<TxRecord>,
+    cnp_log: Vec<(Nanos, u32)>,
     out: Vec<RxOut>,
 }
 
@@ -208,7 +218,10 @@ impl<'a> Sim<'a> {
             kind,
             rng: SplitMix64::new(s.seed),
             heap: BinaryHeap::new(),
+            ctrl_q: VecDeque::new(),
+            rx_q: VecDeque::new(),
             seq: 0,
+            events: 0,
             now: 0,
             per_sender: s.tonic.active_flow_cnt,
             segs: s.flow_segments(),
@@ -227,17 +240,58 @@ impl<'a> Sim<'a> {
             remaining: total,
             trace: Vec::new(),
             tx_log: Vec::new(),
+            cnp_log: Vec::new(),
             out: Vec::new(),
         })
     }
 
     fn at(&mut self, t: Nanos, ev: Ev) {
         self.seq += 1;
-        self.heap.push(Item {
+        let item = Item {
             t,
             seq: self.seq,
             ev,
+        };
+        self.heap.push(item);
+    }
+
+    /// Schedules a control packet `rtt − delay` from now (always that delay: FIFO order).
+    fn at_ctrl(&mut self, g: u32, pkt: IncomingPkt) {
+        self.seq += 1;
+        let t = self.now + self.s.reverse_delay();
+        debug_assert!(self.ctrl_q.back().is_none_or(|b| b.t <= t));
+        self.ctrl_q.push_back(Item {
+            t,
+            seq: self.seq,
+            ev: Ev::Ctrl(g, pkt),
         });
+    }
+
+    /// Schedules a data arrival at the receiver `delay` from now (FIFO order).
+    fn at_rx(&mut self, p: Packet) {
+        self.seq += 1;
+        let t = self.now + self.s.forward_delay();
+        debug_assert!(self.rx_q.back().is_none_or(|b| b.t <= t));
+        self.rx_q.push_back(Item {
+            t,
+            seq: self.seq,
+            ev: Ev::RxArrive(p),
+        });
+    }
+
+    /// The earliest event of the heap and the FIFOs, by `(time, seq)`.
+    fn pop(&mut self) -> Option<Item> {
+        let key = |i: Option<&Item>| i.map_or((Nanos::MAX, u64::MAX), |i| (i.t, i.seq));
+        let h = key(self.heap.peek());
+        let c = key(self.ctrl_q.front());
+        let r = key(self.rx_q.front());
+        if h <= c && h <= r {
+            self.heap.pop()
+        } else if c <= r {
+            self.ctrl_q.pop_front()
+        } else {
+            self.rx_q.pop_front()
+        }
     }
 
     fn sender_of(&self, g: u32) -> (usize, u32) {
@@ -254,10 +308,11 @@ impl<'a> Sim<'a> {
         }
         self.at(0, Ev::Sample);
         let mut end = self.s.duration;
-        while let Some(item) = self.heap.pop() {
+        while let Some(item) = self.pop() {
             if item.t > self.s.duration {
                 break;
             }
+            self.events += 1;
             self.now = item.t;
             self.handle(item.ev)?;
             if self.remaining == 0 {
@@ -319,7 +374,7 @@ impl<'a> Sim<'a> {
                     if (hop as usize) + 1 < self.links.len() {
                         self.at(now, Ev::SwitchArrive(hop + 1, p));
                     } else {
-                        self.at(now + self.s.forward_delay(), Ev::RxArrive(p));
+                        self.at_rx(p);
                     }
                 }
                 if let Some(t) = next {
@@ -347,6 +402,12 @@ impl<'a> Sim<'a> {
                 if self.flows[g as usize].completed.is_some() {
                     return Ok(());
                 }
+                if pkt.pkt_type == PktType::Cnp {
+                    self.flows[g as usize].cnps += 1;
+                    if self.s.trace_cnps {
+                        self.cnp_log.push((now, g));
+                    }
+                }
                 let rep = self.engines[sd].incoming(f, &pkt, now)?;
                 if rep.wnd_start >= self.segs {
                     self.flows[g as usize].completed = Some(now);
@@ -361,7 +422,7 @@ impl<'a> Sim<'a> {
                 while let Some(g) = self.pulls.pop_front() {
                     if self.rx.wants_data(g) {
                         let grant = IncomingPkt::grant(self.s.flows.segment_size);
-                        self.at(now + self.s.reverse_delay(), Ev::Ctrl(g, grant));
+                        self.at_ctrl(g, grant);
                         self.pull_next = now + self.pull_gap;
                         break;
                     }
@@ -402,10 +463,9 @@ impl<'a> Sim<'a> {
     }
 
     fn dispatch(&mut self, out: &mut Vec<RxOut>) {
-        let rev = self.s.reverse_delay();
         for o in out.drain(..) {
             match o {
-                RxOut::Ctrl(g, pkt) => self.at(self.now + rev, Ev::Ctrl(g, pkt)),
+                RxOut::Ctrl(g, pkt) => self.at_ctrl(g, pkt),
                 RxOut::DelayedAck(g, t) => self.at(t, Ev::DelayedAck(g)),
                 RxOut::Pull(g) => self.pulls.push_back(g),
             }
@@ -536,6 +596,7 @@ impl<'a> Sim<'a> {
                     transmitted: st.tx,
                     retransmissions: st.rtx,
                     timeouts: st.timeouts,
+                    cnps: st.cnps,
                     start_ns: st.start,
                     rx_complete_ns: self.rx.complete_at(g),
                     completed_ns: st.completed,
@@ -551,6 +612,8 @@ impl<'a> Sim<'a> {
             flows,
             trace: self.trace,
             tx_log: self.tx_log,
+            cnp_log: self.cnp_log,
+            events: self.events,
             link: link_stats(&self.links),
             receiver_stats: *self.rx.stats(),
             rx_nic_drops: self.rx_nic_drops,
