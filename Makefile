@@ -12,8 +12,8 @@ build: deps
 	$(CARGO) build --release -p apps $(FEATURES)
 
 ## Builds, installs missing packages, runs the demo topology and prints its results; then
-## short runs of `bench echo` (AccelTCP Table 3's rows, 64 and 1024 bytes) and `bench kv`
-## (Table 4's shape) on the in-memory wire: their tables, plots and JSON under
+## short runs of `bench echo` (AccelTCP Table 3's rows, 64 and 1024 bytes), `bench kv`
+## (Table 4's shape) and `bench proxy` (Table 2's shape) on the in-memory wire: their tables, plots and JSON under
 ## target/nicemu-bench/.
 DEMO_BENCH ?= --seconds 1 --rounds 1 --warmup 0.2 --conns 256
 demo: build
@@ -25,6 +25,9 @@ demo: build
 	@echo; echo "== nicemu bench kv: Redis SET/GET, one request per connection and persistent (AccelTCP Table 4's shape) =="
 	./target/release/nicemu bench kv $(DEMO_BENCH) \
 	  --plot-dir target/nicemu-bench/kv --json target/nicemu-bench/kv.json
+	@echo; echo "== nicemu bench proxy: the L7 proxy, splice on the NIC vs relay on the host (AccelTCP Table 2's shape) =="
+	./target/release/nicemu bench proxy --sizes 64 --per-conn 1,8,128 --conns 128 \
+	  --seconds 0.5 --warmup 0.2 --plot-dir target/nicemu-bench/proxy --json target/nicemu-bench/proxy.json
 
 lint:
 	$(CARGO) fmt --all -- --check
