@@ -505,7 +505,11 @@ fn procs_kv_redis_tools() {
     for extra in [&[][..], &["-k", "0"][..], &["-P", "16"][..]] {
         let t = Instant::now();
         // Pipelined, the full size takes seconds.
-        let n = if extra.first() == Some(&"-P") { &full } else { &n };
+        let n = if extra.first() == Some(&"-P") {
+            &full
+        } else {
+            &n
+        };
         let mut args = vec![
             "timeout",
             "900",
