@@ -29,6 +29,7 @@ use std::time::{Duration, Instant};
 use common::netns::Netns;
 use common::proc::Proc;
 use common::proxy_topo::{nginx_conf, ProxyProc as NicemuProc, TempDir};
+use common::waits::{counter, wait_for};
 
 const NIC_IP: &str = "192.0.2.1";
 const PEER_IP: &str = "192.0.2.2";
@@ -71,28 +72,6 @@ while True:
             sel.unregister(s)
             s.close()
 "#;
-
-/// Polls `ok` every 50 ms until it holds or `limit` passes.
-fn wait_for(limit: Duration, mut ok: impl FnMut() -> bool) -> bool {
-    let until = Instant::now() + limit;
-    while Instant::now() < until {
-        if ok() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    false
-}
-
-/// The number after `key` in the first line of `text` that starts with `line_start`.
-fn counter(text: &str, line_start: &str, key: &str) -> Option<u64> {
-    let line = text.lines().find(|l| l.starts_with(line_start))?;
-    let rest = &line[line.find(key)? + key.len()..];
-    rest.split(|c: char| !c.is_ascii_digit())
-        .find(|s| !s.is_empty())?
-        .parse()
-        .ok()
-}
 
 /// The lcores of a process: a `nic` and a `host` lcore when two cores are allowed (one
 /// `shared` otherwise), and the EAL's core list.

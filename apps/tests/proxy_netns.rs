@@ -27,6 +27,7 @@ use std::time::{Duration, Instant};
 
 use common::proc::Proc;
 use common::proxy_topo::{nginx_conf, ProxyProc, ProxyTopo, TempDir, PROXY_IP, SERVER_IP};
+use common::waits::{counter, sha256, wait_for, write_files};
 
 /// The files served, by name and size.
 const FILES: [(&str, usize); 5] = [
@@ -92,52 +93,12 @@ if not r.startswith(b"HTTP/1.1 431 "):
 print("ok", flush=True)
 "#;
 
-fn sha256(path: &str) -> String {
-    let out = dataplane::netns::must(&["sha256sum", path]);
-    out.split_whitespace()
-        .next()
-        .unwrap_or_default()
-        .to_string()
-}
-
-/// Writes the served files: deterministic pseudo-random bytes.
-fn write_files(dir: &str) {
-    std::fs::create_dir_all(dir).unwrap();
-    let mut rng = dataplane::clock::SplitMix64::new(0x5eed);
-    for (name, size) in FILES {
-        let data: Vec<u8> = (0..size).map(|_| rng.next_u64() as u8).collect();
-        std::fs::write(format!("{dir}/{name}"), data).unwrap();
-    }
-}
-
-/// Polls `ok` every 100 ms until it holds or `limit` passes.
-fn wait_for(limit: Duration, mut ok: impl FnMut() -> bool) -> bool {
-    let until = Instant::now() + limit;
-    while Instant::now() < until {
-        if ok() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    false
-}
-
-/// The number after `key` in the line of `text` that starts with `line_start`.
-fn counter(text: &str, line_start: &str, key: &str) -> Option<u64> {
-    let line = text.lines().find(|l| l.starts_with(line_start))?;
-    let rest = &line[line.find(key)? + key.len()..];
-    rest.split(|c: char| !c.is_ascii_digit())
-        .find(|s| !s.is_empty())?
-        .parse()
-        .ok()
-}
-
 fn run(splice: bool, tag: char, host_lcore: bool) {
     let started = Instant::now();
     let topo = ProxyTopo::new(tag);
     let tmp = TempDir::new(&format!("proxy-{tag}"));
     let www = tmp.path("www");
-    write_files(&www);
+    write_files(&www, &FILES, 0x5eed);
     let shas: Vec<(&str, String)> = FILES
         .iter()
         .map(|(n, _)| (*n, sha256(&format!("{www}/{n}"))))

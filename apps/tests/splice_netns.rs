@@ -26,6 +26,7 @@ use std::time::{Duration, Instant};
 
 use common::proc::Proc;
 use common::proxy_topo::{ProxyProc, ProxyTopo, TempDir, PROXY_IP, SERVER_IP};
+use common::waits::{counter, sha256, wait_for, write_files};
 
 /// 5% of frames: `ld rand; jge #T, nomatch; ret #-1` with T = 5% of 2^32.
 const LOSS_5: &str = "4,32 0 0 4294963256,53 0 1 214748365,6 0 0 0,6 0 0 4294967295";
@@ -40,44 +41,6 @@ const FILES: [(&str, usize); 7] = [
     ("f1m", 1_000_000),
     ("f10m", 10_000_000),
 ];
-
-fn sha256(path: &str) -> String {
-    let out = dataplane::netns::must(&["sha256sum", path]);
-    out.split_whitespace()
-        .next()
-        .unwrap_or_default()
-        .to_string()
-}
-
-fn write_files(dir: &str) {
-    std::fs::create_dir_all(dir).unwrap();
-    let mut rng = dataplane::clock::SplitMix64::new(0x5911ce);
-    for (name, size) in FILES {
-        let data: Vec<u8> = (0..size).map(|_| rng.next_u64() as u8).collect();
-        std::fs::write(format!("{dir}/{name}"), data).unwrap();
-    }
-}
-
-fn wait_for(limit: Duration, mut ok: impl FnMut() -> bool) -> bool {
-    let until = Instant::now() + limit;
-    while Instant::now() < until {
-        if ok() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    false
-}
-
-/// The number after `key` in the line of `text` that starts with `line_start`.
-fn counter(text: &str, line_start: &str, key: &str) -> Option<u64> {
-    let line = text.lines().find(|l| l.starts_with(line_start))?;
-    let rest = &line[line.find(key)? + key.len()..];
-    rest.split(|c: char| !c.is_ascii_digit())
-        .find(|s| !s.is_empty())?
-        .parse()
-        .ok()
-}
 
 /// nginx on `SERVER_IP:port` serving `root`, logging per request how long the request was,
 /// what it sent and the request's number on its connection.
@@ -122,7 +85,7 @@ impl Rig {
         let topo = ProxyTopo::new(tag);
         let tmp = TempDir::new(&format!("splice-{tag}"));
         let www = tmp.path("www");
-        write_files(&www);
+        write_files(&www, &FILES, 0x5911ce);
         Rig {
             topo,
             tmp,

@@ -10,3 +10,4 @@ pub mod proc;
 #[cfg(feature = "dpdk")]
 pub mod proxy_topo;
 pub mod tonic_wire;
+pub mod waits;
