@@ -26,7 +26,9 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::proc::Proc;
-use common::proxy_topo::{nginx_conf, ProxyProc, ProxyTopo, TempDir, PROXY_IP, SERVER_IP};
+use common::proxy_topo::{
+    nginx_conf, port_config, ProxyProc, ProxyTopo, TempDir, PROXY_IP, SERVER_IP,
+};
 use common::waits::{counter, sha256, wait_for, write_files};
 
 /// The files served, by name and size.
@@ -176,18 +178,7 @@ fn run(splice: bool, tag: char, host_lcore: bool) {
         &cfg,
         format!(
             r#"
-[eal]
-args = ["--no-huge", "--no-pci", "-m", "256", "-l", "{core}", "--file-prefix={prefix}",
-        "--vdev=net_af_packet0,iface={iface}"]
-[runtime]
-stats_interval_s = 0.0
-[[port]]
-name = "p0"
-driver = "dpdk"
-device = "net_af_packet0"
-ipv4 = ["{PROXY_IP}/24"]
-rss = "off"
-{lcores}
+{ports}{lcores}
 [proxy]
 listen = 80
 backends = ["{SERVER_IP}:8082", "{SERVER_IP}:8080", "{SERVER_IP}:8081"]
@@ -197,7 +188,7 @@ connect_timeout_ms = 2000
 down_ms = 300
 splice = true
 "#,
-            iface = topo.proxy_iface()
+            ports = port_config(core, &prefix, topo.proxy_iface())
         ),
     )
     .unwrap();

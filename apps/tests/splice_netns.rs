@@ -25,7 +25,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::proc::Proc;
-use common::proxy_topo::{ProxyProc, ProxyTopo, TempDir, PROXY_IP, SERVER_IP};
+use common::proxy_topo::{port_config, ProxyProc, ProxyTopo, TempDir, PROXY_IP, SERVER_IP};
 use common::waits::{counter, sha256, wait_for, write_files};
 
 /// 5% of frames: `ld rand; jge #T, nomatch; ret #-1` with T = 5% of 2^32.
@@ -166,18 +166,7 @@ impl Rig {
             &cfg,
             format!(
                 r#"
-[eal]
-args = ["--no-huge", "--no-pci", "-m", "256", "-l", "{core}", "--file-prefix={prefix}",
-        "--vdev=net_af_packet0,iface={iface}"]
-[runtime]
-stats_interval_s = 0.0
-[[port]]
-name = "p0"
-driver = "dpdk"
-device = "net_af_packet0"
-ipv4 = ["{PROXY_IP}/24"]
-rss = "off"
-[[lcore]]
+{ports}[[lcore]]
 core = {core}
 role = "shared"
 [proxy]
@@ -189,8 +178,7 @@ connect_timeout_ms = 10000
 max_clients = 4096
 splice = true
 "#,
-                prefix = self.prefix,
-                iface = self.topo.proxy_iface(),
+                ports = port_config(core, &self.prefix, self.topo.proxy_iface()),
                 list = list.join(", ")
             ),
         )

@@ -105,6 +105,26 @@ impl ProxyTopo {
     }
 }
 
+/// The `[eal]`, `[runtime]` and `[[port]]` part of a proxy configuration: DPDK on `core`
+/// with file prefix `prefix`, the port net_af_packet on `iface` with the proxy's address.
+pub fn port_config(core: usize, prefix: &str, iface: &str) -> String {
+    format!(
+        r#"
+[eal]
+args = ["--no-huge", "--no-pci", "-m", "256", "-l", "{core}", "--file-prefix={prefix}",
+        "--vdev=net_af_packet0,iface={iface}"]
+[runtime]
+stats_interval_s = 0.0
+[[port]]
+name = "p0"
+driver = "dpdk"
+device = "net_af_packet0"
+ipv4 = ["{PROXY_IP}/24"]
+rss = "off"
+"#
+    )
+}
+
 /// A scratch directory removed when dropped.
 pub struct TempDir(pub PathBuf);
 
