@@ -241,6 +241,12 @@ mod with_dpdk {
 
     /// The NIC report, the hosts' lines and the CPU split.
     fn print_common<S>(out: &Outcome<S>) {
+        if crate::runtime::interrupted() {
+            println!(
+                "nicemu: stopped by Ctrl-C after {:.2} s: the summary covers the run until then",
+                out.elapsed.as_secs_f64()
+            );
+        }
         print!(
             "{}",
             crate::report::summary(&out.nic, out.elapsed, out.tsc_hz)
@@ -580,6 +586,12 @@ mod with_dpdk {
             s.errors.total(),
             s.errors.describe()
         );
+        if let Some(n) = count.filter(|&n| crate::runtime::interrupted() && s.transactions < n) {
+            println!(
+                "loadgen: interrupted after {} of {n} transactions (partial results)",
+                s.transactions
+            );
+        }
         if out.hosts.iter().any(|h| h.app.gave_up) {
             println!("loadgen: gave up: connections kept failing without a transaction completing");
         }

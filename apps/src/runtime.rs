@@ -223,15 +223,26 @@ pub fn check_config(cfg: &dataplane::config::Config, what: &str) -> Result<(), S
     Ok(())
 }
 
-/// A stop flag set by Ctrl-C.
+/// Set once Ctrl-C (SIGINT) has asked the process to stop.
+static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// A stop flag set by Ctrl-C. The run's own end (duration, count) sets the returned flag
+/// too; [`interrupted`] tells the two apart.
 pub fn ctrl_c_flag() -> std::sync::Arc<std::sync::atomic::AtomicBool> {
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let s = stop.clone();
-    if let Err(e) = ctrlc::set_handler(move || s.store(true, std::sync::atomic::Ordering::Relaxed))
-    {
+    if let Err(e) = ctrlc::set_handler(move || {
+        INTERRUPTED.store(true, std::sync::atomic::Ordering::Relaxed);
+        s.store(true, std::sync::atomic::Ordering::Relaxed)
+    }) {
         eprintln!("nicemu: warning: cannot install the Ctrl-C handler: {e}");
     }
     stop
+}
+
+/// Whether Ctrl-C stopped the process (its figures then cover the run until that moment).
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 #[cfg(feature = "dpdk")]

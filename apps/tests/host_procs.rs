@@ -324,6 +324,53 @@ fn procs_loadgen_kernel_peers() {
         "{out}"
     );
 
+    // Ctrl-C in a run that would go on for hours: the partial summary, exit 0.
+    let mut lg = NicemuProc::spawn(
+        &[
+            "loadgen",
+            "-c",
+            &cfg,
+            "--no-pin",
+            "--server",
+            &format!("{PEER_IP}:7"),
+            "--conns",
+            "4",
+            "--count",
+            "100000000",
+        ],
+        &prefix,
+    );
+    let going = wait_for(Duration::from_secs(30), || {
+        lg.stdout()
+            .lines()
+            .filter_map(|l| l.split_once("] loadgen: transactions "))
+            .any(|(_, rest)| !rest.starts_with("0 "))
+            || lg.exited().is_some()
+    });
+    let status = lg.interrupt_and_wait(Duration::from_secs(15));
+    let out = lg.describe();
+    assert!(going, "no progress line with transactions: {out}");
+    assert!(status.is_some_and(|s| s.success()), "{out}");
+    assert!(out.contains("nicemu: stopped by Ctrl-C after"), "{out}");
+    let done = counter(&out, "loadgen: transactions", "transactions").unwrap_or(0);
+    assert!(done > 0 && done < 100_000_000, "{out}");
+    assert!(
+        out.contains(&format!(
+            "loadgen: interrupted after {done} of 100000000 transactions"
+        )),
+        "{out}"
+    );
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("loadgen: latency p50"))
+        .unwrap_or_else(|| panic!("no latency line: {out}"));
+    let p: Vec<f64> = line
+        .split_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    assert_eq!(p.len(), 5, "{line}");
+    assert!(p[0] > 0.0 && p.windows(2).all(|w| w[0] <= w[1]), "{line}");
+
     // Nobody at the address (no ARP answer): connect timeouts, a non-zero exit.
     let t = Instant::now();
     let (ok, out) = run_nicemu(
