@@ -22,12 +22,17 @@
 #     Kernel work done in softirq on the client's CPU (the receive path of requests sent
 #     from the namespace) is not in it: a conservative (low) figure for the kernel.
 #   nicemu kv: it busy-polls, so its /proc time over the run is wall time (printed as
-#     "polling upper bound"). Its busy CPU is the lcore's busy share from the summary it
-#     prints at Ctrl-C ("lcore ...: ..., busy P% ...", the share of loop iterations' TSC time
-#     that found work) times the process's CPU time over its whole life; outside the
-#     benchmark it only idles, so that is the busy time of the benchmark. If the summary
-#     reports busy time in another form, set NICEMU_BUSY_RE to a sed -E expression that
-#     prints the busy percentage from the summary.
+#     "polling bound"). Its busy CPU comes from the "cpu total:" line of the summary it
+#     prints at Ctrl-C: NIC busy + host busy over everything the loop accounted (NIC busy
+#     and idle, host busy and idle; a shared lcore counts no cycle twice), times the
+#     process's CPU time over its whole life (outside the benchmark it only idles). The
+#     host-core column is the host stack and application part alone (AccelTCP's NIC work
+#     runs on the SmartNIC, not on the server's cores).
+#   client: utime+stime of redis-benchmark (bash's `times` of its children). The kernel's
+#     receive path runs in softirq inside whichever send made the packet (tick accounting
+#     charges it to that task), so each side pays for the other's receive path: the
+#     client pays for redis-server's, and nicemu's NIC lcore (its net_af_packet transmit
+#     syscalls) pays for the client's. "server + client" is the fair whole-system figure.
 #
 # Usage (root; build first: cargo build --release -p apps --features dpdk):
 #   ci/bench-kv-table4.sh
@@ -38,7 +43,7 @@
 # Environment: N, CONNS, VALUE (bytes, default 2 as in Table 4's USR workload), KEEPALIVE,
 # ROUNDS, SERVERS (default "redis nicemu nicemu-no-offload"), NICEMU (binary), CONFIG,
 # CORE_SERVER / CORE_CLIENT (cores for the server and for redis-benchmark; default 1 / 0),
-# NICEMU_BUSY_RE, OUT (a directory for the raw outputs; default: a temporary one).
+# OUT (a directory for the raw outputs; default: a temporary one).
 set -euo pipefail
 
 # Paths given relative to where the script was started; then work from the checkout's root.
@@ -55,7 +60,6 @@ SERVERS=${SERVERS:-"redis nicemu nicemu-no-offload"}
 NICEMU=${NICEMU:-target/release/nicemu}
 CORE_SERVER=${CORE_SERVER:-1}
 CORE_CLIENT=${CORE_CLIENT:-0}
-NICEMU_BUSY_RE=${NICEMU_BUSY_RE:-'s/.*lcore .*busy ([0-9.]+)%.*/\1/p'}
 PORT=6379
 ID=$(( $$ % 100000 ))
 NS=nmkvc$ID
@@ -144,9 +148,15 @@ wait_ready() { # until the server answers PING from the namespace (30 s at most)
   return 1
 }
 
-run_client() { # redis-benchmark from the namespace; prints total requests/s of the tests
-  ip netns exec "$NS" taskset -c "$CORE_CLIENT" redis-benchmark -h "$SERVER_IP" -p $PORT \
-    -k "$KEEPALIVE" -t set,get -n "$N" -c "$CONNS" -d "$VALUE" --csv >"$1" 2>&1
+run_client() { # redis-benchmark from the namespace: its CSV into $1, its CPU times into $1.times
+  ip netns exec "$NS" taskset -c "$CORE_CLIENT" bash -c '
+    redis-benchmark "$@" --csv >"$0" 2>&1; st=$?; times >"$0.times"; exit $st' "$1" \
+    -h "$SERVER_IP" -p $PORT -k "$KEEPALIVE" -t set,get -n "$N" -c "$CONNS" -d "$VALUE"
+}
+
+child_ns() { # the children's user + system time of a `times` output, in ns
+  awk 'NR == 2 { n = 0; for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); n += a[1] * 60 + a[2] }
+                 printf "%.0f", n * 1e9 }' "$1"
 }
 
 start_server() { # $1: redis | nicemu | nicemu-no-offload; $2: log file
@@ -177,7 +187,8 @@ stop_server() {
 
 REQUESTS=$(( 2 * N ))
 echo "bench-kv-table4: redis-benchmark -k $KEEPALIVE -t set,get -n $N -c $CONNS -d $VALUE, $ROUNDS round(s), server core $CORE_SERVER, client core $CORE_CLIENT; raw outputs in $OUT"
-printf '%-6s %-18s %10s %10s %14s %22s\n' round server "SET rps" "GET rps" "CPU ns/req" "polling bound ns/req"
+printf '%-6s %-18s %9s %9s %12s %12s %12s %14s %14s\n' round server "SET rps" "GET rps" \
+  "server ns" "host-core ns" "client ns" "server+client" "polling bound"
 RESULTS=$OUT/results.tsv
 : >"$RESULTS"
 for round in $(seq "$ROUNDS"); do
@@ -193,35 +204,44 @@ for round in $(seq "$ROUNDS"); do
     set_rps=$(sed -nE 's/^"SET","([0-9.]+)".*/\1/p' "$csv")
     get_rps=$(sed -nE 's/^"GET","([0-9.]+)".*/\1/p' "$csv")
     run_ns=$(( (t1 - t0) * TICK_NS / REQUESTS ))
+    client_ns=$(( $(child_ns "$csv.times") / REQUESTS ))
     if [ "$srv" = redis ]; then
-      cpu_ns=$run_ns; bound="-"
+      cpu_ns=$run_ns; host_ns="-"; bound="-"
     else
-      # Busy share of the (single) lcore over the whole run, times the CPU of the whole run.
-      busy=$(sed -nE "$NICEMU_BUSY_RE" "$log" | head -1)
-      if [ -n "$busy" ]; then
-        cpu_ns=$(awk -v b="$busy" -v t="$t1" -v k="$TICK_NS" -v r="$REQUESTS" 'BEGIN { printf "%.0f", b / 100 * t * k / r }')
-      else
-        cpu_ns="?"
-      fi
+      # "cpu total: nic busy A s idle B s; host busy H s (...) idle I s": the busy shares
+      # of everything accounted, times the process's CPU over its life.
+      read -r cpu_ns host_ns < <(sed -nE 's/^cpu total: nic busy ([0-9.]+) s idle ([0-9.]+) s; host busy ([0-9.]+) s .* idle ([0-9.]+) s$/\1 \2 \3 \4/p' "$log" |
+        awk -v t="$t1" -v k="$TICK_NS" -v r="$REQUESTS" '{ all = $1 + $2 + $3 + $4
+          if (all > 0) printf "%.0f %.0f\n", ($1 + $3) / all * t * k / r, $3 / all * t * k / r }')
+      cpu_ns=${cpu_ns:-?}; host_ns=${host_ns:-?}
       bound=$run_ns
     fi
-    printf '%-6s %-18s %10s %10s %14s %22s\n' "$round" "$srv" "${set_rps:-?}" "${get_rps:-?}" "$cpu_ns" "$bound"
-    printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$srv" "${set_rps:-}" "${get_rps:-}" "$cpu_ns" "$bound" >>"$RESULTS"
+    total_ns="?"
+    [ "$cpu_ns" != "?" ] && total_ns=$(( cpu_ns + client_ns ))
+    printf '%-6s %-18s %9s %9s %12s %12s %12s %14s %14s\n' "$round" "$srv" "${set_rps:-?}" "${get_rps:-?}" \
+      "$cpu_ns" "$host_ns" "$client_ns" "$total_ns" "$bound"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$srv" "${set_rps:-}" "${get_rps:-}" \
+      "$cpu_ns" "$host_ns" "$client_ns" "$total_ns" "$bound" >>"$RESULTS"
   done
 done
 echo
-echo "medians over rounds (CPU ns per request; ratio against redis-server on the kernel):"
+echo "medians over rounds (ns per request; ratio: redis-server's figure / this one, so 3.00x = a third of the CPU):"
 awk -F'\t' '
-  { v[$2] = v[$2] " " $5; order[$2] = NR }
+  { for (c = 5; c <= 8; c++) v[$2, c] = v[$2, c] " " $c; seen[$2] = 1 }
   function median(s,   a, n, i, j, t) {
     n = split(s, a, " ")
     for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
     return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
   }
+  function ratio(base, m) { return (base > 0 && m > 0) ? sprintf(" (%.2fx)", base / m) : "" }
   END {
-    base = ("redis" in v) ? median(v["redis"]) : 0
-    for (s in v) {
-      m = median(v[s])
-      printf "  %-18s %10.0f ns/req%s\n", s, m, (base > 0 ? sprintf("   %.2fx of redis-server", m / base) : "")
+    printf "  %-18s %18s %18s %18s %18s\n", "server", "server", "host cores", "client", "server+client"
+    base = ("redis" in seen) ? median(v["redis", 5]) : 0
+    tbase = ("redis" in seen) ? median(v["redis", 8]) : 0
+    for (s in seen) {
+      m = median(v[s, 5]); h = (s == "redis") ? 0 : median(v[s, 6]); t = median(v[s, 8])
+      printf "  %-18s %18s %18s %18s %18s\n", s, sprintf("%.0f%s", m, ratio(base, m)),
+        (s == "redis") ? "-" : sprintf("%.0f%s", h, ratio(base, h)), sprintf("%.0f", median(v[s, 7])),
+        sprintf("%.0f%s", t, ratio(tbase, t))
     }
   }' "$RESULTS"

@@ -240,6 +240,35 @@ mod tests {
     use hoststack::memlink;
     use std::net::SocketAddrV4;
 
+    /// A loop that runs other work between NIC iterations (a `shared` lcore) and ends each
+    /// iteration with `end_iteration` charges the NIC only for its own iterations; without
+    /// it, the other work's time lands in the NIC's idle (or busy) cycles.
+    #[test]
+    fn end_iteration_keeps_other_work_out_of_the_nic_cycles() {
+        let (a, b) = pair_specs();
+        let mut p = wire_pair(a, b, Impairments::default(), Impairments::default());
+        let hz = dataplane::cycles::measure_tsc_hz(std::time::Duration::from_millis(20));
+        let other_work = std::time::Duration::from_millis(10);
+        let mut cycles = |end: bool| {
+            let before = p.a.nic.finish();
+            let before = before.busy_cycles + before.idle_cycles;
+            for _ in 0..5 {
+                p.a.nic.poll_once();
+                if end {
+                    p.a.nic.end_iteration();
+                }
+                std::thread::sleep(other_work);
+            }
+            let after = p.a.nic.finish();
+            after.busy_cycles + after.idle_cycles - before
+        };
+        let shared = cycles(true);
+        let plain = cycles(false);
+        // Five sleeps of 10 ms are 50 ms of TSC; five empty iterations are microseconds.
+        assert!(shared < hz / 100, "{shared} cycles with end_iteration");
+        assert!(plain >= hz / 25, "{plain} cycles without it");
+    }
+
     /// Outgoing connections of host core 2 of 4 pick source ports whose replies the NIC's
     /// RSS steers to queue 2 (mTCP's `mtcp_init_rss`), checked against the wire's own
     /// frame hash.

@@ -18,7 +18,8 @@
 //! buffer), *TCP stack* (the poll minus its link cycles) and *application* (the step minus
 //! its link cycles: this includes the stack work of the application's own calls, such as
 //! the transmit path of `write` and the poll inside `epoll_wait`). NIC lcores report busy
-//! and idle cycles themselves.
+//! and idle cycles themselves; a `shared` lcore's NIC cycles end with its NIC iteration, so
+//! its NIC and host figures add up to the loop's time without counting any cycle twice.
 
 use hoststack::frame::HostLink;
 use hoststack::Context;
@@ -516,6 +517,8 @@ mod dpdk_run {
                                 } else {
                                     l.poll_once();
                                 }
+                                // The host's iteration comes next: not the NIC's time.
+                                l.end_iteration();
                             }
                         };
                         h.run(&stop, &done, nhosts, &mut nic);

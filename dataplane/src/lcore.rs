@@ -640,6 +640,15 @@ impl<P: Port> NicLcore<P> {
         received
     }
 
+    /// Ends the current iteration's time. A loop that does other work between iterations
+    /// (a `shared` lcore runs the host stack's iteration there) calls this right after
+    /// [`Self::poll_once`], so that the busy and idle cycles are the NIC's own and the other
+    /// work's time is not charged to the NIC; the next `poll_once` starts a new iteration.
+    pub fn end_iteration(&mut self) {
+        self.charge_last_iteration(rdtsc());
+        self.last_start = 0;
+    }
+
     /// Charges the cycles from the previous iteration's start to `now` to busy or idle.
     #[inline(always)]
     fn charge_last_iteration(&mut self, now: u64) {
