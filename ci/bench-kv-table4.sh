@@ -4,7 +4,7 @@
 #   (a) Debian's redis-server on the Linux kernel's TCP stack, and
 #   (b) `nicemu kv` (the RESP2 server on nicemu's host stack, its NIC on DPDK's
 #       net_af_packet), with AccelTCP's setup and teardown offloads and with --no-offload,
-# each driven by the same `redis-benchmark -k $KEEPALIVE -t set,get -n $N -c $CONNS -d $VALUE`
+# each driven by the same `redis-benchmark -k $KEEPALIVE -t $TESTS -n $N -c $CONNS -d $VALUE`
 # from a network namespace on the other end of a veth pair. Rounds alternate the servers
 # (side by side, DESIGN.md: absolute times drift on shared machines).
 #
@@ -18,7 +18,8 @@
 #
 # What "server CPU per request" is:
 #   redis-server: utime+stime of the process (/proc/PID/stat fields 14+15, clock ticks)
-#     over the redis-benchmark run, divided by the requests (2 x N: the SET and GET tests).
+#     over the redis-benchmark run, divided by the requests (N per test that
+#     redis-benchmark ran: 2N for the default SET and GET).
 #     Kernel work done in softirq on the client's CPU (the receive path of requests sent
 #     from the namespace) is not in it: a conservative (low) figure for the kernel.
 #   nicemu kv: it busy-polls, so its /proc time over the run is wall time (printed as
@@ -40,7 +41,10 @@
 #   KEEPALIVE=1 ci/bench-kv-table4.sh                                  # persistent connections
 #   CONFIG=my-kv.toml ci/bench-kv-table4.sh    # a nicemu configuration of your own (its port
 #                                              # must be net_af_packet0 with 198.18.5.2/24)
+#   TESTS=ping,set,get,incr,mset PIPELINE=16 SERVERS=nicemu ROUNDS=1 ci/bench-kv-table4.sh
+#                                              # other redis-benchmark tests, pipelined
 # Environment: N, CONNS, VALUE (bytes, default 2 as in Table 4's USR workload), KEEPALIVE,
+# TESTS (redis-benchmark -t, default set,get), PIPELINE (-P, default 1),
 # ROUNDS, SERVERS (default "redis nicemu nicemu-no-offload"), NICEMU (binary), CONFIG,
 # CORE_SERVER / CORE_CLIENT (cores for the server and for redis-benchmark; default 1 / 0),
 # OUT (a directory for the raw outputs; default: a temporary one).
@@ -55,6 +59,8 @@ N=${N:-200000}
 CONNS=${CONNS:-50}
 VALUE=${VALUE:-2}
 KEEPALIVE=${KEEPALIVE:-0}
+TESTS=${TESTS:-set,get}
+PIPELINE=${PIPELINE:-1}
 ROUNDS=${ROUNDS:-3}
 SERVERS=${SERVERS:-"redis nicemu nicemu-no-offload"}
 NICEMU=${NICEMU:-target/release/nicemu}
@@ -151,7 +157,7 @@ wait_ready() { # until the server answers PING from the namespace (30 s at most)
 run_client() { # redis-benchmark from the namespace: its CSV into $1, its CPU times into $1.times
   ip netns exec "$NS" taskset -c "$CORE_CLIENT" bash -c '
     redis-benchmark "$@" --csv >"$0" 2>&1; st=$?; times >"$0.times"; exit $st' "$1" \
-    -h "$SERVER_IP" -p $PORT -k "$KEEPALIVE" -t set,get -n "$N" -c "$CONNS" -d "$VALUE"
+    -h "$SERVER_IP" -p $PORT -k "$KEEPALIVE" -t "$TESTS" -P "$PIPELINE" -n "$N" -c "$CONNS" -d "$VALUE"
 }
 
 child_ns() { # the children's user + system time of a `times` output, in ns
@@ -185,8 +191,7 @@ stop_server() {
   ip addr flush dev "$VS"
 }
 
-REQUESTS=$(( 2 * N ))
-echo "bench-kv-table4: redis-benchmark -k $KEEPALIVE -t set,get -n $N -c $CONNS -d $VALUE, $ROUNDS round(s), server core $CORE_SERVER, client core $CORE_CLIENT; raw outputs in $OUT"
+echo "bench-kv-table4: redis-benchmark -k $KEEPALIVE -t $TESTS -P $PIPELINE -n $N -c $CONNS -d $VALUE, $ROUNDS round(s), server core $CORE_SERVER, client core $CORE_CLIENT; raw outputs in $OUT"
 printf '%-6s %-18s %9s %9s %12s %12s %12s %14s %14s\n' round server "SET rps" "GET rps" \
   "server ns" "host-core ns" "client ns" "server+client" "polling bound"
 RESULTS=$OUT/results.tsv
@@ -203,6 +208,15 @@ for round in $(seq "$ROUNDS"); do
     stop_server
     set_rps=$(sed -nE 's/^"SET","([0-9.]+)".*/\1/p' "$csv")
     get_rps=$(sed -nE 's/^"GET","([0-9.]+)".*/\1/p' "$csv")
+    # Every test redis-benchmark finished is a row "NAME","rps",...: N requests each.
+    tests_done=$(grep -cE '^"[A-Z_ ()0-9]+","[0-9.]+"' "$csv" || true)
+    if grep -qiE 'error|unexpected' "$csv" || [ "$tests_done" -eq 0 ]; then
+      echo "bench-kv-table4: $srv round $round: redis-benchmark reported errors or finished no test:" >&2
+      grep -iE 'error|unexpected' "$csv" | sort | uniq -c | head >&2 || true
+    fi
+    sed -nE 's/^"([^"]+)","([0-9.]+)".*/  \1 \2 requests\/s/p' "$csv" >"$csv.rps"
+    [ "$TESTS" = set,get ] || { echo "  ($srv round $round)"; cat "$csv.rps"; }
+    REQUESTS=$(( N * (tests_done > 0 ? tests_done : 1) ))
     run_ns=$(( (t1 - t0) * TICK_NS / REQUESTS ))
     client_ns=$(( $(child_ns "$csv.times") / REQUESTS ))
     if [ "$srv" = redis ]; then

@@ -339,3 +339,60 @@ fn listen_table_is_bounded_and_refuses_beyond_it() {
     assert!(from_wire(&mut r).is_empty());
     handshake_start(&mut r, 40_001);
 }
+
+/// A peer that sends more than one segment before the host's first reaches it (pipelined or
+/// long requests) echoes the SYN-ACK's TSval in all of them, but only the first carries the
+/// sequence number the cookie binds: the later ones go to the host as ordinary segments of
+/// the connection it now has, and only for a connection whose cookie checked.
+#[test]
+fn later_segments_echoing_the_syn_ack_reach_the_host_once_the_cookie_checked() {
+    use dataplane::offload::setup::RECENT_NS;
+    let mut r = rig();
+    let (iss, tsval) = handshake_start(&mut r, 40_000);
+    send(&mut r, 40_000, final_ack(iss, tsval), b"SET a 1\r\n");
+    let got = from_host(&mut r);
+    assert_eq!(got.len(), 1);
+    assert!(matches!(
+        msg::parse_frame(&got[0]).unwrap().message,
+        Message::Setup(_)
+    ));
+    // The next segment, 9 bytes on: an ordinary frame, its payload intact.
+    let later = |iss: u32, seq: u32| TcpHeader {
+        seq: Seq(seq),
+        ..final_ack(iss, tsval)
+    };
+    send(&mut r, 40_000, later(iss, 1010), b"GET a\r\n");
+    let got = from_host(&mut r);
+    assert_eq!(got.len(), 1);
+    assert_eq!(
+        &got[0][12..14],
+        &[0x08, 0x00],
+        "an IPv4 frame, not a message"
+    );
+    assert_eq!(tcp_of(&got[0]).payload(), b"GET a\r\n");
+    assert_eq!(tcp_of(&got[0]).seq_number(), Seq(1010));
+    assert_eq!(counter(&mut r, "later_segments"), 1);
+    assert_eq!(counter(&mut r, "validated"), 1);
+    assert_eq!(counter(&mut r, "recent"), 1);
+    // A retransmission of the first segment checks again: another setup notification,
+    // which the host feeds to the connection it has.
+    send(&mut r, 40_000, later(iss, 1001), b"SET a 1\r\n");
+    assert_eq!(from_host(&mut r).len(), 1);
+    assert_eq!(counter(&mut r, "validated"), 2);
+
+    // The same segment on a 4-tuple whose cookie never checked, or with another ISS, or
+    // a sequence number before the peer's first: dropped, as a forged ACK is.
+    let (iss2, _) = handshake_start(&mut r, 40_001);
+    send(&mut r, 40_001, later(iss2, 1010), b"GET a\r\n");
+    send(&mut r, 40_000, later(iss ^ 0x100, 1010), b"GET a\r\n");
+    send(&mut r, 40_000, later(iss, 999), b"GET a\r\n");
+    assert!(from_host(&mut r).is_empty());
+    assert_eq!(counter(&mut r, "later_segments"), 1);
+    assert_eq!(counter(&mut r, "rejected_hash"), 3);
+
+    // Remembered for RECENT_NS only.
+    r.clock.advance(RECENT_NS);
+    send(&mut r, 40_000, later(iss, 1017), b"DEL a\r\n");
+    assert!(from_host(&mut r).is_empty());
+    assert_eq!(counter(&mut r, "later_segments"), 1);
+}

@@ -15,6 +15,19 @@
 //! Ordinary ACKs of NIC-made connections do not carry the mark: the host keeps their TSvals
 //! even. A duplicate setup notification (the peer's data arrived before the host's first
 //! segment changed its TSecr) is fine: the host feeds its payload to the existing connection.
+//!
+//! A peer may send several segments before the host's first segment reaches it (a pipelined
+//! or long request): all of them echo the SYN-ACK's TSval, but only the first carries the
+//! sequence number the cookie binds (the peer's ISN + 1, as in Linux's syncookies), so
+//! the others cannot be checked. The NIC therefore remembers, for a short while and in a
+//! bounded table, the connections it has handed to the host ([`RECENT_MAX`],
+//! [`RECENT_NS`]): a marked segment whose cookie does not check but whose 4-tuple and ISS
+//! are in that table goes to the host as an ordinary segment of its connection. Before a
+//! cookie checks, the NIC keeps nothing per connection (§4.1), and a forged ACK never
+//! reaches the host. Past the table's bounds such a segment is dropped, as before, and the
+//! peer retransmits it once the host's segments have changed its TSecr.
+
+use std::collections::{HashMap, VecDeque};
 
 use offload_api::msg::{
     AckStatus, InstallAckRepr, ListenAddFrame, ListenAddRepr, ListenOptions, ListenRemoveFrame,
@@ -39,6 +52,15 @@ pub const SYN_ACK_WINDOW: u16 = 65_535;
 /// their SYNs go to the host.
 pub const MAX_LISTENERS: usize = 256;
 
+/// Most connections the NIC remembers after handing them to the host (see the module
+/// documentation); the oldest are forgotten first.
+pub const RECENT_MAX: usize = 65_536;
+
+/// How long the NIC remembers a connection it handed to the host: a peer echoes the
+/// SYN-ACK's TSval only until the host's first segment reaches it, a round trip after the
+/// setup (or a delayed ACK or a retransmission timeout later, RFC 6298's 1 s initial RTO).
+pub const RECENT_NS: u64 = 10_000_000_000;
+
 /// Counters of the setup offload.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SetupStats {
@@ -59,6 +81,10 @@ pub struct SetupStats {
     pub rejected_hash: u64,
     /// Final ACKs refused: option bits in TSecr that no SYN-ACK carries.
     pub rejected_options: u64,
+    /// Segments that echo the SYN-ACK's TSval after their connection's cookie checked
+    /// (the peer sent more than one segment before the host's first): to the host as
+    /// ordinary segments.
+    pub later_segments: u64,
     /// SYN-ACKs or setup notifications not sent: no buffer, or the link's ring full.
     pub send_failed: u64,
     /// Listen registrations added (or updated) / removed.
@@ -71,8 +97,9 @@ pub struct SetupStats {
 
 /// The NIC's SYN-cookie responder (AccelTCP §4.1) on an lcore's offload chain.
 ///
-/// Invariant: holds no per-connection state; listeners are unique by (address, port), address
-/// `[0; 4]` matching any address of the NIC.
+/// Invariant: holds no state for a connection whose cookie has not checked; remembers at most
+/// [`RECENT_MAX`] connections handed to the host, each for at most [`RECENT_NS`]; listeners
+/// are unique by (address, port), address `[0; 4]` matching any address of the NIC.
 pub struct SetupOffload {
     /// Registered listeners: a handful per host, searched on every TCP frame from the wire,
     /// so a short array scanned by port beats a hashed map (no SipHash per frame).
@@ -83,6 +110,11 @@ pub struct SetupOffload {
     stats: SetupStats,
     scratch: Vec<u8>,
     started: bool,
+    /// Connections handed to the host: 4-tuple → (ISS, peer's ISN, when). SipHash: the
+    /// keys come from the wire.
+    recent: HashMap<CookieTuple, (u32, u32, u64)>,
+    /// `recent`'s entries in the order they were made, for expiry and the bound.
+    recent_order: VecDeque<(CookieTuple, u64)>,
 }
 
 impl SetupOffload {
@@ -112,6 +144,8 @@ impl SetupOffload {
             stats: SetupStats::default(),
             scratch: Vec::with_capacity(128),
             started: false,
+            recent: HashMap::new(),
+            recent_order: VecDeque::new(),
         }
     }
 
@@ -255,6 +289,10 @@ impl SetupOffload {
         let peer_isn = t.seq_number().0.wrapping_sub(1);
         let mss = match self.cookies.check(&ct, iss, peer_isn, cx.now) {
             Ok(m) => m,
+            Err(_) if self.is_recent(&ct, iss, peer_isn, cx.now) => {
+                self.stats.later_segments += 1;
+                return Verdict::Pass;
+            }
             Err(e) => {
                 match e {
                     CookieError::Expired => self.stats.rejected_expired += 1,
@@ -292,8 +330,43 @@ impl SetupOffload {
             self.stats.send_failed += 1;
         } else {
             self.stats.validated += 1;
+            self.remember(ct, iss, peer_isn, cx.now);
         }
         Verdict::Consumed
+    }
+
+    /// Records a connection handed to the host, forgetting expired entries and, past
+    /// [`RECENT_MAX`], the oldest.
+    fn remember(&mut self, ct: CookieTuple, iss: u32, peer_isn: u32, now: u64) {
+        while let Some(&(old, at)) = self.recent_order.front() {
+            if self.recent_order.len() < RECENT_MAX && now.saturating_sub(at) < RECENT_NS {
+                break;
+            }
+            self.recent_order.pop_front();
+            // A later setup of the same 4-tuple has its own, newer entry.
+            if self.recent.get(&old).is_some_and(|e| e.2 == at) {
+                self.recent.remove(&old);
+            }
+        }
+        self.recent.insert(ct, (iss, peer_isn, now));
+        self.recent_order.push_back((ct, now));
+    }
+
+    /// Whether a segment of `ct` that acknowledges `iss` + 1 and starts at `seq_minus_one`
+    /// + 1 belongs to a connection handed to the host less than [`RECENT_NS`] ago: the same
+    /// ISS, and a sequence number at or after the first one the peer sent (within 2³⁰,
+    /// RFC 7323 §5.2's bound on how far a sequence number moves).
+    fn is_recent(&self, ct: &CookieTuple, iss: u32, seq_minus_one: u32, now: u64) -> bool {
+        self.recent.get(ct).is_some_and(|&(i, isn, at)| {
+            i == iss
+                && now.saturating_sub(at) < RECENT_NS
+                && seq_minus_one.wrapping_sub(isn) < 1 << 30
+        })
+    }
+
+    /// Connections the NIC remembers (see [`RECENT_MAX`]).
+    pub fn recent(&self) -> usize {
+        self.recent.len()
     }
 }
 
@@ -435,6 +508,8 @@ impl<B: PacketBuf> Offload<B> for SetupOffload {
         out("rejected_rotated", s.rejected_rotated);
         out("rejected_hash", s.rejected_hash);
         out("rejected_options", s.rejected_options);
+        out("later_segments", s.later_segments);
+        out("recent", self.recent.len() as u64);
         out("send_failed", s.send_failed);
         out("listen_added", s.listen_added);
         out("listen_removed", s.listen_removed);
