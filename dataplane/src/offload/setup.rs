@@ -352,10 +352,10 @@ impl SetupOffload {
         self.recent_order.push_back((ct, now));
     }
 
-    /// Whether a segment of `ct` that acknowledges `iss` + 1 and starts at `seq_minus_one`
-    /// + 1 belongs to a connection handed to the host less than [`RECENT_NS`] ago: the same
-    /// ISS, and a sequence number at or after the first one the peer sent (within 2³⁰,
-    /// RFC 7323 §5.2's bound on how far a sequence number moves).
+    /// Whether a segment of `ct` that acknowledges `iss + 1` and starts at
+    /// `seq_minus_one + 1` belongs to a connection handed to the host less than
+    /// [`RECENT_NS`] ago: the same ISS, and a sequence number at or after the first one the
+    /// peer sent (within 2³⁰, RFC 7323 §5.2's bound on how far a sequence number moves).
     fn is_recent(&self, ct: &CookieTuple, iss: u32, seq_minus_one: u32, now: u64) -> bool {
         self.recent.get(ct).is_some_and(|&(i, isn, at)| {
             i == iss
