@@ -533,11 +533,38 @@ mod dpdk_run {
             threads.push(t);
         }
 
+        // The NIC lcores stop after the host loops have wound down (closed their
+        // connections and polled on for a moment), so that what the hosts send last (FINs,
+        // teardown messages) still leaves the ports. A conductor thread ends the run: on
+        // Ctrl-C or an error (`stop`), every app finished (the host loops set `stop`), or the
+        // duration.
+        let nic_stop = Arc::new(AtomicBool::new(false));
+        let conductor = {
+            let (stop, nic_stop, duration) = (stop.clone(), nic_stop.clone(), spec.duration);
+            std::thread::Builder::new()
+                .name("conductor".into())
+                .spawn(move || {
+                    while !stop.load(Ordering::Relaxed)
+                        && !duration.is_some_and(|d| start.elapsed() >= d)
+                    {
+                        std::thread::sleep(Duration::from_millis(5));
+                    }
+                    stop.store(true, Ordering::Relaxed);
+                    let joined: Vec<_> = threads.into_iter().map(|t| t.join()).collect();
+                    nic_stop.store(true, Ordering::Relaxed);
+                    joined
+                })
+                .map_err(|e| format!("cannot start the conductor thread: {e}"))?
+        };
+        let opts = RunOptions {
+            duration: None,
+            ..opts
+        };
         let snaps_print = snaps.clone();
         let result = run_lcores(
             nic_only,
             &opts,
-            stop.clone(),
+            nic_stop.clone(),
             dataplane::runtime_dpdk::thread_init(),
             |r, t| {
                 let mut all = r.to_vec();
@@ -553,11 +580,15 @@ mod dpdk_run {
                 progress(&all, &hosts, t);
             },
         );
+        // A NIC lcore that failed ends run_lcores early: the hosts stop too.
         stop.store(true, Ordering::Relaxed);
+        let joined = conductor
+            .join()
+            .map_err(|_| "the conductor thread panicked".to_string())?;
         let mut reports = Vec::new();
         let mut first_err = None;
-        for t in threads {
-            match t.join() {
+        for j in joined {
+            match j {
                 Ok(Ok(Some(r))) => reports.push(r),
                 Ok(Ok(None)) => {}
                 Ok(Err(e)) => {

@@ -370,6 +370,16 @@ fn procs_loadgen_kernel_peers() {
         .collect();
     assert_eq!(p.len(), 5, "{line}");
     assert!(p[0] > 0.0 && p.windows(2).all(|w| w[0] <= w[1]), "{line}");
+    // The NIC lcore outlived the host's wind-down: every connection's FIN reached the
+    // kernel, none is left established there.
+    let mut left = String::new();
+    let closed = wait_for(Duration::from_secs(5), || {
+        left = net
+            .run(&["ss", "-Htn", "state", "established", "sport = :7"])
+            .unwrap_or_default();
+        left.trim().is_empty()
+    });
+    assert!(closed, "still established in the kernel:\n{left}");
 
     // Nobody at the address (no ARP answer): connect timeouts, a non-zero exit.
     let t = Instant::now();
