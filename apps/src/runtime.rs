@@ -545,7 +545,7 @@ mod dpdk_run {
                 .name("conductor".into())
                 .spawn(move || {
                     while !stop.load(Ordering::Relaxed)
-                        && !duration.is_some_and(|d| start.elapsed() >= d)
+                        && duration.is_none_or(|d| start.elapsed() < d)
                     {
                         std::thread::sleep(Duration::from_millis(5));
                     }
