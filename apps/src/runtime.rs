@@ -404,11 +404,7 @@ mod dpdk_run {
         // Declared first, so dropped last: after the topology and its EAL. DPDK takes the
         // last --file-prefix (one after `--` overrides the configuration's).
         let eal = eal_args(cfg, spec.eal);
-        let prefix = (0..eal.len())
-            .rev()
-            .find(|&i| eal[i].starts_with("--file-prefix"))
-            .map_or_else(|| "rte".to_string(), |i| file_prefix(&eal[i..]));
-        let _runtime_dir = RuntimeDir(prefix);
+        let _runtime_dir = RuntimeDir(file_prefix(&eal));
         let mut topo = build_dpdk(cfg, &opts, spec.eal, None).map_err(|e| e.to_string())?;
         if let Some(limit) = spec.wait_link {
             for (p, d) in cfg.ports.iter().zip(&topo.devs) {

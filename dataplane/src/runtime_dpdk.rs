@@ -147,20 +147,21 @@ pub fn tsc_hz() -> u64 {
     nicemu_dpdk::tsc_hz()
 }
 
-/// The `--file-prefix` among EAL arguments (DPDK's default is `rte`).
+/// The `--file-prefix` among EAL arguments: the last one, as DPDK's argument parsing keeps
+/// the last (DPDK's default is `rte`).
 pub fn file_prefix(args: &[String]) -> String {
+    let mut found = None;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         if let Some(p) = a.strip_prefix("--file-prefix=") {
-            return p.to_string();
-        }
-        if a == "--file-prefix" {
+            found = Some(p.to_string());
+        } else if a == "--file-prefix" {
             if let Some(p) = it.next() {
-                return p.clone();
+                found = Some(p.clone());
             }
         }
     }
-    "rte".to_string()
+    found.unwrap_or_else(|| "rte".to_string())
 }
 
 /// Removes the runtime directory DPDK made for `prefix` (`/var/run/dpdk/<prefix>` for root,
@@ -186,4 +187,25 @@ fn effective_uid_is_root() -> bool {
     std::fs::metadata("/proc/self")
         .map(|m| m.uid() == 0)
         .unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::file_prefix;
+
+    #[test]
+    fn file_prefix_is_the_last_one_given() {
+        let v = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(file_prefix(&v(&["--no-huge"])), "rte");
+        assert_eq!(file_prefix(&v(&["--file-prefix=a", "-l", "0"])), "a");
+        assert_eq!(
+            file_prefix(&v(&["--file-prefix=a", "--file-prefix", "b"])),
+            "b"
+        );
+        assert_eq!(
+            file_prefix(&v(&["--file-prefix", "a", "--file-prefix=c"])),
+            "c"
+        );
+        assert_eq!(file_prefix(&v(&["--file-prefix"])), "rte");
+    }
 }
