@@ -217,3 +217,77 @@ fn install_message_carries_the_offsets() {
     // TSvals from the client move to at least the proxy's clock on the server side.
     assert_eq!(r.ts_offset_ab, vb.ts_now.wrapping_sub(va.ts_recent));
 }
+
+/// While the NIC relays a pair, its 4-tuples are the NIC's: the host gives no new
+/// connection a local port that would make one of them again (the NIC would translate its
+/// segments as the pair's), and the port is free again after the pair's closure report.
+#[test]
+fn a_pairs_ports_are_not_reused_until_its_closure_report() {
+    use hoststack::offload_api::msg::{
+        AckStatus, CloseReason, InstallAckRepr, MsgType, SpliceCloseRepr,
+    };
+    let mut ca = common::cfg(A);
+    ca.ephemeral = (40_000, 40_001);
+    let mut net = Net::with(ca, common::cfg(B));
+    let (_client, pc, up, _srv) = proxy_pair(&mut net);
+    let spliced = net.a.getsockname(up).unwrap().port();
+    let (_r, cb) = recorder();
+    net.a.nsplice(pc, up, cb).unwrap();
+    // Take the install off the link and answer it as the NIC would.
+    let mut install = None;
+    for _ in 0..64 {
+        let Some((_, f)) = net.b.link_mut().recv() else {
+            break;
+        };
+        if let Ok(p) = msg::parse_frame(f.as_ref()) {
+            if let Message::SpliceInstall(r) = p.message {
+                install = Some(r);
+            }
+        }
+    }
+    let install = install.expect("a 0x090C went out");
+    let to_a = |net: &mut Net, m: Message| {
+        let mut f = Vec::new();
+        m.write_frame([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2], &[], &mut f)
+            .unwrap();
+        let now = net.a.now();
+        net.a.input_frame(&f, now);
+    };
+    to_a(
+        &mut net,
+        Message::InstallAck(InstallAckRepr {
+            request_id: install.request_id,
+            request_type: MsgType::SpliceInstall,
+            status: AckStatus::Ok,
+        }),
+    );
+    assert_eq!(net.a.splice_stats().installed, 1);
+    let connect = |net: &mut Net| {
+        let s = net.a.socket().unwrap();
+        net.a.set_nonblocking(s, true).unwrap();
+        let r = net.a.connect(s, addr(B, 8080));
+        (r, net.a.getsockname(s).ok().map(|a| a.port()))
+    };
+    // The range's other port is free; the spliced one is not.
+    let (r, first) = connect(&mut net);
+    assert_eq!(r, Err(Errno::InProgress));
+    assert_ne!(first, Some(spliced));
+    assert_eq!(connect(&mut net).0, Err(Errno::AddrNotAvail));
+    // The pair ends on the NIC: its port can be used again.
+    to_a(
+        &mut net,
+        Message::SpliceClose(SpliceCloseRepr {
+            request_id: install.request_id,
+            reason: CloseReason::Fin,
+            rst_side: 0,
+            a: install.a.tuple,
+            b: install.b.tuple,
+            bytes_ab: 0,
+            bytes_ba: 0,
+            packets_ab: 0,
+            packets_ba: 0,
+        }),
+    );
+    assert_eq!(net.a.splices_active(), 0);
+    assert_eq!(connect(&mut net), (Err(Errno::InProgress), Some(spliced)));
+}

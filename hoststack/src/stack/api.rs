@@ -249,10 +249,7 @@ impl<L: HostLink> Context<L> {
         let remote_ip = addr.ip().octets();
         let (local_ip, local_port) = match s.local {
             Some(l) => {
-                if self
-                    .demux
-                    .contains_key(&key(remote_ip, addr.port(), self.cfg.ip, l.port()))
-                {
+                if self.tuple_taken(key(remote_ip, addr.port(), self.cfg.ip, l.port())) {
                     return Err(Errno::AddrInUse);
                 }
                 (self.cfg.ip, l.port())
@@ -770,10 +767,7 @@ impl<L: HostLink> Context<L> {
             for _ in 0..span {
                 let cand = p;
                 p = if p >= hi { lo } else { p + 1 };
-                if self
-                    .demux
-                    .contains_key(&key(remote_ip, remote_port, ip, cand))
-                {
+                if self.tuple_taken(key(remote_ip, remote_port, ip, cand)) {
                     continue;
                 }
                 if let Some(map) = &self.cfg.flow_core {
@@ -794,6 +788,13 @@ impl<L: HostLink> Context<L> {
         Err(Errno::AddrNotAvail)
     }
 
+    /// Whether a connection with demux key `k` exists here, or is a pair the NIC splices
+    /// (from its install ack to its closure report, AccelTCP §4.3): a new connection on
+    /// such a 4-tuple would have its segments translated as the pair's.
+    fn tuple_taken(&self, k: super::Key) -> bool {
+        self.demux.contains_key(&k) || self.splice_keys.contains_key(&k)
+    }
+
     /// An ephemeral port: free for `remote` (or entirely free when none) and, with a flow
     /// map, one whose replies reach this core (mTCP's `mtcp_init_rss`).
     fn pick_port(&mut self, remote: Option<([u8; 4], u16)>) -> Result<u16, Errno> {
@@ -805,7 +806,7 @@ impl<L: HostLink> Context<L> {
             p = if p >= hi { lo } else { p + 1 };
             let free = match remote {
                 Some((rip, rport)) => {
-                    !self.demux.contains_key(&key(rip, rport, self.cfg.ip, cand))
+                    !self.tuple_taken(key(rip, rport, self.cfg.ip, cand))
                         && !self.listeners.contains_key(&cand)
                         && !self.bound.contains_key(&cand)
                 }
