@@ -16,24 +16,28 @@
 # Transmit checksum offload is off on both veth ends and IPv6 is off on the link
 # (DESIGN.md principle 5).
 #
-# What "server CPU per request" is:
-#   redis-server: utime+stime of the process (/proc/PID/stat fields 14+15, clock ticks)
-#     over the redis-benchmark run, divided by the requests (N per test that
-#     redis-benchmark ran: 2N for the default SET and GET).
-#     Kernel work done in softirq on the client's CPU (the receive path of requests sent
-#     from the namespace) is not in it: a conservative (low) figure for the kernel.
-#   nicemu kv: it busy-polls, so its /proc time over the run is wall time (printed as
-#     "polling bound"). Its busy CPU comes from the "cpu total:" line of the summary it
-#     prints at Ctrl-C: NIC busy + host busy over everything the loop accounted (NIC busy
-#     and idle, host busy and idle; a shared lcore counts no cycle twice), times the
-#     process's CPU time over its whole life (outside the benchmark it only idles). The
-#     host-core column is the host stack and application part alone (AccelTCP's NIC work
-#     runs on the SmartNIC, not on the server's cores).
-#   client: utime+stime of redis-benchmark (bash's `times` of its children). The kernel's
-#     receive path runs in softirq inside whichever send made the packet (tick accounting
-#     charges it to that task), so each side pays for the other's receive path: the
-#     client pays for redis-server's, and nicemu's NIC lcore (its net_af_packet transmit
-#     syscalls) pays for the client's. "server + client" is the fair whole-system figure.
+# What "server CPU per request" is (all over the redis-benchmark run, per request: N per
+# test that redis-benchmark finished, 2N for the default SET and GET):
+#   raw: redis-server: utime+stime of the process (/proc/PID/stat fields 14+15, clock
+#     ticks). nicemu kv: it busy-polls, so its /proc time is wall time (printed as "polling
+#     bound"); its busy CPU comes from the "cpu total:" line of the summary it prints at
+#     Ctrl-C: NIC busy + host busy over everything the loop accounted (a shared lcore
+#     counts no cycle twice), times the process's CPU time over its whole life (outside the
+#     benchmark it only idles).
+#   The kernel's receive path runs in softirq on the core whose send made the packet (veth
+#     hands it over in the sender's context; tick accounting charges softirq to the task it
+#     interrupts and to /proc/stat's softirq column): the server's core does the client's
+#     receive path, the client's core does the server's (the request path through the
+#     kernel's TCP for redis-server, net_af_packet's copy into its ring for nicemu). So,
+#     as `nicemu bench echo` counts the kernel (process + the client core's softirq), and
+#     moving the client's receive path out:
+#       server = raw - softirq(server core) + softirq(client core)
+#       client = redis-benchmark's utime+stime (bash's `times`) - softirq(client core)
+#                + softirq(server core)
+#     and server + client = the two raw figures together.
+#   host cores (nicemu): the host stack and application part of nicemu's busy time alone.
+#     AccelTCP's NIC work runs on the SmartNIC, not on the server's cores; nicemu emulates
+#     it on a core through a kernel socket (net_af_packet: a sendto per transmit burst).
 #
 # Usage (root; build first: cargo build --release -p apps --features dpdk):
 #   ci/bench-kv-table4.sh
@@ -160,6 +164,10 @@ run_client() { # redis-benchmark from the namespace: its CSV into $1, its CPU ti
     -h "$SERVER_IP" -p $PORT -k "$KEEPALIVE" -t "$TESTS" -P "$PIPELINE" -n "$N" -c "$CONNS" -d "$VALUE"
 }
 
+softirq_ticks() { # the softirq column of core $1 in /proc/stat
+  awk -v c="cpu$1" '$1 == c { print $8 }' /proc/stat
+}
+
 child_ns() { # the children's user + system time of a `times` output, in ns
   awk 'NR == 2 { n = 0; for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); n += a[1] * 60 + a[2] }
                  printf "%.0f", n * 1e9 }' "$1"
@@ -192,8 +200,8 @@ stop_server() {
 }
 
 echo "bench-kv-table4: redis-benchmark -k $KEEPALIVE -t $TESTS -P $PIPELINE -n $N -c $CONNS -d $VALUE, $ROUNDS round(s), server core $CORE_SERVER, client core $CORE_CLIENT; raw outputs in $OUT"
-printf '%-6s %-18s %9s %9s %12s %12s %12s %14s %14s\n' round server "SET rps" "GET rps" \
-  "server ns" "host-core ns" "client ns" "server+client" "polling bound"
+printf '%-6s %-18s %9s %9s %9s %9s %9s %9s %10s %9s %9s %9s\n' round server "SET rps" "GET rps" \
+  "raw ns" "sirq srv" "sirq cli" "server" "host cores" client total "poll bound"
 RESULTS=$OUT/results.tsv
 : >"$RESULTS"
 for round in $(seq "$ROUNDS"); do
@@ -203,8 +211,10 @@ for round in $(seq "$ROUNDS"); do
     start_server "$srv" "$log"
     wait_ready
     t0=$(cpu_ticks "$SERVER_PID")
+    s0=$(softirq_ticks "$CORE_SERVER"); c0=$(softirq_ticks "$CORE_CLIENT")
     run_client "$csv"
     t1=$(cpu_ticks "$SERVER_PID")
+    s1=$(softirq_ticks "$CORE_SERVER"); c1=$(softirq_ticks "$CORE_CLIENT")
     stop_server
     set_rps=$(sed -nE 's/^"SET","([0-9.]+)".*/\1/p' "$csv")
     get_rps=$(sed -nE 's/^"GET","([0-9.]+)".*/\1/p' "$csv")
@@ -218,30 +228,36 @@ for round in $(seq "$ROUNDS"); do
     [ "$TESTS" = set,get ] || { echo "  ($srv round $round)"; cat "$csv.rps"; }
     REQUESTS=$(( N * (tests_done > 0 ? tests_done : 1) ))
     run_ns=$(( (t1 - t0) * TICK_NS / REQUESTS ))
-    client_ns=$(( $(child_ns "$csv.times") / REQUESTS ))
+    sirq_srv=$(( (s1 - s0) * TICK_NS / REQUESTS ))
+    sirq_cli=$(( (c1 - c0) * TICK_NS / REQUESTS ))
+    client_raw=$(( $(child_ns "$csv.times") / REQUESTS ))
     if [ "$srv" = redis ]; then
-      cpu_ns=$run_ns; host_ns="-"; bound="-"
+      raw_ns=$run_ns; host_ns="-"; bound="-"
     else
       # "cpu total: nic busy A s idle B s; host busy H s (...) idle I s": the busy shares
       # of everything accounted, times the process's CPU over its life.
-      read -r cpu_ns host_ns < <(sed -nE 's/^cpu total: nic busy ([0-9.]+) s idle ([0-9.]+) s; host busy ([0-9.]+) s .* idle ([0-9.]+) s$/\1 \2 \3 \4/p' "$log" |
+      read -r raw_ns host_ns < <(sed -nE 's/^cpu total: nic busy ([0-9.]+) s idle ([0-9.]+) s; host busy ([0-9.]+) s .* idle ([0-9.]+) s$/\1 \2 \3 \4/p' "$log" |
         awk -v t="$t1" -v k="$TICK_NS" -v r="$REQUESTS" '{ all = $1 + $2 + $3 + $4
           if (all > 0) printf "%.0f %.0f\n", ($1 + $3) / all * t * k / r, $3 / all * t * k / r }')
-      cpu_ns=${cpu_ns:-?}; host_ns=${host_ns:-?}
+      raw_ns=${raw_ns:-?}; host_ns=${host_ns:-?}
       bound=$run_ns
     fi
-    total_ns="?"
-    [ "$cpu_ns" != "?" ] && total_ns=$(( cpu_ns + client_ns ))
-    printf '%-6s %-18s %9s %9s %12s %12s %12s %14s %14s\n' "$round" "$srv" "${set_rps:-?}" "${get_rps:-?}" \
-      "$cpu_ns" "$host_ns" "$client_ns" "$total_ns" "$bound"
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$srv" "${set_rps:-}" "${get_rps:-}" \
-      "$cpu_ns" "$host_ns" "$client_ns" "$total_ns" "$bound" >>"$RESULTS"
+    server_ns="?"; total_ns="?"
+    client_ns=$(( client_raw - sirq_cli + sirq_srv ))
+    if [ "$raw_ns" != "?" ]; then
+      server_ns=$(( raw_ns - sirq_srv + sirq_cli ))
+      total_ns=$(( raw_ns + client_raw ))
+    fi
+    printf '%-6s %-18s %9s %9s %9s %9s %9s %9s %10s %9s %9s %9s\n' "$round" "$srv" "${set_rps:-?}" "${get_rps:-?}" \
+      "$raw_ns" "$sirq_srv" "$sirq_cli" "$server_ns" "$host_ns" "$client_ns" "$total_ns" "$bound"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$srv" "${set_rps:-}" "${get_rps:-}" \
+      "$raw_ns" "$sirq_srv" "$sirq_cli" "$server_ns" "$host_ns" "$client_ns" "$total_ns" "$bound" >>"$RESULTS"
   done
 done
 echo
-echo "medians over rounds (ns per request; ratio: redis-server's figure / this one, so 3.00x = a third of the CPU):"
+echo "medians over rounds (ns per request; in brackets redis-server's server figure / this one, so 3.00x = a third of the CPU):"
 awk -F'\t' '
-  { for (c = 5; c <= 8; c++) v[$2, c] = v[$2, c] " " $c; seen[$2] = 1 }
+  { for (c = 5; c <= 11; c++) v[$2, c] = v[$2, c] " " $c; seen[$2] = 1 }
   function median(s,   a, n, i, j, t) {
     n = split(s, a, " ")
     for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
@@ -249,13 +265,14 @@ awk -F'\t' '
   }
   function ratio(base, m) { return (base > 0 && m > 0) ? sprintf(" (%.2fx)", base / m) : "" }
   END {
-    printf "  %-18s %18s %18s %18s %18s\n", "server", "server", "host cores", "client", "server+client"
-    base = ("redis" in seen) ? median(v["redis", 5]) : 0
-    tbase = ("redis" in seen) ? median(v["redis", 8]) : 0
+    printf "  %-18s %10s %10s %10s %16s %16s %10s %16s\n", "server", "raw", "sirq srv", "sirq cli", "server", "host cores", "client", "total"
+    base = ("redis" in seen) ? median(v["redis", 8]) : 0
+    tbase = ("redis" in seen) ? median(v["redis", 11]) : 0
     for (s in seen) {
-      m = median(v[s, 5]); h = (s == "redis") ? 0 : median(v[s, 6]); t = median(v[s, 8])
-      printf "  %-18s %18s %18s %18s %18s\n", s, sprintf("%.0f%s", m, ratio(base, m)),
-        (s == "redis") ? "-" : sprintf("%.0f%s", h, ratio(base, h)), sprintf("%.0f", median(v[s, 7])),
+      m = median(v[s, 8]); h = (s == "redis") ? 0 : median(v[s, 9]); t = median(v[s, 11])
+      printf "  %-18s %10.0f %10.0f %10.0f %16s %16s %10.0f %16s\n", s, median(v[s, 5]), median(v[s, 6]),
+        median(v[s, 7]), sprintf("%.0f%s", m, ratio(base, m)),
+        (s == "redis") ? "-" : sprintf("%.0f%s", h, ratio(base, h)), median(v[s, 10]),
         sprintf("%.0f%s", t, ratio(tbase, t))
     }
   }' "$RESULTS"

@@ -20,14 +20,14 @@
 //! or long request): all of them echo the SYN-ACK's TSval, but only the first carries the
 //! sequence number the cookie binds (the peer's ISN + 1, as in Linux's syncookies), so
 //! the others cannot be checked. The NIC therefore remembers, for a short while and in a
-//! bounded table, the connections it has handed to the host ([`RECENT_MAX`],
+//! bounded table, the connections it has handed to the host ([`RECENT_SLOTS`],
 //! [`RECENT_NS`]): a marked segment whose cookie does not check but whose 4-tuple and ISS
 //! are in that table goes to the host as an ordinary segment of its connection. Before a
 //! cookie checks, the NIC keeps nothing per connection (§4.1), and a forged ACK never
-//! reaches the host. Past the table's bounds such a segment is dropped, as before, and the
-//! peer retransmits it once the host's segments have changed its TSecr.
-
-use std::collections::{HashMap, VecDeque};
+//! reaches the host. The table is direct-mapped (one slot per keyed hash of the 4-tuple, a
+//! newer connection overwrites an older one in its slot): one cache line written per
+//! connection. A segment whose entry was overwritten or has expired is dropped, as before,
+//! and the peer retransmits it once the host's segments have changed its TSecr.
 
 use offload_api::msg::{
     AckStatus, InstallAckRepr, ListenAddFrame, ListenAddRepr, ListenOptions, ListenRemoveFrame,
@@ -52,9 +52,9 @@ pub const SYN_ACK_WINDOW: u16 = 65_535;
 /// their SYNs go to the host.
 pub const MAX_LISTENERS: usize = 256;
 
-/// Most connections the NIC remembers after handing them to the host (see the module
-/// documentation); the oldest are forgotten first.
-pub const RECENT_MAX: usize = 65_536;
+/// Slots of the table of connections handed to the host (see the module documentation);
+/// a power of two.
+pub const RECENT_SLOTS: usize = 16_384;
 
 /// How long the NIC remembers a connection it handed to the host: a peer echoes the
 /// SYN-ACK's TSval only until the host's first segment reaches it, a round trip after the
@@ -98,7 +98,7 @@ pub struct SetupStats {
 /// The NIC's SYN-cookie responder (AccelTCP §4.1) on an lcore's offload chain.
 ///
 /// Invariant: holds no state for a connection whose cookie has not checked; remembers at most
-/// [`RECENT_MAX`] connections handed to the host, each for at most [`RECENT_NS`]; listeners
+/// [`RECENT_SLOTS`] connections handed to the host, each for at most [`RECENT_NS`]; listeners
 /// are unique by (address, port), address `[0; 4]` matching any address of the NIC.
 pub struct SetupOffload {
     /// Registered listeners: a handful per host, searched on every TCP frame from the wire,
@@ -110,11 +110,34 @@ pub struct SetupOffload {
     stats: SetupStats,
     scratch: Vec<u8>,
     started: bool,
-    /// Connections handed to the host: 4-tuple → (ISS, peer's ISN, when). SipHash: the
-    /// keys come from the wire.
-    recent: HashMap<CookieTuple, (u32, u32, u64)>,
-    /// `recent`'s entries in the order they were made, for expiry and the bound.
-    recent_order: VecDeque<(CookieTuple, u64)>,
+    /// Connections handed to the host, direct-mapped by [`recent_slot`].
+    recent: Box<[Recent]>,
+    /// The key of [`recent_slot`]'s hash (random: the 4-tuples come from the wire).
+    recent_seed: u64,
+}
+
+/// A connection handed to the host: its 4-tuple, ISS, the peer's ISN, and when (0: none).
+#[derive(Clone, Copy, Default)]
+struct Recent {
+    tuple: ([u8; 4], [u8; 4], u16, u16),
+    iss: u32,
+    peer_isn: u32,
+    at: u64,
+}
+
+fn tuple_key(ct: &CookieTuple) -> ([u8; 4], [u8; 4], u16, u16) {
+    (ct.remote_ip, ct.local_ip, ct.remote_port, ct.local_port)
+}
+
+/// The slot of `ct`: a keyed multiply-xorshift mix of the 4-tuple.
+fn recent_slot(ct: &CookieTuple, seed: u64) -> usize {
+    let ips = (u64::from(u32::from_be_bytes(ct.remote_ip)) << 32)
+        | u64::from(u32::from_be_bytes(ct.local_ip));
+    let ports = (u64::from(ct.remote_port) << 16) | u64::from(ct.local_port);
+    let x = (ips ^ seed) ^ ports.rotate_left(29);
+    let h = (x ^ (x >> 31)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    let h = (h ^ (h >> 29)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    (h >> 40) as usize & (RECENT_SLOTS - 1)
 }
 
 impl SetupOffload {
@@ -144,8 +167,11 @@ impl SetupOffload {
             stats: SetupStats::default(),
             scratch: Vec::with_capacity(128),
             started: false,
-            recent: HashMap::new(),
-            recent_order: VecDeque::new(),
+            recent: vec![Recent::default(); RECENT_SLOTS].into_boxed_slice(),
+            recent_seed: {
+                use std::hash::BuildHasher;
+                std::collections::hash_map::RandomState::new().hash_one(ts_offset)
+            },
         }
     }
 
@@ -335,21 +361,14 @@ impl SetupOffload {
         Verdict::Consumed
     }
 
-    /// Records a connection handed to the host, forgetting expired entries and, past
-    /// [`RECENT_MAX`], the oldest.
+    /// Records a connection handed to the host in its slot.
     fn remember(&mut self, ct: CookieTuple, iss: u32, peer_isn: u32, now: u64) {
-        while let Some(&(old, at)) = self.recent_order.front() {
-            if self.recent_order.len() < RECENT_MAX && now.saturating_sub(at) < RECENT_NS {
-                break;
-            }
-            self.recent_order.pop_front();
-            // A later setup of the same 4-tuple has its own, newer entry.
-            if self.recent.get(&old).is_some_and(|e| e.2 == at) {
-                self.recent.remove(&old);
-            }
-        }
-        self.recent.insert(ct, (iss, peer_isn, now));
-        self.recent_order.push_back((ct, now));
+        self.recent[recent_slot(&ct, self.recent_seed)] = Recent {
+            tuple: tuple_key(&ct),
+            iss,
+            peer_isn,
+            at: now.max(1),
+        };
     }
 
     /// Whether a segment of `ct` that acknowledges `iss + 1` and starts at
@@ -357,16 +376,12 @@ impl SetupOffload {
     /// [`RECENT_NS`] ago: the same ISS, and a sequence number at or after the first one the
     /// peer sent (within 2³⁰, RFC 7323 §5.2's bound on how far a sequence number moves).
     fn is_recent(&self, ct: &CookieTuple, iss: u32, seq_minus_one: u32, now: u64) -> bool {
-        self.recent.get(ct).is_some_and(|&(i, isn, at)| {
-            i == iss
-                && now.saturating_sub(at) < RECENT_NS
-                && seq_minus_one.wrapping_sub(isn) < 1 << 30
-        })
-    }
-
-    /// Connections the NIC remembers (see [`RECENT_MAX`]).
-    pub fn recent(&self) -> usize {
-        self.recent.len()
+        let e = &self.recent[recent_slot(ct, self.recent_seed)];
+        e.at != 0
+            && e.tuple == tuple_key(ct)
+            && e.iss == iss
+            && now.saturating_sub(e.at) < RECENT_NS
+            && seq_minus_one.wrapping_sub(e.peer_isn) < 1 << 30
     }
 }
 
@@ -509,7 +524,6 @@ impl<B: PacketBuf> Offload<B> for SetupOffload {
         out("rejected_hash", s.rejected_hash);
         out("rejected_options", s.rejected_options);
         out("later_segments", s.later_segments);
-        out("recent", self.recent.len() as u64);
         out("send_failed", s.send_failed);
         out("listen_added", s.listen_added);
         out("listen_removed", s.listen_removed);
