@@ -350,10 +350,13 @@ mod dpdk_run {
             nic: &mut dyn FnMut(bool),
         ) {
             let mut last = Instant::now();
+            let mut iterations = 0u32;
             while !stop.load(Ordering::Relaxed) {
                 nic(false);
                 self.iterate();
-                if last.elapsed() >= Duration::from_millis(100) {
+                iterations = iterations.wrapping_add(1);
+                // A clock read every iteration cost about 7% of a busy kv server's samples.
+                if iterations.is_multiple_of(64) && last.elapsed() >= Duration::from_millis(100) {
                     last = Instant::now();
                     self.publish();
                     nic(true);

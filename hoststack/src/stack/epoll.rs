@@ -123,7 +123,8 @@ impl<L: HostLink> Context<L> {
             Some(Entry::Sock(_)) => return Err(Errno::Inval),
             _ => return Err(Errno::BadF),
         }
-        let start = (self.now)();
+        // No clock read for a non-blocking call (a busy-polling loop makes one per turn).
+        let start = if timeout_ms > 0 { (self.now)() } else { 0 };
         loop {
             self.poll();
             let n = self.collect(epfd, events);
