@@ -86,6 +86,7 @@ fn link_params() -> LinkParams {
         ecn_k: None,
         ecn_kmax: None,
         ecn_pmax: 1.0,
+        ecn_on_dequeue: false,
         loss_prob: 0.0,
         priorities: 1,
     }
