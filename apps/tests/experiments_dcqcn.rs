@@ -29,9 +29,11 @@ fn dcqcn_convergence_quick() {
     assert_eq!(r.checks.len(), 2);
 }
 
+/// The 0.5% bound on the spread, and that the spread is noise rather than a per-flow bias.
 #[test]
 fn dcqcn_200_quick() {
-    run("dcqcn-200");
+    let r = run("dcqcn-200");
+    assert_eq!(r.checks.len(), 2);
 }
 
 #[test]
@@ -42,6 +44,8 @@ fn incast_quick() {
 
 /// The default (paper-sized) versions, from a release build:
 /// `cargo test --release -p apps --test experiments_dcqcn -- --ignored --nocapture`.
+/// `dcqcn-200`'s 0.5% bound fails at this size (its report says why: the spread is DCQCN's
+/// per-flow noise, which one second of virtual time averages down to about 0.6%).
 #[test]
 #[ignore]
 fn full_versions() {

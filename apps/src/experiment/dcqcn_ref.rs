@@ -61,6 +61,8 @@ pub struct RefSender {
     bytes: f64,
     /// Whether a CNP arrived in the current α period.
     cnp_in_period: bool,
+    /// ∫ R_C dt since the start, bits: what the rate allowed the flow to send.
+    pub allowed_bits: f64,
 }
 
 impl RefSender {
@@ -78,6 +80,7 @@ impl RefSender {
             inc_due: start_ns + p.timer_ns,
             bytes: 0.0,
             cnp_in_period: false,
+            allowed_bits: 0.0,
         }
     }
 
@@ -106,8 +109,7 @@ impl RefSender {
             if next > t {
                 break;
             }
-            self.bytes += self.rc * (next - self.now) / 8e9;
-            self.now = next;
+            self.accrue(next);
             if next == self.alpha_due {
                 if !self.cnp_in_period {
                     self.alpha *= 1.0 - self.p.g;
@@ -124,7 +126,15 @@ impl RefSender {
                 self.increase();
             }
         }
-        self.bytes += self.rc * (t - self.now) / 8e9;
+        self.accrue(t);
+    }
+
+    /// Moves the state's clock to `t` at the current rate: the byte counter and the
+    /// integral of R_C.
+    fn accrue(&mut self, t: f64) {
+        let bits = self.rc * (t - self.now) / 1e9;
+        self.bytes += bits / 8.0;
+        self.allowed_bits += bits;
         self.now = t;
     }
 
@@ -168,6 +178,18 @@ pub fn rate_trace(p: RefParams, start_ns: f64, cnps: &[f64], sample_times: &[f64
     out
 }
 
+/// The time average of R_C (bit/s) over `[start_ns, end_ns]` of a flow starting at
+/// `start_ns` that receives CNPs at `cnps` (ns, ascending): the throughput the reaction point
+/// alone would give it.
+pub fn mean_rate(p: RefParams, start_ns: f64, cnps: &[f64], end_ns: f64) -> f64 {
+    let mut s = RefSender::new(p, start_ns);
+    for &t in cnps.iter().take_while(|&&t| t <= end_ns) {
+        s.cnp(t);
+    }
+    s.advance(end_ns);
+    s.allowed_bits / (end_ns - start_ns).max(1.0) * 1e9
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -194,5 +216,16 @@ mod tests {
         s.advance(10.0 + 110_000.0);
         assert_eq!(s.rc, 35e9);
         assert!(s.alpha < 1.0);
+    }
+
+    /// One CNP at 10 ns halves R_C, and the timer's first expiry raises it to 30 Gb/s: the
+    /// average over [0, 110,010 ns] weighs 40 Gb/s for 10 ns, 20 for 55 µs and 30 for 55 µs.
+    #[test]
+    fn mean_rate_integrates_r_c() {
+        let end = 10.0 + 110_000.0;
+        let want = (40e9 * 10.0 + 20e9 * 55_000.0 + 30e9 * 55_000.0) / end;
+        let got = mean_rate(p(), 0.0, &[10.0], end);
+        assert!((got - want).abs() < 1.0, "{got} vs {want}");
+        assert_eq!(mean_rate(p(), 0.0, &[], 1e6), 40e9);
     }
 }

@@ -49,7 +49,7 @@ pub struct ExpReport {
     pub markdown: String,
     /// Simulated data segments (each with its ACK or equivalent), for the speed figures.
     pub data_segments: u64,
-    /// Simulator events processed.
+    /// Simulator events processed, summed over every simulation the experiment ran.
     pub events: u64,
 }
 

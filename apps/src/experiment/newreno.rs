@@ -86,6 +86,7 @@ fn link_params() -> LinkParams {
         ecn_k: None,
         ecn_kmax: None,
         ecn_pmax: 1.0,
+        ecn_on_dequeue: false,
         loss_prob: 0.0,
         priorities: 1,
     }
@@ -406,7 +407,7 @@ pub fn vs_reference(o: &ExpOptions) -> Result<ExpReport, String> {
         checks,
         markdown,
         data_segments: r.tonic_run.flows[0].transmitted + r.tcb_run.data_segments,
-        events: r.tcb_run.events,
+        events: r.tonic_run.events + r.tcb_run.events,
     })
 }
 
@@ -671,6 +672,6 @@ pub fn two_hundred(o: &ExpOptions) -> Result<ExpReport, String> {
         checks,
         markdown: m,
         data_segments: t.flows.iter().map(|f| f.transmitted).sum::<u64>() + h.data_segments,
-        events: h.events,
+        events: t.events + h.events,
     })
 }

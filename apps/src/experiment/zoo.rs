@@ -113,7 +113,7 @@ pub fn zoo(o: &ExpOptions) -> Result<ExpReport, String> {
     let mut gp = Vec::new();
     let mut qs = Vec::new();
     let mut checks = Vec::new();
-    let mut segs = 0;
+    let (mut segs, mut events) = (0, 0);
     let mut table = String::from(
         "| module | receiver | flows done | last FCT (ms) | goodput (Gb/s) | rtx | timeouts | drops | trimmed | ECN marks | max queue (KB) |\n\
          |---|---|---|---|---|---|---|---|---|---|---|\n",
@@ -128,6 +128,7 @@ pub fn zoo(o: &ExpOptions) -> Result<ExpReport, String> {
         let fct = r.flows.iter().filter_map(|f| f.fct_ns()).max();
         let g = delivered as f64 * r.segment_size as f64 * 8.0 / r.end_ns.max(1) as f64;
         segs += r.flows.iter().map(|f| f.transmitted).sum::<u64>();
+        events += r.events;
         let _ = writeln!(
             table,
             "| {name} | {:?} | {done}/{} | {} | {g:.2} | {} | {} | {} | {} | {} | {:.0} |",
@@ -202,6 +203,6 @@ pub fn zoo(o: &ExpOptions) -> Result<ExpReport, String> {
         checks,
         markdown: m,
         data_segments: segs,
-        events: 0,
+        events,
     })
 }

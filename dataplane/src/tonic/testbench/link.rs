@@ -5,7 +5,11 @@
 //!   NDP's behaviour (Handley et al., SIGCOMM '17): a packet that does not fit loses its
 //!   payload and its header joins a separate priority queue, served before data.
 //! - **ECN**: an arriving data packet is marked CE when more than K bytes wait (DCTCP's step
-//!   marking), or with RED's linear probability between K and Kmax (DCQCN's switch).
+//!   marking), or with RED's linear probability between K and Kmax (DCQCN's switch). With
+//!   `ecn_on_dequeue` the same rule is applied when a packet leaves the queue, to the bytes
+//!   still queued behind it, as the switch of DCQCN's NS3 simulator does (the one Tonic §6.2.2
+//!   compares against, from Zhu et al., CoNEXT '16): the mark then reaches the receiver without
+//!   first waiting out the queue it reports.
 //! - **Strict priorities** (Homa, Montazeri et al. SIGCOMM 2018 §3.4): up to 8 data queues
 //!   sharing the buffer; a packet of priority p waits in queue min(p, priorities − 1) and a
 //!   queue is served only when every higher one is empty (trimmed headers come first of all).
@@ -91,6 +95,9 @@ pub struct LinkParams {
     pub ecn_kmax: Option<u64>,
     /// RED's Pmax.
     pub ecn_pmax: f64,
+    /// Mark when a data packet leaves the queue (starts serialization), judged by the bytes
+    /// queued behind it, instead of when it arrives.
+    pub ecn_on_dequeue: bool,
     /// Random loss probability.
     pub loss_prob: f64,
     /// Strict-priority data queues, 1 to 8.
@@ -142,7 +149,8 @@ impl Link {
         wire_time(self.wire_bytes(pkt), self.p.rate_bps).max(1)
     }
 
-    /// Whether an arriving data packet is marked, given the bytes queued before it.
+    /// Whether a data packet is marked, given the bytes queued now (before it on arrival,
+    /// behind it on departure with `ecn_on_dequeue`).
     fn mark(&self, rng: &mut SplitMix64) -> bool {
         let Some(k) = self.p.ecn_k else {
             return false;
@@ -181,7 +189,7 @@ impl Link {
             self.headers.push_back(pkt);
             return Enqueued::Trimmed;
         }
-        if self.mark(rng) {
+        if !self.p.ecn_on_dequeue && self.mark(rng) {
             pkt.ce = true;
             self.stats.ecn_marked += 1;
         }
@@ -209,8 +217,12 @@ impl Link {
         let next = if let Some(h) = self.headers.pop_front() {
             self.header_bytes -= self.p.header_bytes as u64;
             Some(h)
-        } else if let Some(d) = self.data.iter_mut().rev().find_map(|q| q.pop_front()) {
+        } else if let Some(mut d) = self.data.iter_mut().rev().find_map(|q| q.pop_front()) {
             self.data_bytes -= self.wire_bytes(&d);
+            if self.p.ecn_on_dequeue && self.mark(rng) {
+                d.ce = true;
+                self.stats.ecn_marked += 1;
+            }
             Some(d)
         } else {
             None
@@ -238,6 +250,7 @@ mod tests {
             ecn_k: Some(1000),
             ecn_kmax: None,
             ecn_pmax: 1.0,
+            ecn_on_dequeue: false,
             loss_prob: 0.0,
             priorities: 1,
         }
@@ -306,6 +319,29 @@ mod tests {
         }
         // 1 arrived to an empty queue, 2 behind 1000 B (not above K), 3 behind 2000 B.
         assert_eq!(out, vec![(0, false), (1, false), (2, false), (3, true)]);
+        assert_eq!((l.stats().dropped, l.stats().ecn_marked), (1, 1));
+    }
+
+    /// Marking on departure judges the bytes queued behind the leaving packet: the same
+    /// backlog as in `fifo_tail_drop_and_ecn_marking` marks the first packet to leave while it
+    /// lasts, not the last to arrive.
+    #[test]
+    fn ecn_on_dequeue_marks_the_head() {
+        let mut rng = SplitMix64::new(1);
+        let mut l = Link::new(LinkParams {
+            ecn_on_dequeue: true,
+            ..params()
+        });
+        for s in 0..5 {
+            l.enqueue(pkt(s), &mut rng);
+        }
+        assert_eq!(l.stats().ecn_marked, 0, "nothing is marked on arrival");
+        let mut out = vec![];
+        while let (Some(p), _) = l.finish(&mut rng) {
+            out.push((p.seg, p.ce));
+        }
+        // 1 leaves with 2000 B behind it (above K), 2 with 1000 B, 3 with none.
+        assert_eq!(out, vec![(0, false), (1, true), (2, false), (3, false)]);
         assert_eq!((l.stats().dropped, l.stats().ecn_marked), (1, 1));
     }
 

@@ -285,6 +285,10 @@ pub struct LinkSection {
     pub ecn_threshold_max: Option<u64>,
     /// RED's Pmax.
     pub ecn_prob_max: f64,
+    /// ECN: judge and mark a data packet when it leaves the queue, by the bytes queued
+    /// behind it, instead of when it arrives (the switch of DCQCN's NS3 simulator, Zhu et
+    /// al., CoNEXT '16, marks on departure).
+    pub ecn_on_dequeue: bool,
     /// Trim instead of dropping when the buffer is full (NDP).
     pub trim: bool,
     /// Bytes of trimmed headers the priority queue holds (default: `buffer`).
@@ -308,6 +312,7 @@ impl Default for LinkSection {
             ecn_threshold: None,
             ecn_threshold_max: None,
             ecn_prob_max: 1.0,
+            ecn_on_dequeue: false,
             trim: false,
             header_buffer: None,
             priorities: 1,

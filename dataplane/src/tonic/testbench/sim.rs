@@ -164,6 +164,7 @@ impl<'a> Sim<'a> {
             ecn_k: l.ecn_threshold,
             ecn_kmax: l.ecn_threshold_max,
             ecn_pmax: l.ecn_prob_max,
+            ecn_on_dequeue: l.ecn_on_dequeue,
             loss_prob: l.loss_prob,
             priorities: l.priorities.clamp(1, 8) as u8,
         };
