@@ -133,6 +133,14 @@ pub trait HostLink {
         build(scratch);
         self.send(port, scratch)
     }
+
+    /// Frames [`HostLink::send`] would take now without refusing one for a full ring
+    /// (`usize::MAX`: the link does not say). The stack defers its transmissions while this
+    /// is 0, as a driver keeps segments queued while the NIC's ring is full, instead of
+    /// losing them.
+    fn tx_space(&self) -> usize {
+        usize::MAX
+    }
 }
 
 impl HostLink for offload_api::link::HostEnd {
@@ -162,6 +170,10 @@ impl HostLink for offload_api::link::HostEnd {
                 offload_api::link::HostEnd::send(self, port, scratch).is_ok()
             }
         }
+    }
+
+    fn tx_space(&self) -> usize {
+        offload_api::link::HostEnd::tx_space(self)
     }
 }
 
