@@ -349,10 +349,11 @@ mod with_dpdk {
             |_, hosts: &[HostResult<EchoStats>], t| {
                 let b: u64 = hosts.iter().map(|h| h.app.bytes).sum();
                 println!(
-                    "[{:7.1} s] echo: transactions {} accepted {}",
+                    "[{:7.1} s] echo: transactions {} accepted {} open {}",
                     t.as_secs_f64(),
                     b / size,
-                    hosts.iter().map(|h| h.app.accepted).sum::<u64>()
+                    hosts.iter().map(|h| h.app.accepted).sum::<u64>(),
+                    hosts.iter().map(|h| h.conns).sum::<usize>()
                 );
                 if !warned && hosts.iter().any(|h| h.host.conn_limit > 0) {
                     warned = true;

@@ -9,6 +9,10 @@
 //!   nobody answers and a port where nobody listens: errors, a non-zero exit, bounded time.
 //! - [`procs_loadgen_client_addresses`]: with three client addresses and 100 ephemeral ports
 //!   each, the generator holds 250 connections to one server port.
+//! - [`procs_memif_beyond_64k`]: `nicemu loadgen` holds 70,000 concurrent connections to one
+//!   port of `nicemu echo` (two client addresses, 64,512 ports each), both processes on
+//!   net_memif with one `shared` lcore each; the server's progress shows all 70,000 open at
+//!   once, no errors, every echo checked.
 //! - [`procs_kv_redis_tools`]: `nicemu kv` against redis-benchmark (`-t
 //!   ping,set,get,incr,mset -n N -c 50`, also with `-k 0` and with `-P 16`; N = 100000, or
 //!   `NICEMU_KV_BENCH_N`) and redis-cli (binary values through `-x`). Measured with a debug
@@ -429,6 +433,175 @@ fn procs_loadgen_client_addresses() {
     );
     println!(
         "procs_loadgen_client_addresses took {:?}",
+        started.elapsed()
+    );
+}
+
+/// A configuration for [`procs_memif_beyond_64k`]: one `shared` lcore on `core` (one
+/// busy-polling thread per process), net_memif with `vdev`, the repository's
+/// many-connections settings (configs/many-conns-*.toml) but a smaller EAL memory.
+fn shared_memif_config(prefix: &str, core: usize, vdev: &str, cidr: &str) -> String {
+    format!(
+        r#"
+[eal]
+args = ["--no-huge", "--no-pci", "-m", "512", "-l", "{core}", "--file-prefix={prefix}",
+        "--vdev={vdev}"]
+[runtime]
+stats_interval_s = 1.0
+mbufs = 65535
+[[port]]
+name = "p0"
+driver = "dpdk"
+device = "net_memif0"
+ipv4 = ["{cidr}"]
+rss = "off"
+rx_desc = 4096
+tx_desc = 4096
+[[lcore]]
+core = {core}
+role = "shared"
+"#
+    )
+}
+
+/// The largest `open N` of the echo server's progress lines.
+fn most_open(echo_out: &str) -> u64 {
+    echo_out
+        .lines()
+        .filter(|l| l.contains("] echo: transactions"))
+        .filter_map(|l| counter(l, "[", " open "))
+        .max()
+        .unwrap_or(0)
+}
+
+#[test]
+fn procs_memif_beyond_64k() {
+    // More than 65,535 concurrent connections from one generator to one server port: two
+    // client addresses (the port's and one from --clients) with 64,512 ports each.
+    const CONNS: u64 = 70_000;
+    let started = Instant::now();
+    let tmp = TempDir::new("procs-64k");
+    let sock = tmp.path("memif.sock");
+    let pid = std::process::id();
+    let (pe, pl) = (
+        format!("nicemu-test-ke-{pid}"),
+        format!("nicemu-test-kl-{pid}"),
+    );
+    let cores = dataplane::sys::allowed_cores().unwrap();
+    let (ce, cl) = (tmp.path("echo.toml"), tmp.path("loadgen.toml"));
+    let memif = |role: &str, mac: u8| {
+        format!("net_memif0,role={role},socket={sock},socket-abstract=no,id=0,mac=02:00:00:00:00:0{mac},rsize=14")
+    };
+    std::fs::write(
+        &ce,
+        shared_memif_config(&pe, cores[0], &memif("server", 1), "10.99.0.1/16"),
+    )
+    .unwrap();
+    std::fs::write(
+        &cl,
+        shared_memif_config(
+            &pl,
+            *cores.get(1).unwrap_or(&cores[0]),
+            &memif("client", 2),
+            "10.99.0.2/16",
+        ),
+    )
+    .unwrap();
+    let max = (CONNS + 100).to_string();
+    let mut echo = NicemuProc::spawn(
+        &[
+            "echo",
+            "-c",
+            &ce,
+            "--no-pin",
+            "--max-conns",
+            &max,
+            "-d",
+            "150",
+        ],
+        &pe,
+    );
+    assert!(
+        wait_for(Duration::from_secs(20), || echo
+            .stdout()
+            .contains("nicemu echo: listening")
+            || echo.exited().is_some()),
+        "{}",
+        echo.describe()
+    );
+    assert!(echo.exited().is_none(), "{}", echo.describe());
+    // The generator runs until every connection was up for a while (or its limit); the
+    // timeouts allow for a closed loop of 70,000 requests on a debug build.
+    let mut lg = NicemuProc::spawn(
+        &[
+            "loadgen",
+            "-c",
+            &cl,
+            "--no-pin",
+            "--server",
+            "10.99.0.1:7",
+            "--conns",
+            &CONNS.to_string(),
+            "--clients",
+            "1",
+            "--ephemeral",
+            "1024-65535",
+            "--connect-timeout-ms",
+            "60000",
+            "--response-timeout-ms",
+            "60000",
+            "-d",
+            "100",
+        ],
+        &pl,
+    );
+    // Up: the server holds every connection at once; then a few more seconds of echoes.
+    let up = wait_for(Duration::from_secs(90), || {
+        most_open(&echo.stdout()) >= CONNS || lg.exited().is_some() || echo.exited().is_some()
+    });
+    let up_after = started.elapsed();
+    if up {
+        std::thread::sleep(Duration::from_secs(3));
+    }
+    let lg_status = lg.interrupt_and_wait(Duration::from_secs(30));
+    let lo = lg.describe();
+    let echo_status = echo.interrupt_and_wait(Duration::from_secs(30));
+    let eo = echo.describe();
+    println!("--- loadgen:\n{lo}\n--- echo:\n{eo}");
+    let held = most_open(&eo);
+    assert!(up, "the server held at most {held} of {CONNS} connections");
+    assert_eq!(held, CONNS, "{eo}");
+    assert!(
+        lo.contains(&format!(
+            "connections open {CONNS} (handshakes completed {CONNS})"
+        )),
+        "{lo}"
+    );
+    assert!(lg_status.is_some_and(|s| s.success()), "{lo}");
+    assert!(echo_status.is_some_and(|s| s.success()), "{eo}");
+    assert_eq!(counter(&lo, "loadgen: errors", "errors"), Some(0), "{lo}");
+    assert_eq!(
+        counter(&lo, "loadgen: transactions", "established"),
+        Some(CONNS),
+        "{lo}"
+    );
+    assert_eq!(
+        counter(&eo, "echo: transactions", "accepted"),
+        Some(CONNS),
+        "{eo}"
+    );
+    // Every echo the generator counted was checked; the server echoed those and at most one
+    // more request per connection (in flight when the generator stopped).
+    let sent = counter(&lo, "loadgen: transactions", "transactions").unwrap();
+    let echoed = counter(&eo, "echo: transactions", "transactions").unwrap();
+    assert!(sent > 0, "{lo}");
+    assert!(
+        echoed >= sent && echoed <= sent + CONNS,
+        "echoed {echoed}, checked {sent}"
+    );
+    assert!(!eo.contains("raise --max-conns"), "{eo}");
+    println!(
+        "procs_memif_beyond_64k: {CONNS} connections held after {up_after:?}, took {:?}",
         started.elapsed()
     );
 }
