@@ -72,7 +72,10 @@ pub struct LoadgenCmd {
     /// Message size (echo) or value size (redis).
     #[arg(long, default_value_t = 64)]
     pub size: usize,
-    /// Connections open at once (all host contexts together).
+    /// Connections open at once (all host contexts together). Beyond 64k to one server port:
+    /// --clients and --ephemeral must give that many (address, port) pairs, the server must
+    /// take them (`nicemu echo --max-conns`), and the timeouts must exceed a round of the
+    /// closed loop (connections / transactions per second).
     #[arg(long, default_value_t = 1)]
     pub conns: usize,
     /// Transactions per connection before it is closed and replaced (0: persistent).

@@ -117,7 +117,8 @@ pub trait HostLink {
     /// Takes the next frame the NIC delivered, with the NIC port it came from.
     fn recv(&mut self) -> Option<(u16, Self::Buf)>;
     /// Hands one frame to the NIC for `port`. False when the ring is full: the frame is
-    /// dropped (and counted by the link); TCP recovers as from any loss.
+    /// dropped (and counted by the link); TCP recovers as from any loss. The stack avoids
+    /// this by deferring transmissions while [`HostLink::tx_space`] is low.
     fn send(&mut self, port: u16, frame: &[u8]) -> bool;
 
     /// Builds one frame with `build` straight into a link buffer and hands it to the NIC, so
