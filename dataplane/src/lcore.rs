@@ -536,9 +536,11 @@ impl<P: Port> NicLcore<P> {
         if self.host.is_some() {
             let mut took = 0;
             // Frames from the host wait in the link while the ports' transmit queues still
-            // hold what they would not take (see HOST_TX_HOLD): the host's stack then holds
-            // its segments back too, instead of the NIC dropping them.
-            let held: usize = self.tx.iter().map(Vec::len).sum();
+            // hold what they would not take last iteration (see HOST_TX_HOLD): the host's
+            // stack then holds its segments back too, instead of the NIC dropping them.
+            // What this iteration's receive added (replies of the NIC or its offloads) does
+            // not count: a busy receive side never shuts the host out.
+            let held: usize = self.tx_held.iter().sum();
             let limit = if held == 0 { self.burst } else { 0 };
             while took < limit {
                 let Some((mut port, mut frame)) = self.host.as_mut().and_then(|h| h.recv()) else {
