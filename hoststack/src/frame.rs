@@ -137,8 +137,8 @@ pub trait HostLink {
 
     /// Frames [`HostLink::send`] would take now without refusing one for a full ring
     /// (`usize::MAX`: the link does not say). The stack defers its transmissions while this
-    /// is 0, as a driver keeps segments queued while the NIC's ring is full, instead of
-    /// losing them.
+    /// is low (a few descriptors), as a driver keeps segments queued while the NIC's ring is
+    /// full, instead of losing them.
     fn tx_space(&self) -> usize {
         usize::MAX
     }
