@@ -49,7 +49,14 @@ pub struct EchoCmd {
     /// Do not ask for AccelTCP's setup and teardown offloads.
     #[arg(long)]
     pub no_offload: bool,
+    /// Most connections held at once (each host context): beyond, new connections are
+    /// refused and counted, with a warning. Nothing is allocated up front.
+    #[arg(long, default_value_t = DEFAULT_MAX_CONNS)]
+    pub max_conns: usize,
 }
+
+/// The default of `nicemu echo --max-conns`: the host stack's default (64Ki).
+pub const DEFAULT_MAX_CONNS: usize = 1 << 16;
 
 /// `nicemu loadgen` arguments.
 #[derive(Args, Debug)]
@@ -65,7 +72,10 @@ pub struct LoadgenCmd {
     /// Message size (echo) or value size (redis).
     #[arg(long, default_value_t = 64)]
     pub size: usize,
-    /// Connections open at once (all host contexts together).
+    /// Connections open at once (all host contexts together). Beyond 64k to one server port:
+    /// --clients and --ephemeral must give that many (address, port) pairs, the server must
+    /// take them (`nicemu echo --max-conns`), and the timeouts must exceed a round of the
+    /// closed loop (connections / transactions per second).
     #[arg(long, default_value_t = 1)]
     pub conns: usize,
     /// Transactions per connection before it is closed and replaced (0: persistent).
@@ -76,7 +86,9 @@ pub struct LoadgenCmd {
     pub count: Option<u64>,
     /// Extra client addresses: `a.b.c.d/n` (every address of the block) or a number k (the
     /// k addresses after the port's first). The NIC answers ARP for them; `connect` rotates
-    /// over them, each with the whole ephemeral range.
+    /// over them, each with the whole ephemeral range. Connections to one server port need
+    /// addresses × ports ≥ --conns: e.g. 1,000,000 with --ephemeral 1024-65535 needs 16
+    /// addresses (`--clients 15` and the port's own).
     #[arg(long)]
     pub clients: Option<String>,
     /// The ephemeral port range of the client's connections, `lo-hi` (default
@@ -221,6 +233,7 @@ mod with_dpdk {
     use apps::kv::server::{KvConfig, KvServer, KvStats};
     use apps::loadgen::{LoadGen, LoadGenConfig, LoadStats, Proto};
     use hdrhistogram::Histogram;
+    use hoststack::HostConfig;
 
     use super::*;
     use crate::runtime::{secs, HostApp, HostCtx, HostResult, Outcome, RunSpec};
@@ -231,9 +244,9 @@ mod with_dpdk {
         for (k, h) in hosts.iter().enumerate() {
             let st = &h.host;
             s += &format!(
-                "host {k}: frames in {} out {} (link full {}), active opens {} passive opens {}, rst sent {}, syn dropped {}, conns freed {}, open {}, malformed {}\n",
+                "host {k}: frames in {} out {} (link full {}), active opens {} passive opens {}, rst sent {}, syn dropped {}, at connection limit {}, conns freed {}, open {}, malformed {}\n",
                 st.frames_in, st.frames_out, st.link_full, st.active_opens, st.passive_opens,
-                st.rst_sent, st.syn_dropped, st.conns_freed, h.conns, st.malformed
+                st.rst_sent, st.syn_dropped, st.conn_limit, st.conns_freed, h.conns, st.malformed
             );
         }
         s
@@ -330,11 +343,13 @@ mod with_dpdk {
             }
         );
         let size = a.size as u64;
+        let max_conns = a.max_conns.max(1);
+        let mut warned = false;
         let out = crate::runtime::run(
             &cfg,
             &spec(&a.common, interval, None)?,
             stop,
-            |_, _| {},
+            move |_, hc| conn_limits(hc, max_conns, max_conns),
             move |_, ctx| {
                 EchoServer::with_offloads(ctx, port, off)
                     .map(|server| EchoApp { server })
@@ -343,14 +358,22 @@ mod with_dpdk {
             |_, hosts: &[HostResult<EchoStats>], t| {
                 let b: u64 = hosts.iter().map(|h| h.app.bytes).sum();
                 println!(
-                    "[{:7.1} s] echo: transactions {} accepted {}",
+                    "[{:7.1} s] echo: transactions {} accepted {} open {}",
                     t.as_secs_f64(),
                     b / size,
-                    hosts.iter().map(|h| h.app.accepted).sum::<u64>()
+                    hosts.iter().map(|h| h.app.accepted).sum::<u64>(),
+                    hosts.iter().map(|h| h.conns).sum::<usize>()
                 );
+                if !warned && hosts.iter().any(|h| h.host.conn_limit > 0) {
+                    warned = true;
+                    eprintln!("{}", limit_warning(max_conns));
+                }
             },
         )?;
         print_common(&out);
+        if out.hosts.iter().any(|h| h.host.conn_limit > 0) {
+            println!("{}", limit_warning(max_conns));
+        }
         let bytes: u64 = out.hosts.iter().map(|h| h.app.bytes).sum();
         let accepted: u64 = out.hosts.iter().map(|h| h.app.accepted).sum();
         let closed: u64 = out.hosts.iter().map(|h| h.app.closed).sum();
@@ -365,6 +388,20 @@ mod with_dpdk {
             }
         );
         Ok(())
+    }
+
+    /// The warning of a server that refused connections at `--max-conns`.
+    fn limit_warning(max_conns: usize) -> String {
+        format!(
+            "nicemu echo: warning: connections refused at the connection limit (--max-conns {max_conns} per host context); raise --max-conns"
+        )
+    }
+
+    /// A host context that holds up to `conns` connections and `fds` sockets.
+    fn conn_limits(hc: &mut HostConfig, conns: usize, fds: usize) {
+        hc.max_conns = conns;
+        // Every connection may be a socket, plus listeners and epolls.
+        hc.max_fds = fds.saturating_add(64);
     }
 
     /// A load generator; gives up when every connection failed before any transaction, or
@@ -464,6 +501,18 @@ mod with_dpdk {
             }
         }
         let ephemeral = a.ephemeral.as_deref().map(port_range).transpose()?;
+        // Each connection to the one server port needs its own (client address, port).
+        let (lo, hi) = ephemeral.unwrap_or(HostConfig::new(primary, 0).ephemeral);
+        let tuples = (1 + extra.len() as u64) * (u64::from(hi - lo) + 1);
+        if a.conns as u64 > tuples {
+            return Err(format!(
+                "--conns {}: {} client address(es) × {} ephemeral ports give at most {tuples} connections to one server port; add client addresses with --clients (at least {} addresses in all) or widen --ephemeral",
+                a.conns,
+                1 + extra.len(),
+                u64::from(hi - lo) + 1,
+                (a.conns as u64).div_ceil(u64::from(hi - lo) + 1)
+            ));
+        }
         if a.common.duration.is_none() && a.count.is_none() {
             eprintln!("nicemu loadgen: neither --count nor --duration: runs until Ctrl-C");
         }
@@ -477,6 +526,7 @@ mod with_dpdk {
         lc.connect_timeout_ns = a.connect_timeout_ms.max(1) * 1_000_000;
         lc.response_timeout_ns = a.response_timeout_ms.max(1) * 1_000_000;
         let (conns, count) = (a.conns as u64, a.count);
+        let a_conns = a.conns;
         println!(
             "nicemu loadgen: {} to {} from {} address(es), {conns} connection(s), {} transactions per connection, {}",
             a.proto,
@@ -506,6 +556,10 @@ mod with_dpdk {
                 if let Some(r) = ephemeral {
                     hc.ephemeral = r;
                 }
+                // Room for every connection, and for those in TIME_WAIT after it (at most
+                // one per 4-tuple).
+                let most = (tuples as usize).max(DEFAULT_MAX_CONNS);
+                conn_limits(hc, most, a_conns.max(DEFAULT_MAX_CONNS));
             },
             move |k, ctx| {
                 let mut c = lc.clone();
@@ -528,11 +582,12 @@ mod with_dpdk {
                 }
                 let dt = (t - last.1).as_secs_f64().max(1e-9);
                 println!(
-                    "[{:7.1} s] loadgen: transactions {} ({:.0}/s), connections open {}, errors {}",
+                    "[{:7.1} s] loadgen: transactions {} ({:.0}/s), connections open {} (handshakes completed {}), errors {}",
                     t.as_secs_f64(),
                     s.transactions,
                     s.transactions.saturating_sub(last.0) as f64 / dt,
                     hosts.iter().map(|h| h.app.open).sum::<usize>(),
+                    s.established,
                     s.errors.total()
                 );
                 last = (s.transactions, t);

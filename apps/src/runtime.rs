@@ -67,6 +67,10 @@ impl HostLink for TimedLink {
         self.cycles += dataplane::cycles::rdtsc().wrapping_sub(t);
         r
     }
+
+    fn tx_space(&self) -> usize {
+        self.inner.tx_space()
+    }
 }
 
 /// A host context of the runtime.

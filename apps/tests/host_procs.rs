@@ -9,6 +9,10 @@
 //!   nobody answers and a port where nobody listens: errors, a non-zero exit, bounded time.
 //! - [`procs_loadgen_client_addresses`]: with three client addresses and 100 ephemeral ports
 //!   each, the generator holds 250 connections to one server port.
+//! - [`procs_memif_beyond_64k`]: `nicemu loadgen` holds 70,000 concurrent connections to one
+//!   port of `nicemu echo` (two client addresses, 64,512 ports each), both processes on
+//!   net_memif with one `shared` lcore each; the server's progress shows all 70,000 open at
+//!   once, no errors, every echo checked.
 //! - [`procs_kv_redis_tools`]: `nicemu kv` against redis-benchmark (`-t
 //!   ping,set,get,incr,mset -n N -c 50`, also with `-k 0` and with `-P 16`; N = 100000, or
 //!   `NICEMU_KV_BENCH_N`) and redis-cli (binary values through `-x`). Measured with a debug
@@ -89,14 +93,35 @@ fn lcores() -> (String, usize) {
 
 /// A configuration with one DPDK port `dev` (address `cidr`), the EAL on `vdev`.
 fn config(prefix: &str, vdev: &str, dev: &str, cidr: &str) -> String {
-    let (lcores, core) = lcores();
+    config_with(
+        prefix,
+        vdev,
+        dev,
+        cidr,
+        lcores(),
+        256,
+        "stats_interval_s = 0.0",
+    )
+}
+
+/// [`config`] with the lcores `(text, EAL core)`, `mem_mb` MB of EAL memory and `runtime`
+/// as the `[runtime]` section's settings.
+fn config_with(
+    prefix: &str,
+    vdev: &str,
+    dev: &str,
+    cidr: &str,
+    (lcores, core): (String, usize),
+    mem_mb: u32,
+    runtime: &str,
+) -> String {
     format!(
         r#"
 [eal]
-args = ["--no-huge", "--no-pci", "-m", "256", "-l", "{core}", "--file-prefix={prefix}",
+args = ["--no-huge", "--no-pci", "-m", "{mem_mb}", "-l", "{core}", "--file-prefix={prefix}",
         "--vdev={vdev}"]
 [runtime]
-stats_interval_s = 0.0
+{runtime}
 [[port]]
 name = "p0"
 driver = "dpdk"
@@ -139,6 +164,66 @@ fn af_packet_config(tmp: &TempDir, net: &Netns, prefix: &str) -> String {
     path
 }
 
+/// An echo process (memif server, 10.99.0.1) and a load generator (memif client, 10.99.0.2)
+/// joined by net_memif through a socket in `tmp`: their DPDK file prefixes and
+/// configuration files.
+struct MemifPair {
+    /// Holds the socket and the configurations (removed when dropped).
+    _tmp: TempDir,
+    echo_prefix: String,
+    lg_prefix: String,
+    echo_cfg: String,
+    lg_cfg: String,
+}
+
+/// A [`MemifPair`] whose file prefixes carry `tag`; `memif_args` are added to both memif
+/// devices, and `config(prefix, vdev, address, side)` writes each side's configuration
+/// (side 0: echo, 1: loadgen).
+fn memif_pair(
+    tag: &str,
+    memif_args: &str,
+    config: impl Fn(&str, &str, &str, usize) -> String,
+) -> MemifPair {
+    let tmp = TempDir::new(&format!("procs-memif-{tag}"));
+    let sock = tmp.path("memif.sock");
+    let pid = std::process::id();
+    let side = |k: usize, role: &str, name: &str| {
+        let prefix = format!("nicemu-test-{tag}{name}-{pid}");
+        let vdev = format!(
+            "net_memif0,role={role},socket={sock},socket-abstract=no,id=0,mac=02:00:00:00:00:0{}{memif_args}",
+            k + 1
+        );
+        let path = tmp.path(&format!("{name}.toml"));
+        let cidr = format!("10.99.0.{}", k + 1);
+        std::fs::write(&path, config(&prefix, &vdev, &cidr, k)).unwrap();
+        (prefix, path)
+    };
+    let (echo_prefix, echo_cfg) = side(0, "server", "e");
+    let (lg_prefix, lg_cfg) = side(1, "client", "l");
+    MemifPair {
+        _tmp: tmp,
+        echo_prefix,
+        lg_prefix,
+        echo_cfg,
+        lg_cfg,
+    }
+}
+
+/// Starts `nicemu echo ARGS` (DPDK file prefix `prefix`) and waits until it listens.
+fn start_echo(args: &[&str], prefix: &str) -> NicemuProc {
+    let mut echo = NicemuProc::spawn(args, prefix);
+    assert!(
+        wait_for(Duration::from_secs(20), || echo
+            .stdout()
+            .contains("nicemu echo: listening")
+            || echo.exited().is_some()),
+        "{}",
+        echo.describe()
+    );
+    assert!(echo.exited().is_none(), "{}", echo.describe());
+    echo
+}
+
 fn start_py_echo(net: &Netns, port: &str) -> Proc {
     let mut p = Proc::spawn(net, &["python3", "-c", PY_ECHO, port]);
     assert!(
@@ -152,48 +237,14 @@ fn start_py_echo(net: &Netns, port: &str) -> Proc {
 #[test]
 fn procs_memif_loadgen_echo() {
     let started = Instant::now();
-    let tmp = TempDir::new("procs-memif");
-    let sock = tmp.path("memif.sock");
-    let pid = std::process::id();
-    let (pe, pl) = (
-        format!("nicemu-test-pe-{pid}"),
-        format!("nicemu-test-pl-{pid}"),
+    let pair = memif_pair("p", "", |prefix, vdev, ip, _| {
+        config(prefix, vdev, "net_memif0", &format!("{ip}/24"))
+    });
+    let (ce, cl, pl) = (&pair.echo_cfg, &pair.lg_cfg, &pair.lg_prefix);
+    let mut echo = start_echo(
+        &["echo", "-c", ce, "--size", "100", "--no-pin", "-d", "120"],
+        &pair.echo_prefix,
     );
-    let ce = tmp.path("echo.toml");
-    let cl = tmp.path("loadgen.toml");
-    std::fs::write(
-        &ce,
-        config(
-            &pe,
-            &format!("net_memif0,role=server,socket={sock},socket-abstract=no,id=0,mac=02:00:00:00:00:01"),
-            "net_memif0",
-            "10.99.0.1/24",
-        ),
-    )
-    .unwrap();
-    std::fs::write(
-        &cl,
-        config(
-            &pl,
-            &format!("net_memif0,role=client,socket={sock},socket-abstract=no,id=0,mac=02:00:00:00:00:02"),
-            "net_memif0",
-            "10.99.0.2/24",
-        ),
-    )
-    .unwrap();
-    let mut echo = NicemuProc::spawn(
-        &["echo", "-c", &ce, "--size", "100", "--no-pin", "-d", "120"],
-        &pe,
-    );
-    assert!(
-        wait_for(Duration::from_secs(20), || echo
-            .stdout()
-            .contains("nicemu echo: listening")
-            || echo.exited().is_some()),
-        "{}",
-        echo.describe()
-    );
-    assert!(echo.exited().is_none(), "{}", echo.describe());
     // Four busy threads on (typically) two cores: a round trip waits for the scheduler, so
     // few transactions, over several connections.
     let count = 400;
@@ -201,7 +252,7 @@ fn procs_memif_loadgen_echo() {
         &[
             "loadgen",
             "-c",
-            &cl,
+            cl,
             "--no-pin",
             "--server",
             "10.99.0.1:7",
@@ -214,7 +265,7 @@ fn procs_memif_loadgen_echo() {
             "--connect-timeout-ms",
             "10000",
         ],
-        &pl,
+        pl,
         Duration::from_secs(90),
     );
     assert_eq!(ok, Some(true), "loadgen:\n{lg}\necho:\n{}", echo.describe());
@@ -486,6 +537,130 @@ fn procs_loadgen_client_addresses() {
     );
     println!(
         "procs_loadgen_client_addresses took {:?}",
+        started.elapsed()
+    );
+}
+
+/// The largest `open N` of the echo server's progress lines.
+fn most_open(echo_out: &str) -> u64 {
+    echo_out
+        .lines()
+        .filter(|l| l.contains("] echo: transactions"))
+        .filter_map(|l| counter(l, "[", " open "))
+        .max()
+        .unwrap_or(0)
+}
+
+#[test]
+fn procs_memif_beyond_64k() {
+    // More than 65,535 concurrent connections from one generator to one server port: two
+    // client addresses (the port's and one from --clients) with 64,512 ports each.
+    const CONNS: u64 = 70_000;
+    let started = Instant::now();
+    // One `shared` lcore each (one busy-polling thread per process), as
+    // configs/many-conns-*.toml but with less EAL memory.
+    let cores = dataplane::sys::allowed_cores().unwrap();
+    let pair = memif_pair("k", ",rsize=14", |prefix, vdev, ip, side| {
+        let core = *cores.get(side).unwrap_or(&cores[0]);
+        let lcore = format!("[[lcore]]\ncore = {core}\nrole = \"shared\"");
+        let runtime = "stats_interval_s = 1.0\nmbufs = 65535";
+        let cidr = format!("{ip}/16");
+        config_with(
+            prefix,
+            vdev,
+            "net_memif0",
+            &cidr,
+            (lcore, core),
+            512,
+            runtime,
+        )
+    });
+    let max = (CONNS + 100).to_string();
+    let mut echo = start_echo(
+        &[
+            "echo",
+            "-c",
+            &pair.echo_cfg,
+            "--no-pin",
+            "--max-conns",
+            &max,
+            "-d",
+            "150",
+        ],
+        &pair.echo_prefix,
+    );
+    // The generator runs until every connection was up for a while (or its limit); the
+    // timeouts allow for a closed loop of 70,000 requests on a debug build.
+    let mut lg = NicemuProc::spawn(
+        &[
+            "loadgen",
+            "-c",
+            &pair.lg_cfg,
+            "--no-pin",
+            "--server",
+            "10.99.0.1:7",
+            "--conns",
+            &CONNS.to_string(),
+            "--clients",
+            "1",
+            "--ephemeral",
+            "1024-65535",
+            "--connect-timeout-ms",
+            "60000",
+            "--response-timeout-ms",
+            "60000",
+            "-d",
+            "100",
+        ],
+        &pair.lg_prefix,
+    );
+    // Up: the server holds every connection at once; then a few more seconds of echoes.
+    let up = wait_for(Duration::from_secs(90), || {
+        most_open(&echo.stdout()) >= CONNS || lg.exited().is_some() || echo.exited().is_some()
+    });
+    let up_after = started.elapsed();
+    if up {
+        std::thread::sleep(Duration::from_secs(3));
+    }
+    let lg_status = lg.interrupt_and_wait(Duration::from_secs(30));
+    let lo = lg.describe();
+    let echo_status = echo.interrupt_and_wait(Duration::from_secs(30));
+    let eo = echo.describe();
+    println!("--- loadgen:\n{lo}\n--- echo:\n{eo}");
+    let held = most_open(&eo);
+    assert!(up, "the server held at most {held} of {CONNS} connections");
+    assert_eq!(held, CONNS, "{eo}");
+    assert!(
+        lo.contains(&format!(
+            "connections open {CONNS} (handshakes completed {CONNS})"
+        )),
+        "{lo}"
+    );
+    assert!(lg_status.is_some_and(|s| s.success()), "{lo}");
+    assert!(echo_status.is_some_and(|s| s.success()), "{eo}");
+    assert_eq!(counter(&lo, "loadgen: errors", "errors"), Some(0), "{lo}");
+    assert_eq!(
+        counter(&lo, "loadgen: transactions", "established"),
+        Some(CONNS),
+        "{lo}"
+    );
+    assert_eq!(
+        counter(&eo, "echo: transactions", "accepted"),
+        Some(CONNS),
+        "{eo}"
+    );
+    // Every echo the generator counted was checked; the server echoed those and at most one
+    // more request per connection (in flight when the generator stopped).
+    let sent = counter(&lo, "loadgen: transactions", "transactions").unwrap();
+    let echoed = counter(&eo, "echo: transactions", "transactions").unwrap();
+    assert!(sent > 0, "{lo}");
+    assert!(
+        echoed >= sent && echoed <= sent + CONNS,
+        "echoed {echoed}, checked {sent}"
+    );
+    assert!(!eo.contains("raise --max-conns"), "{eo}");
+    println!(
+        "procs_memif_beyond_64k: {CONNS} connections held after {up_after:?}, took {:?}",
         started.elapsed()
     );
 }

@@ -38,6 +38,12 @@ pub const PUBLISH_EVERY: u64 = 1024;
 /// on every stage of every iteration cost about 2 cycles per frame in `nicemu fwd`.
 pub const STAGE_SAMPLE_EVERY: u64 = 16;
 
+/// Most frames a port's transmit queue holds for the next iteration when `tx_burst` did not
+/// take them all, on an lcore with a host link (the queue of a driver in front of a full
+/// ring); the lcore takes no frames from the host while any are held. More are dropped and
+/// counted in [`PortReport::tx_full_drops`], as every leftover is on lcores without a host.
+pub const HOST_TX_HOLD: usize = 4096;
+
 /// What an lcore does with frames that are not for the NIC's own duties.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
@@ -74,7 +80,8 @@ pub struct PortReport {
     pub index: usize,
     /// Queue counters from the backend.
     pub queue: QueueStats,
-    /// Frames `tx_burst` would not take (freed and counted).
+    /// Frames `tx_burst` would not take (freed and counted; on an lcore with a host link,
+    /// only those beyond [`HOST_TX_HOLD`]).
     pub tx_full_drops: u64,
 }
 
@@ -172,6 +179,9 @@ pub struct NicLcore<P: Port> {
     /// What the stack decided for each frame of the current rx burst.
     verdicts: Vec<Disposition>,
     tx: Vec<Vec<P::Buf>>,
+    /// Frames at the front of each `tx` queue held from an earlier iteration (already
+    /// captured).
+    tx_held: Vec<usize>,
     /// The offloads, in order (empty: the NIC does only its L2/L3 duties).
     chain: OffloadChain<P::Buf>,
     /// The frames of a burst that the splice fast path left to the general path.
@@ -216,6 +226,7 @@ impl<P: Port> NicLcore<P> {
             published: Arc::new(Mutex::new(report.clone())),
             report,
             tx: (0..n).map(|_| Vec::with_capacity(burst * 4)).collect(),
+            tx_held: vec![0; n],
             rx: (0..n).map(|_| Vec::with_capacity(burst)).collect(),
             verdicts: vec![Disposition::Pass; burst.max(1)],
             slots,
@@ -524,7 +535,14 @@ impl<P: Port> NicLcore<P> {
 
         if self.host.is_some() {
             let mut took = 0;
-            while took < self.burst {
+            // Frames from the host wait in the link while the ports' transmit queues still
+            // hold what they would not take last iteration (see HOST_TX_HOLD): the host's
+            // stack then holds its segments back too, instead of the NIC dropping them.
+            // What this iteration's receive added (replies of the NIC or its offloads) does
+            // not count: a busy receive side never shuts the host out.
+            let held: usize = self.tx_held.iter().sum();
+            let limit = if held == 0 { self.burst } else { 0 };
+            while took < limit {
                 let Some((mut port, mut frame)) = self.host.as_mut().and_then(|h| h.recv()) else {
                     break;
                 };
@@ -621,15 +639,20 @@ impl<P: Port> NicLcore<P> {
             }
             sent_any = true;
             if slot.pcap.is_some() {
-                for b in q.iter() {
+                for b in q.iter().skip(self.tx_held[i]) {
                     Self::capture(&slot.pcap, &mut self.report.pcap_errors, b.data());
                 }
             }
             slot.port.tx_burst(q);
-            if !q.is_empty() {
-                self.report.ports[i].tx_full_drops += q.len() as u64;
-                q.clear();
+            // With a host link, what the port would not take waits for the next iteration
+            // (a driver's queue in front of a full ring), up to HOST_TX_HOLD frames; without
+            // one (forwarding), or beyond that, it is dropped and counted.
+            let keep = if self.host.is_some() { HOST_TX_HOLD } else { 0 };
+            if q.len() > keep {
+                self.report.ports[i].tx_full_drops += (q.len() - keep) as u64;
+                q.truncate(keep);
             }
+            self.tx_held[i] = q.len();
         }
         if sent_any {
             clock.mark(&mut self.report.cycles, Stage::Tx);

@@ -117,7 +117,8 @@ pub trait HostLink {
     /// Takes the next frame the NIC delivered, with the NIC port it came from.
     fn recv(&mut self) -> Option<(u16, Self::Buf)>;
     /// Hands one frame to the NIC for `port`. False when the ring is full: the frame is
-    /// dropped (and counted by the link); TCP recovers as from any loss.
+    /// dropped (and counted by the link); TCP recovers as from any loss. The stack avoids
+    /// this by deferring transmissions while [`HostLink::tx_space`] is low.
     fn send(&mut self, port: u16, frame: &[u8]) -> bool;
 
     /// Builds one frame with `build` straight into a link buffer and hands it to the NIC, so
@@ -132,6 +133,14 @@ pub trait HostLink {
     ) -> bool {
         build(scratch);
         self.send(port, scratch)
+    }
+
+    /// Frames [`HostLink::send`] would take now without refusing one for a full ring
+    /// (`usize::MAX`: the link does not say). The stack defers its transmissions while this
+    /// is low (a few descriptors), as a driver keeps segments queued while the NIC's ring is
+    /// full, instead of losing them.
+    fn tx_space(&self) -> usize {
+        usize::MAX
     }
 }
 
@@ -162,6 +171,10 @@ impl HostLink for offload_api::link::HostEnd {
                 offload_api::link::HostEnd::send(self, port, scratch).is_ok()
             }
         }
+    }
+
+    fn tx_space(&self) -> usize {
+        offload_api::link::HostEnd::tx_space(self)
     }
 }
 

@@ -8,7 +8,8 @@
 //! Invariants: at most one request per connection is in flight; a connection whose
 //! response is wrong, late or cut short is closed (aborted) and replaced, so an error never
 //! leaves the generator waiting; the receive buffer of a connection is bounded by the
-//! largest valid response.
+//! largest valid response. The first connection opens alone, the others once its handshake
+//! completed or failed ([`Probe`]).
 
 pub mod proto;
 
@@ -186,6 +187,24 @@ pub struct LoadGen {
     /// Transactions promised to open connections plus those already done on closed ones:
     /// a connection opens only while the budget has room for it.
     claimed: u64,
+    /// The first connection opens alone (see [`Probe`]).
+    probe: Probe,
+}
+
+/// Before any other connection opens, one connection (the probe) goes first, until its
+/// handshake completes or fails. Its SYN makes the NIC resolve the server's (or gateway's)
+/// address; a burst of SYNs from every connection at once would find the address
+/// unresolved, and the NIC holds only a few frames per address while it resolves (as
+/// Linux's `unres_qlen`): the rest would be dropped, and their retransmissions, one second
+/// later, wait behind the whole closed loop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Probe {
+    /// Not opened yet: the next due slot opens it.
+    Pending,
+    /// Open, handshake not finished: no other connection opens.
+    InFlight,
+    /// Established or failed: every connection opens.
+    Done,
 }
 
 impl LoadGen {
@@ -219,6 +238,7 @@ impl LoadGen {
             max_response,
             sweep: 0,
             claimed: 0,
+            probe: Probe::Pending,
             cfg,
         })
     }
@@ -287,8 +307,11 @@ impl LoadGen {
                 Phase::Idle { at } if at <= now && self.slots[k].fd.is_none() => {
                     if self.budget_left() == 0 {
                         self.slots[k].phase = Phase::Done;
-                    } else {
+                    } else if self.probe != Probe::InFlight {
                         self.open(ctx, k, now);
+                        if self.probe == Probe::Pending && self.slots[k].fd.is_some() {
+                            self.probe = Probe::InFlight;
+                        }
                         work += 1;
                     }
                 }
@@ -400,6 +423,7 @@ impl LoadGen {
 
     /// A failed connection: aborted, and replaced after `retry_ns`.
     fn fail<L: HostLink>(&mut self, ctx: &mut Context<L>, k: usize, now: u64) {
+        self.probe = Probe::Done;
         self.close_slot(ctx, k, true);
         self.slots[k].phase = Phase::Idle {
             at: now + self.cfg.retry_ns,
@@ -460,6 +484,7 @@ impl LoadGen {
                     return;
                 }
                 self.stats.established += 1;
+                self.probe = Probe::Done;
                 let _ = ctx.epoll_ctl(
                     self.ep,
                     EpollOp::Mod,

@@ -243,11 +243,12 @@ impl<L: HostLink> Context<L> {
         if addr.port() == 0 || addr.ip().is_unspecified() {
             return Err(Errno::Inval);
         }
-        if self.live_conns >= self.cfg.max_conns {
+        let bound_local = s.local;
+        if self.at_conn_limit() {
             return Err(Errno::Again);
         }
         let remote_ip = addr.ip().octets();
-        let (local_ip, local_port) = match s.local {
+        let (local_ip, local_port) = match bound_local {
             Some(l) => {
                 if self.tuple_taken(key(remote_ip, addr.port(), self.cfg.ip, l.port())) {
                     return Err(Errno::AddrInUse);

@@ -98,7 +98,13 @@ impl<L: HostLink> Context<L> {
         let due_now = c.tcb.poll_at() == Some(0);
         self.after_input(cid, ev);
         if due_now {
-            self.transmit(cid, now);
+            if self.link.tx_space() >= super::FLUSH_ROOM {
+                self.transmit(cid, now);
+            } else {
+                // The link is full: the ACK waits its turn with the other dirty
+                // connections rather than being lost (see `flush`).
+                self.mark_dirty(cid);
+            }
         }
     }
 
@@ -224,7 +230,7 @@ impl<L: HostLink> Context<L> {
                 s.opts.setup_offload,
             )
         };
-        if accept_full || self.live_conns >= self.cfg.max_conns {
+        if accept_full || self.at_conn_limit() {
             self.stats.syn_dropped += 1;
             return;
         }

@@ -57,7 +57,9 @@ pub struct HostConfig {
     pub tcp: TcpConfig,
     /// Most descriptors (sockets + epolls) open at once (EMFILE beyond).
     pub max_fds: usize,
-    /// Most connections (open, half-open, closing) at once; SYNs beyond are dropped.
+    /// Most connections (open, half-open, closing) at once; SYNs beyond are dropped and
+    /// `connect` fails with `Again`, counted in [`HostStats::conn_limit`]. Nothing is
+    /// allocated up front: the bound costs nothing until connections exist.
     pub max_conns: usize,
     /// Most half-open (SYN received) connections per listener; SYNs beyond are dropped and
     /// counted (a SYN-flood bound; AccelTCP §4.1's SYN cookies will bound this on the NIC).
@@ -158,6 +160,10 @@ pub struct HostStats {
     pub syn_dropped: u64,
     /// Segments to a listener that were neither SYN nor RST (answered with RST if ACK).
     pub listener_non_syn: u64,
+    /// Connections refused because the context held `max_conns` already
+    /// ([`HostConfig::max_conns`]): SYNs and completed offloaded handshakes dropped, and
+    /// `connect` calls that failed with `Again`.
+    pub conn_limit: u64,
     /// Connections opened by connect.
     pub active_opens: u64,
     /// Connections opened from a listener's SYN.
@@ -359,6 +365,11 @@ impl Hasher for FxHasher {
 
 type Fx = BuildHasherDefault<FxHasher>;
 
+/// Free link descriptors a flush wants before it transmits the next dirty connection (an
+/// echo or request with its ACK, a retransmission and an ACK: the frames one connection
+/// typically emits at once).
+const FLUSH_ROOM: usize = 4;
+
 /// Demux key: remote address, remote port, local port, and the local address.
 type Key = u128;
 
@@ -389,7 +400,9 @@ pub struct Context<L: HostLink> {
     listeners: HashMap<u16, Fd, Fx>,
     bound: HashMap<u16, u32, Fx>,
     timers: BinaryHeap<std::cmp::Reverse<(u64, u32)>>,
-    dirty: Vec<u32>,
+    /// Connections with something to send, in the order they got it (FIFO, so that none
+    /// waits behind newer ones while the link is full).
+    dirty: VecDeque<u32>,
     isn: IsnGenerator,
     ip_id: u16,
     scratch: Vec<u8>,
@@ -449,7 +462,7 @@ impl<L: HostLink> Context<L> {
             listeners: HashMap::default(),
             bound: HashMap::default(),
             timers: BinaryHeap::new(),
-            dirty: Vec::new(),
+            dirty: VecDeque::new(),
             ip_id: 0,
             scratch: Vec::with_capacity(2048),
             next_ephemeral,
@@ -550,7 +563,7 @@ impl<L: HostLink> Context<L> {
                     self.stats.timer_fires += 1;
                     if !c.dirty {
                         c.dirty = true;
-                        self.dirty.push(cid);
+                        self.dirty.push_back(cid);
                     }
                 }
             }
@@ -562,17 +575,33 @@ impl<L: HostLink> Context<L> {
         if let Some(c) = self.conns[cid as usize].as_mut() {
             if !c.dirty {
                 c.dirty = true;
-                self.dirty.push(cid);
+                self.dirty.push_back(cid);
             }
         }
     }
 
     /// Sends what every dirty connection has to send, reschedules its timer, frees finished
-    /// orphans.
+    /// orphans. While the link has no free descriptor the rest stay dirty, in order, for the
+    /// next flush: a full link holds segments back (as a driver's queue does when the NIC's
+    /// ring is full) instead of losing them, so a burst larger than the link (a SYN per
+    /// connection of a load generator, one echo per connection of a server) goes out as the
+    /// NIC drains it rather than waiting for retransmission timeouts.
+    ///
+    /// A connection's transmit may emit several frames (an ACK and data, a retransmission):
+    /// the next one starts only while [`FLUSH_ROOM`] descriptors are free, or, so that a
+    /// smaller link still makes progress, when it is the first of this flush.
     fn flush(&mut self, now: u64) {
         self.quasi_flush(now);
-        while let Some(cid) = self.dirty.pop() {
-            self.transmit(cid, now);
+        let mut first = true;
+        while !self.dirty.is_empty() {
+            let room = self.link.tx_space();
+            if room == 0 || (room < FLUSH_ROOM && !first) {
+                break;
+            }
+            first = false;
+            if let Some(cid) = self.dirty.pop_front() {
+                self.transmit(cid, now);
+            }
         }
     }
 
@@ -648,6 +677,15 @@ impl<L: HostLink> Context<L> {
         if free {
             self.free_conn(cid);
         }
+    }
+
+    /// True (and counted) when the context holds `max_conns` connections: no new one fits.
+    fn at_conn_limit(&mut self) -> bool {
+        let full = self.live_conns >= self.cfg.max_conns;
+        if full {
+            self.stats.conn_limit += 1;
+        }
+        full
     }
 
     fn alloc_conn(&mut self, tcb: Tcb) -> u32 {

@@ -126,10 +126,11 @@ impl<L: HostLink> Context<L> {
         if !(s.opts.setup_offload && s.opts.teardown_offload) || s.opts.tonic.is_some() {
             return None;
         }
-        if l.accept_queue.len() >= l.backlog || self.live_conns >= self.cfg.max_conns {
+        let accept_full = l.accept_queue.len() >= l.backlog;
+        let opts = self.tcp_config_for(&s.opts);
+        if accept_full || self.at_conn_limit() {
             return Some(false);
         }
-        let opts = self.tcp_config_for(&s.opts);
         let ep = Endpoints {
             local_ip: self.cfg.ip,
             local_port: ack.dst_port,

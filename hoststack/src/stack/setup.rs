@@ -218,7 +218,7 @@ impl<L: HostLink> Context<L> {
                 self.tcp_config_for(&s.opts),
             )
         };
-        if full || self.live_conns >= self.cfg.max_conns {
+        if full || self.at_conn_limit() {
             return false;
         }
         let ep = Endpoints {
