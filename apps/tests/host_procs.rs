@@ -224,6 +224,15 @@ fn start_echo(args: &[&str], prefix: &str) -> NicemuProc {
     echo
 }
 
+/// `nicemu loadgen` with configuration `cfg` against the echo server at PEER_IP:7, with
+/// `extra` arguments; runs until it ends or is interrupted.
+fn spawn_echo_loadgen(cfg: &str, prefix: &str, extra: &[&str]) -> NicemuProc {
+    let server = format!("{PEER_IP}:7");
+    let mut args = vec!["loadgen", "-c", cfg, "--no-pin", "--server", &server];
+    args.extend_from_slice(extra);
+    NicemuProc::spawn(&args, prefix)
+}
+
 fn start_py_echo(net: &Netns, port: &str) -> Proc {
     let mut p = Proc::spawn(net, &["python3", "-c", PY_ECHO, port]);
     assert!(
@@ -376,21 +385,7 @@ fn procs_loadgen_kernel_peers() {
     );
 
     // Ctrl-C in a run that would go on for hours: the partial summary, exit 0.
-    let mut lg = NicemuProc::spawn(
-        &[
-            "loadgen",
-            "-c",
-            &cfg,
-            "--no-pin",
-            "--server",
-            &format!("{PEER_IP}:7"),
-            "--conns",
-            "4",
-            "--count",
-            "100000000",
-        ],
-        &prefix,
-    );
+    let mut lg = spawn_echo_loadgen(&cfg, &prefix, &["--conns", "4", "--count", "100000000"]);
     let going = wait_for(Duration::from_secs(30), || {
         lg.stdout()
             .lines()
@@ -488,14 +483,10 @@ fn procs_loadgen_client_addresses() {
     let cfg = af_packet_config(&tmp, &net, &prefix);
     let _py = start_py_echo(&net, "7");
     // 3 addresses (the port's and two more) x 100 ports: 250 connections need all three.
-    let mut lg = NicemuProc::spawn(
+    let mut lg = spawn_echo_loadgen(
+        &cfg,
+        &prefix,
         &[
-            "loadgen",
-            "-c",
-            &cfg,
-            "--no-pin",
-            "--server",
-            &format!("{PEER_IP}:7"),
             "--conns",
             "250",
             "--clients",
@@ -505,7 +496,6 @@ fn procs_loadgen_client_addresses() {
             "-d",
             "30",
         ],
-        &prefix,
     );
     let mut peers = std::collections::HashSet::new();
     let mut most = 0;
