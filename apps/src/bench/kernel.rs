@@ -173,9 +173,10 @@ impl KernelBench {
                 }
                 if limit.passed() {
                     return Err(format!(
-                        "kernel: only {} of {} connections established",
+                        "kernel: only {} of {} connections established\nclient host: {:?}",
                         app.connected(),
-                        opts.conns
+                        opts.conns,
+                        c.ctx.stats()
                     ));
                 }
             }
