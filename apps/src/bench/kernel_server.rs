@@ -10,8 +10,10 @@ use std::io::{ErrorKind, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::os::fd::{AsRawFd, FromRawFd, RawFd};
 
-/// Largest `listen` backlog asked for (the kernel caps it at `net.core.somaxconn`).
-const BACKLOG: i32 = 4096;
+/// Largest `listen` backlog asked for (the kernel caps it at `net.core.somaxconn`): room
+/// for the benchmark's whole burst of connections (`--conns` is at most 64,000), as the
+/// nicemu server's half-open bound is raised to `--conns`.
+const BACKLOG: i32 = 65_535;
 const STDIN_TOKEN: u64 = u64::MAX;
 const LISTEN_TOKEN: u64 = u64::MAX - 1;
 
