@@ -224,6 +224,18 @@ fn start_echo(args: &[&str], prefix: &str) -> NicemuProc {
     echo
 }
 
+/// A namespace `tag` with a python echo server on PEER_IP:7, and a nicemu configuration
+/// (DPDK file prefix `nicemu-test-<id>-<pid>`) whose net_af_packet port faces it: the
+/// namespace, the temporary directory, the prefix, the configuration's path, the server.
+fn echo_peer(tag: &str, id: &str) -> (Netns, TempDir, String, String, Proc) {
+    let net = namespace(tag);
+    let tmp = TempDir::new(&format!("procs-{id}"));
+    let prefix = format!("nicemu-test-{id}-{}", std::process::id());
+    let cfg = af_packet_config(&tmp, &net, &prefix);
+    let py = start_py_echo(&net, "7");
+    (net, tmp, prefix, cfg, py)
+}
+
 /// `nicemu loadgen` with configuration `cfg` against the echo server at PEER_IP:7, with
 /// `extra` arguments; runs until it ends or is interrupted.
 fn spawn_echo_loadgen(cfg: &str, prefix: &str, extra: &[&str]) -> NicemuProc {
@@ -299,11 +311,7 @@ fn procs_memif_loadgen_echo() {
 #[test]
 fn procs_loadgen_kernel_peers() {
     let started = Instant::now();
-    let net = namespace("g");
-    let tmp = TempDir::new("procs-kernel");
-    let prefix = format!("nicemu-test-pk-{}", std::process::id());
-    let cfg = af_packet_config(&tmp, &net, &prefix);
-    let _py = start_py_echo(&net, "7");
+    let (net, tmp, prefix, cfg, _py) = echo_peer("g", "pk");
     // nginx with one 1000-byte file.
     let www = tmp.path("www");
     std::fs::create_dir_all(&www).unwrap();
@@ -477,11 +485,7 @@ fn procs_loadgen_kernel_peers() {
 #[test]
 fn procs_loadgen_client_addresses() {
     let started = Instant::now();
-    let net = namespace("m");
-    let tmp = TempDir::new("procs-addrs");
-    let prefix = format!("nicemu-test-pm-{}", std::process::id());
-    let cfg = af_packet_config(&tmp, &net, &prefix);
-    let _py = start_py_echo(&net, "7");
+    let (net, _tmp, prefix, cfg, _py) = echo_peer("m", "pm");
     // 3 addresses (the port's and two more) x 100 ports: 250 connections need all three.
     let mut lg = spawn_echo_loadgen(
         &cfg,

@@ -793,7 +793,8 @@ impl<L: HostLink> Context<L> {
     /// (from its install ack to its closure report, AccelTCP §4.3): a new connection on
     /// such a 4-tuple would have its segments translated as the pair's.
     fn tuple_taken(&self, k: super::Key) -> bool {
-        self.demux.contains_key(&k) || self.splice_keys.contains_key(&k)
+        self.demux.contains_key(&k)
+            || (!self.splice_keys.is_empty() && self.splice_keys.contains_key(&k))
     }
 
     /// An ephemeral port: free for `remote` (or entirely free when none) and, with a flow
