@@ -144,6 +144,17 @@ pub fn summary(reports: &[LcoreReport], elapsed: Duration, tsc_hz: u64) -> Strin
             stages.join(", "),
             tsc_hz as f64 / 1e9
         );
+        if r.idle.sleeps > 0 {
+            let _ = writeln!(
+                s,
+                "lcore {} idle: slept {:.3} s in {} sleeps ({} woken early by the host), {} yields",
+                r.name,
+                r.idle.slept_ns as f64 / 1e9,
+                r.idle.sleeps,
+                r.idle.woken,
+                r.idle.yields
+            );
+        }
     }
     s
 }

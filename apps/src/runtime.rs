@@ -136,6 +136,9 @@ pub struct HostResult<S> {
     pub conns: usize,
     /// Its core's cycles by component.
     pub cpu: HostCpu,
+    /// Time its loop gave back while idle (adaptive polling; a `shared` lcore's is in the
+    /// NIC lcore's report).
+    pub idle: dataplane::idle::IdleStats,
 }
 
 /// The CPU part of the summary: NIC lcores busy / idle (from their reports) and host cores
@@ -191,6 +194,36 @@ pub fn cpu_summary(
         pct(sum.app, busy_host),
         secs(sum.idle)
     );
+    s
+}
+
+/// The polling line of the summary: the mode, and for each loop that backed off the time it
+/// slept (as a share of the run), its sleeps and how many of them a doorbell cut short.
+pub fn idle_summary(
+    poll: dataplane::idle::PollMode,
+    nic: &[dataplane::lcore::LcoreReport],
+    hosts: &[dataplane::idle::IdleStats],
+    elapsed: std::time::Duration,
+) -> String {
+    let mut s = format!("polling: {}", poll.as_str());
+    let run = elapsed.as_secs_f64().max(1e-9);
+    let named = nic.iter().map(|r| (r.name.clone(), r.idle)).chain(
+        hosts
+            .iter()
+            .enumerate()
+            .map(|(k, i)| (format!("host{k}"), *i)),
+    );
+    for (name, i) in named.filter(|(_, i)| i.sleeps > 0 || i.yields > 0) {
+        let slept = i.slept_ns as f64 / 1e9;
+        s += &format!(
+            "; {name} slept {slept:.3} s ({:.1}%, {} sleeps, {} woken early, {} yields)",
+            100.0 * slept / run,
+            i.sleeps,
+            i.woken,
+            i.yields
+        );
+    }
+    s.push('\n');
     s
 }
 
@@ -261,6 +294,7 @@ mod dpdk_run {
 
     use dataplane::config::{Config, Role};
     use dataplane::cycles::rdtsc;
+    use dataplane::idle::{Backoff, IdlePolicy, PollMode};
     use dataplane::lcore::{LcoreReport, Mode, NicLcore};
     use dataplane::port::dpdk::DpdkQueue;
     use dataplane::runtime::{run_lcores, RunOptions};
@@ -295,6 +329,8 @@ mod dpdk_run {
         pub elapsed: Duration,
         /// TSC ticks per second.
         pub tsc_hz: u64,
+        /// How the loops polled ([`dataplane::runtime::polling`]).
+        pub poll: PollMode,
     }
 
     /// Removes DPDK's runtime directory when dropped (after the EAL is gone).
@@ -313,11 +349,26 @@ mod dpdk_run {
         clock: dataplane::clock::Clock,
         snap: Arc<Mutex<HostResult<A::Stats>>>,
         finished: bool,
+        /// The idle policy of a host-only thread (a shared lcore uses the NIC lcore's).
+        backoff: dataplane::idle::Backoff,
+    }
+
+    /// What a host loop asks of the NIC lcore it shares a thread with.
+    #[derive(Clone, Copy)]
+    enum NicCall {
+        /// Run one NIC iteration: answers whether it did anything.
+        Poll,
+        /// Publish the NIC lcore's report.
+        Publish,
+        /// The combined iteration did `busy` work: back off on the NIC lcore's policy;
+        /// answers whether it slept.
+        Idle { busy: bool },
     }
 
     impl<A: HostApp> HostLoop<A> {
-        /// One iteration of the stack and the app, its cycles accounted.
-        fn iterate(&mut self) {
+        /// One iteration of the stack and the app, its cycles accounted; whether it did
+        /// anything.
+        fn iterate(&mut self) -> bool {
             let t0 = rdtsc();
             let l0 = self.ctx.link().cycles;
             let w1 = self.ctx.poll();
@@ -333,6 +384,7 @@ mod dpdk_run {
                 self.cpu.stack += t1.wrapping_sub(t0).saturating_sub(l1.wrapping_sub(l0));
                 self.cpu.app += t2.wrapping_sub(t1).saturating_sub(l2.wrapping_sub(l1));
             }
+            w1 + w2 > 0
         }
 
         fn publish(&self) {
@@ -342,28 +394,33 @@ mod dpdk_run {
                 s.splice = self.ctx.splice_stats();
                 s.conns = self.ctx.connections();
                 s.cpu = self.cpu;
+                s.idle = self.backoff.stats;
             }
         }
 
-        /// Runs until `stop`, then winds down; `nic` is the shared lcore's iteration.
+        /// Runs until `stop`, then winds down; `nic` is the shared lcore's side (`None`
+        /// from it: no NIC lcore on this thread).
         fn run(
             &mut self,
             stop: &AtomicBool,
             done: &AtomicUsize,
             hosts: usize,
-            nic: &mut dyn FnMut(bool),
+            nic: &mut dyn FnMut(NicCall) -> Option<bool>,
         ) {
             let mut last = Instant::now();
             let mut iterations = 0u32;
             while !stop.load(Ordering::Relaxed) {
-                nic(false);
-                self.iterate();
+                let nic_busy = nic(NicCall::Poll).unwrap_or(false);
+                let busy = self.iterate() | nic_busy;
+                if nic(NicCall::Idle { busy }).is_none() {
+                    self.backoff.after(busy);
+                }
                 iterations = iterations.wrapping_add(1);
                 // A clock read every iteration cost about 7% of a busy kv server's samples.
                 if iterations.is_multiple_of(64) && last.elapsed() >= Duration::from_millis(100) {
                     last = Instant::now();
                     self.publish();
-                    nic(true);
+                    nic(NicCall::Publish);
                     if !self.finished && self.app.finished() {
                         self.finished = true;
                         if done.fetch_add(1, Ordering::Relaxed) + 1 >= hosts {
@@ -376,7 +433,7 @@ mod dpdk_run {
             let until = Instant::now() + Duration::from_millis(50);
             while Instant::now() < until {
                 self.ctx.poll();
-                nic(false);
+                nic(NicCall::Poll);
             }
             self.publish();
         }
@@ -400,12 +457,24 @@ mod dpdk_run {
         M: Fn(usize, &mut HostCtx) -> Result<A, String> + Send + Sync + 'static,
         H: Fn(usize, &mut HostConfig) + Send + Sync + 'static,
     {
+        // Every NIC lcore has a host: on its own thread, or in the same loop (shared).
+        let threads = cfg
+            .nic_lcores()
+            .iter()
+            .map(|l| if l.role == Role::Shared { 1 } else { 2 })
+            .sum();
+        let (poll, warnings) = dataplane::runtime::polling(cfg, threads, spec.pin);
+        for w in warnings {
+            eprintln!("nicemu: warning: {w}");
+        }
+        let idle = cfg.runtime.idle_policy();
         let opts = RunOptions {
             mode: Mode::Nic,
             duration: spec.duration,
             stats_interval: spec.stats_interval,
             pin: spec.pin,
             host_channels: true,
+            poll,
             ..RunOptions::default()
         };
         // Declared first, so dropped last: after the topology and its EAL. DPDK takes the
@@ -432,8 +501,18 @@ mod dpdk_run {
             .map(|l| l.core)
             .collect();
         let queues = roles.len();
-        let flow_core =
-            (queues > 1).then(|| apps::node::rss_flow_core(cfg.ports[0].rss, queues as u16));
+        // Which host core a flow's replies reach: with RSS on a device that hashes (a
+        // physical NIC), the Toeplitz queue of the reversed tuple, and `connect` picks
+        // source ports for it (mTCP's `mtcp_init_rss`). Virtual devices steer by queue
+        // instead (net_memif: client queue i is server queue i; net_af_packet: the kernel's
+        // fanout), and with RSS off nothing hashes: any source port works, so no map.
+        let hashes = cfg.ports[0].rss.key().is_some()
+            && cfg.ports[0]
+                .device
+                .as_deref()
+                .is_some_and(|d| !d.starts_with("net_"));
+        let flow_core = (queues > 1 && hashes)
+            .then(|| apps::node::rss_flow_core(cfg.ports[0].rss, queues as u16));
         let host_cfg = Arc::new(host_cfg);
         let make = Arc::new(make);
         let mk_cfg = {
@@ -466,8 +545,11 @@ mod dpdk_run {
             k: usize,
             make: &dyn Fn(usize, &mut HostCtx) -> Result<A, String>,
             snap: Arc<Mutex<HostResult<A::Stats>>>,
+            poll: (PollMode, IdlePolicy),
         ) -> Result<HostLoop<A>, String> {
             let c = clock.clone();
+            // The NIC lcore rings the link's doorbell after each frame it hands over.
+            let backoff = Backoff::new(poll.0, poll.1).with_doorbell(end.rx_doorbell());
             let mut ctx = Context::new(hc, TimedLink::new(end), Arc::new(move || c.now_ns()));
             let app = make(k, &mut ctx)?;
             Ok(HostLoop {
@@ -477,6 +559,7 @@ mod dpdk_run {
                 clock,
                 snap,
                 finished: false,
+                backoff,
             })
         }
 
@@ -504,25 +587,31 @@ mod dpdk_run {
                 .spawn(move || -> Result<Option<LcoreReport>, String> {
                     let r = (|| {
                         if let (true, Some(core)) = (pin, core) {
-                            dataplane::sys::pin_current_thread(core)
-                                .map_err(|e| format!("cannot pin to core {core}: {e}"))?;
+                            dataplane::sys::pin_or_warn(core, &format!("host thread {k}"));
                         }
+                        dataplane::sys::set_timer_slack_ns(1_000);
                         if nic_lcore.is_some() {
                             dataplane::runtime_dpdk::thread_init()()?;
                         }
-                        let mut h = host_loop(hc, end, clock, k, &*make, snap)?;
-                        let mut nic = |publish: bool| {
-                            if let Some(l) = nic_lcore.as_mut() {
-                                if publish {
+                        let mut h = host_loop(hc, end, clock, k, &*make, snap, (poll, idle))?;
+                        let mut nic = |call: NicCall| {
+                            let l = nic_lcore.as_mut()?;
+                            Some(match call {
+                                NicCall::Poll => {
+                                    l.poll_once();
+                                    // The host's iteration comes next: not the NIC's time.
+                                    l.end_iteration();
+                                    l.was_busy()
+                                }
+                                NicCall::Publish => {
                                     // Publishes the lcore's report (run_lcores does this
                                     // for the lcores it runs).
                                     l.finish();
-                                } else {
-                                    l.poll_once();
+                                    l.end_iteration();
+                                    false
                                 }
-                                // The host's iteration comes next: not the NIC's time.
-                                l.end_iteration();
-                            }
+                                NicCall::Idle { busy } => l.backoff_mut().after(busy),
+                            })
                         };
                         h.run(&stop, &done, nhosts, &mut nic);
                         Ok(nic_lcore.as_mut().map(|l| l.finish()))
@@ -621,6 +710,7 @@ mod dpdk_run {
             hosts,
             elapsed,
             tsc_hz,
+            poll,
         })
     }
 }

@@ -193,7 +193,12 @@ fn options(
         args.stats_interval.or(Some(cfg.runtime.stats_interval_s)),
         "--stats-interval",
     )?;
+    let (poll, warnings) = dataplane::runtime::polling(cfg, cfg.nic_lcores().len(), !args.no_pin);
+    for w in warnings {
+        eprintln!("nicemu: warning: {w}");
+    }
     Ok(RunOptions {
+        poll,
         mode,
         duration: crate::secs(args.duration, "--duration")?,
         stats_interval: stats,

@@ -4,6 +4,9 @@
 //!   process is the memif server, the load generator the client), each with a `nic` and a
 //!   `host` lcore (two threads, not pinned); every echo is checked by the generator and the
 //!   transaction counts of both sides agree exactly.
+//! - [`procs_memif_two_queue_pairs`]: the same pair with two `shared` lcores on each side,
+//!   each with its own memif queue pair and host context: every connection of both client
+//!   lcores is served, and both host contexts on both sides carry load.
 //! - [`procs_loadgen_kernel_peers`]: `nicemu loadgen` over net_af_packet against a python
 //!   echo server and nginx in a namespace this test creates, then against an address where
 //!   nobody answers and a port where nobody listens: errors, a non-zero exit, bounded time.
@@ -255,48 +258,58 @@ fn start_py_echo(net: &Netns, port: &str) -> Proc {
     p
 }
 
+/// Runs `nicemu echo` and then `nicemu loadgen` (`--conns conns --count count`, messages of
+/// `size` bytes, `extra` arguments for both) over `pair`, stops the echo server, checks that
+/// both exited cleanly, and returns their outputs (loadgen, echo).
+fn memif_echo_round(
+    pair: &MemifPair,
+    extra: &[&str],
+    size: &str,
+    conns: &str,
+    count: u64,
+) -> (String, String) {
+    let (ce, cl, pl) = (&pair.echo_cfg, &pair.lg_cfg, &pair.lg_prefix);
+    let mut args = vec!["echo", "-c", ce, "--size", size, "-d", "120"];
+    args.extend_from_slice(extra);
+    let mut echo = start_echo(&args, &pair.echo_prefix);
+    let count = count.to_string();
+    let mut args = vec![
+        "loadgen",
+        "-c",
+        cl,
+        "--server",
+        "10.99.0.1:7",
+        "--size",
+        size,
+        "--conns",
+        conns,
+        "--count",
+        &count,
+        "--connect-timeout-ms",
+        "10000",
+    ];
+    args.extend_from_slice(extra);
+    let (ok, lg) = run_nicemu(&args, pl, Duration::from_secs(90));
+    assert_eq!(ok, Some(true), "loadgen:\n{lg}\necho:\n{}", echo.describe());
+    let status = echo.interrupt_and_wait(Duration::from_secs(15));
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "echo did not stop cleanly: {}",
+        echo.describe()
+    );
+    (lg, echo.stdout())
+}
+
 #[test]
 fn procs_memif_loadgen_echo() {
     let started = Instant::now();
     let pair = memif_pair("p", "", |prefix, vdev, ip, _| {
         config(prefix, vdev, "net_memif0", &format!("{ip}/24"))
     });
-    let (ce, cl, pl) = (&pair.echo_cfg, &pair.lg_cfg, &pair.lg_prefix);
-    let mut echo = start_echo(
-        &["echo", "-c", ce, "--size", "100", "--no-pin", "-d", "120"],
-        &pair.echo_prefix,
-    );
     // Four busy threads on (typically) two cores: a round trip waits for the scheduler, so
     // few transactions, over several connections.
     let count = 400;
-    let (ok, lg) = run_nicemu(
-        &[
-            "loadgen",
-            "-c",
-            cl,
-            "--no-pin",
-            "--server",
-            "10.99.0.1:7",
-            "--size",
-            "100",
-            "--conns",
-            "8",
-            "--count",
-            &count.to_string(),
-            "--connect-timeout-ms",
-            "10000",
-        ],
-        pl,
-        Duration::from_secs(90),
-    );
-    assert_eq!(ok, Some(true), "loadgen:\n{lg}\necho:\n{}", echo.describe());
-    let status = echo.interrupt_and_wait(Duration::from_secs(15));
-    let et = echo.stdout();
-    assert!(
-        status.is_some_and(|s| s.success()),
-        "echo did not stop cleanly: {}",
-        echo.describe()
-    );
+    let (lg, et) = memif_echo_round(&pair, &["--no-pin"], "100", "8", count);
     println!("--- loadgen:\n{lg}\n--- echo:\n{et}");
     let sent = counter(&lg, "loadgen: transactions", "transactions").unwrap();
     let echoed = counter(&et, "echo: transactions", "transactions").unwrap();
@@ -306,6 +319,54 @@ fn procs_memif_loadgen_echo() {
     assert!(!et.contains("partial message"), "{et}");
     assert!(lg.contains("cpu host 0"), "{lg}");
     println!("procs_memif_loadgen_echo took {:?}", started.elapsed());
+}
+
+/// Two queue pairs on one memif port (client queue i is server queue i), two `shared` lcores
+/// per process: flows stay on the core that opened them, with no RSS to steer them.
+#[test]
+fn procs_memif_two_queue_pairs() {
+    let cores = dataplane::sys::allowed_cores().unwrap();
+    assert!(
+        cores.len() >= 2,
+        "this test needs two usable cores, found {cores:?}"
+    );
+    let lcores = format!(
+        "[[lcore]]\ncore = {}\nrole = \"shared\"\n[[lcore]]\ncore = {}\nrole = \"shared\"",
+        cores[0], cores[1]
+    );
+    let pair = memif_pair("q", "", |prefix, vdev, ip, _| {
+        config_with(
+            prefix,
+            vdev,
+            "net_memif0",
+            &format!("{ip}/24"),
+            (lcores.clone(), cores[0]),
+            256,
+            "stats_interval_s = 0.0",
+        )
+    });
+    let count = 2000;
+    let (lg, et) = memif_echo_round(&pair, &[], "64", "16", count);
+    println!("--- loadgen:\n{lg}\n--- echo:\n{et}");
+    assert_eq!(counter(&lg, "loadgen: errors", "errors"), Some(0), "{lg}");
+    assert_eq!(
+        counter(&lg, "loadgen: transactions", "transactions"),
+        Some(count),
+        "{lg}"
+    );
+    assert_eq!(
+        counter(&et, "echo: transactions", "transactions"),
+        Some(count),
+        "{et}"
+    );
+    // Every connection was opened by one of the client's two contexts and accepted by the
+    // server's context of the same queue: eight each.
+    for (out, what) in [(&lg, "active opens"), (&et, "passive opens")] {
+        for k in 0..2 {
+            let opens = counter(out, &format!("host {k}:"), what);
+            assert_eq!(opens, Some(8), "host {k} {what}:\n{out}");
+        }
+    }
 }
 
 #[test]

@@ -96,6 +96,13 @@ pub struct RuntimeConfig {
     pub mbufs: u32,
     /// Seconds between periodic statistics lines (0: off).
     pub stats_interval_s: f64,
+    /// How the NIC lcores and host threads poll: `"auto"` (default: adaptive, except on
+    /// physical NICs with a CPU to spare), `"spin"` (dedicated cores) or `"adaptive"` (back
+    /// off when idle, for machines that also run the clients). See [`crate::idle`].
+    pub poll: crate::idle::PollMode,
+    /// The longest sleep of an idle adaptive loop, in microseconds (1..=10000): the most
+    /// it adds to the first packet after a quiet spell.
+    pub idle_sleep_max_us: u32,
 }
 
 impl Default for RuntimeConfig {
@@ -104,6 +111,21 @@ impl Default for RuntimeConfig {
             burst: 32,
             mbufs: 8191,
             stats_interval_s: 0.0,
+            poll: crate::idle::PollMode::Auto,
+            idle_sleep_max_us: 200,
+        }
+    }
+}
+
+impl RuntimeConfig {
+    /// The adaptive policy these settings give (the other thresholds are fixed).
+    pub fn idle_policy(&self) -> crate::idle::IdlePolicy {
+        let d = crate::idle::IdlePolicy::default();
+        let max_sleep = std::time::Duration::from_micros(u64::from(self.idle_sleep_max_us));
+        crate::idle::IdlePolicy {
+            max_sleep,
+            min_sleep: d.min_sleep.min(max_sleep),
+            ..d
         }
     }
 }
@@ -539,6 +561,15 @@ impl Config {
             return Err(self.err(
                 "runtime.stats_interval_s",
                 "expected a number of seconds >= 0",
+            ));
+        }
+        if !(1..=10_000).contains(&r.idle_sleep_max_us) {
+            return Err(self.err(
+                "runtime.idle_sleep_max_us",
+                format!(
+                    "{} is out of range, expected 1..=10000 microseconds",
+                    r.idle_sleep_max_us
+                ),
             ));
         }
         if self.ports.is_empty() {

@@ -127,6 +127,9 @@ pub struct LcoreReport {
     pub pcap_errors: u64,
     /// Loop iterations.
     pub iterations: u64,
+    /// Time the loop gave back while idle (adaptive polling, [`crate::idle`]); in a
+    /// `shared` lcore, the combined loop's.
+    pub idle: crate::idle::IdleStats,
 }
 
 impl LcoreReport {
@@ -193,6 +196,8 @@ pub struct NicLcore<P: Port> {
     last_start: u64,
     /// Whether the last iteration did anything.
     last_busy: bool,
+    /// What [`Self::run`] does between idle iterations.
+    backoff: crate::idle::Backoff,
 }
 
 impl<P: Port> NicLcore<P> {
@@ -240,7 +245,34 @@ impl<P: Port> NicLcore<P> {
             splice_fast: VerdictCounts::default(),
             last_start: 0,
             last_busy: false,
+            backoff: crate::idle::Backoff::new(
+                crate::idle::PollMode::Spin,
+                crate::idle::IdlePolicy::default(),
+            ),
         }
+    }
+
+    /// How [`Self::run`] polls: `mode` (resolved; `Auto` spins) with `policy`. An adaptive
+    /// lcore with a host link sleeps on the link's doorbell, so the host's frames wake it.
+    pub fn set_polling(&mut self, mode: crate::idle::PollMode, policy: crate::idle::IdlePolicy) {
+        let mut b = crate::idle::Backoff::new(mode, policy);
+        if let Some(h) = &self.host {
+            b = b.with_doorbell(h.rx_doorbell());
+        }
+        self.backoff = b;
+    }
+
+    /// The idle policy, for a loop that drives [`Self::poll_once`] itself (a `shared`
+    /// lcore runs the host's iteration too and backs off on both); its statistics are
+    /// published in the report's `idle`.
+    pub fn backoff_mut(&mut self) -> &mut crate::idle::Backoff {
+        &mut self.backoff
+    }
+
+    /// Whether the last [`Self::poll_once`] did anything (received, sent, handled a host
+    /// frame or a timer): the busy signal of a loop's idle policy.
+    pub fn was_busy(&self) -> bool {
+        self.last_busy
     }
 
     /// Installs the offload chain (replacing the current one, empty at first).
@@ -299,16 +331,21 @@ impl<P: Port> NicLcore<P> {
     }
 
     /// Runs until `stop` is set or `max_iterations` (if any) have run; returns the final
-    /// report. Checks `stop` every [`PUBLISH_EVERY`] iterations.
+    /// report. Checks `stop` every [`PUBLISH_EVERY`] iterations and after each idle sleep;
+    /// between idle iterations it does what [`Self::set_polling`] chose (spin by default).
     pub fn run(&mut self, stop: &AtomicBool, max_iterations: Option<u64>) -> LcoreReport {
         let limit = max_iterations.unwrap_or(u64::MAX);
         while self.report.iterations < limit {
             self.poll_once();
+            let slept = self.backoff.after(self.last_busy);
             if self.report.iterations.is_multiple_of(PUBLISH_EVERY) {
                 self.publish();
                 if stop.load(Ordering::Relaxed) {
                     break;
                 }
+            } else if slept && stop.load(Ordering::Relaxed) {
+                // A sleeping loop runs few iterations: it checks at each sleep.
+                break;
             }
         }
         self.finish()
@@ -329,6 +366,7 @@ impl<P: Port> NicLcore<P> {
     }
 
     fn publish(&mut self) {
+        self.report.idle = self.backoff.stats;
         self.report.stack = *self.stack.counters();
         self.chain.report(&mut self.report.offloads);
         if let Some(r) = self.report.offloads.iter_mut().find(|o| o.name == "splice") {

@@ -11,6 +11,7 @@ pub mod clock;
 pub mod config;
 pub mod cycles;
 pub mod gen;
+pub mod idle;
 pub mod lcore;
 pub mod net;
 pub mod netns;

@@ -71,6 +71,8 @@ pub struct RunOptions {
     /// lcore (never timed out or reported): `nicemu fwd --splice` measures translation with
     /// them. Needs `[offloads] splice`.
     pub splice_pairs: Vec<offload_api::msg::SpliceInstallRepr>,
+    /// How the NIC lcores poll (resolved, see [`polling`]); `Spin` by default.
+    pub poll: crate::idle::PollMode,
 }
 
 impl Default for RunOptions {
@@ -84,8 +86,43 @@ impl Default for RunOptions {
             host_channels: false,
             link: LinkConfig::default(),
             splice_pairs: Vec::new(),
+            poll: crate::idle::PollMode::Spin,
         }
     }
+}
+
+/// The polling mode a run of `cfg` uses with `threads` polling threads (NIC lcores, host
+/// threads, shared lcores), pinned or not, and the one-line warnings to print about it.
+///
+/// `[runtime] poll = "auto"` resolves to spinning only on physical NICs with a CPU left
+/// for everything else ([`crate::idle::PollMode::resolve`]); an explicit `"spin"` that
+/// leaves no CPU free, or spinning threads left unpinned, is kept but warned about, naming
+/// the fix.
+pub fn polling(cfg: &Config, threads: usize, pin: bool) -> (crate::idle::PollMode, Vec<String>) {
+    use crate::idle::PollMode;
+    let cpus = crate::sys::allowed_cores().map_or(1, |c| c.len().max(1));
+    let physical = cfg.ports.iter().all(|p| {
+        p.driver == crate::config::Driver::Dpdk
+            && p.device.as_deref().is_some_and(|d| !d.starts_with("net_"))
+    });
+    let mode = cfg.runtime.poll.resolve(physical, threads, cpus);
+    let mut warnings = Vec::new();
+    if mode == PollMode::Spin && threads >= cpus {
+        warnings.push(format!(
+            "{}: {threads} spinning thread(s) on {cpus} usable CPU(s) leave none for clients, \
+             backends or the kernel's softirq (latency becomes the scheduler's time slice); \
+             set [runtime] poll = \"adaptive\" (or \"auto\"), or use fewer lcores",
+            cfg.source
+        ));
+    }
+    if mode == PollMode::Spin && !pin && threads > 1 {
+        warnings.push(format!(
+            "{}: {threads} spinning threads unpinned (--no-pin): the scheduler may stack them \
+             on one CPU; pin them, or set [runtime] poll = \"adaptive\"",
+            cfg.source
+        ));
+    }
+    (mode, warnings)
 }
 
 /// The per-port interface settings of a configuration, with each port's MAC.
@@ -318,6 +355,7 @@ pub fn build_lcores<P: Port>(
             build_chain(&cfg.tonic, &cfg.offloads, &plugins, &shared)
                 .map_err(offload_error(cfg))?,
         );
+        lcore.set_polling(opts.poll, cfg.runtime.idle_policy());
         lcores.push(lcore);
     }
     Ok((lcores, host))
@@ -359,9 +397,9 @@ pub fn run_lcores<P: Port + 'static>(
             .name(name.clone())
             .spawn(move || -> Result<LcoreReport, String> {
                 if let (true, Some(core)) = (pin, lcore.core()) {
-                    crate::sys::pin_current_thread(core)
-                        .map_err(|e| format!("cannot pin to core {core}: {e}"))?;
+                    crate::sys::pin_or_warn(core, &format!("lcore {}", lcore.name()));
                 }
+                crate::sys::set_timer_slack_ns(1_000);
                 init()?;
                 tracing::info!(lcore = %lcore.name(), core = ?lcore.core(), "lcore started");
                 let report = lcore.run(&stop, None);

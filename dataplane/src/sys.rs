@@ -52,6 +52,28 @@ pub fn pin_current_thread(core: usize) -> io::Result<()> {
     Ok(())
 }
 
+/// Pins the calling thread (named `who` in the message) to CPU `core`; when that fails,
+/// prints a one-line warning naming the fix and lets the thread run unpinned.
+pub fn pin_or_warn(core: usize, who: &str) {
+    if let Err(e) = pin_current_thread(core) {
+        let usable = allowed_cores()
+            .map(|c| format_core_list(&c))
+            .unwrap_or_else(|_| "?".into());
+        eprintln!(
+            "nicemu: warning: cannot pin {who} to core {core} ({e}); it runs unpinned: \
+             choose [[lcore]] cores among the usable ones ({usable})"
+        );
+    }
+}
+
+/// Sets the calling thread's timer slack (how late the kernel may end its sleeps, 50 µs
+/// by default) to `ns`, so that an idle loop's short sleeps end close to their length.
+/// Best effort: a failure leaves the default.
+pub fn set_timer_slack_ns(ns: u64) {
+    // SAFETY: PR_SET_TIMERSLACK takes one integer argument and touches no memory of ours.
+    let _ = unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, ns as libc::c_ulong, 0, 0, 0) };
+}
+
 /// Formats a core list compactly, e.g. `[0,1,2,5]` → `"0-2,5"`, for error messages.
 pub fn format_core_list(cores: &[usize]) -> String {
     let mut out = Vec::new();

@@ -22,6 +22,7 @@
 //! handovers and control use the EtherTypes below.
 #![forbid(unsafe_code)]
 
+pub mod doorbell;
 pub mod link;
 pub mod msg;
 pub mod splice;

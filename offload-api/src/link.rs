@@ -297,6 +297,8 @@ struct Dir {
     counters: CachePadded<Counters>,
     /// Ends holding this direction (2 while both ends live).
     ends: AtomicUsize,
+    /// Rung after each push: wakes the receiving end if it sleeps on it.
+    bell: Arc<crate::doorbell::Doorbell>,
 }
 
 impl Dir {
@@ -307,6 +309,7 @@ impl Dir {
             free: ArrayQueue::new(cfg.pool_bound()),
             counters: CachePadded::new(Counters::default()),
             ends: AtomicUsize::new(2),
+            bell: crate::doorbell::Doorbell::new(),
         })
     }
 
@@ -494,6 +497,7 @@ impl TxHalf {
                 let c = self.counters();
                 bump(&c.packets, 1);
                 bump(&c.bytes, len);
+                self.dir.bell.ring();
                 Ok(())
             }
             Err(desc) => {
@@ -613,6 +617,12 @@ impl<S: Side> LinkEnd<S> {
             }
         };
         self.tx.push(port, buf)
+    }
+
+    /// The doorbell the other end rings after each frame it sends here: a receiver that
+    /// sleeps when idle parks on it ([`crate::doorbell`]).
+    pub fn rx_doorbell(&self) -> Arc<crate::doorbell::Doorbell> {
+        self.rx.dir.bell.clone()
     }
 
     /// Free descriptors on the sending ring: that many sends in a row cannot be refused for

@@ -109,8 +109,11 @@ pub struct StackConfig {
     /// ARP table entries per port (default 1024); a full table evicts its oldest entry. Also
     /// bounds the number of addresses being resolved at once per port.
     pub arp_table_size: usize,
-    /// Host frames held per unresolved address (default 16); more are dropped.
-    pub pending_per_ip: usize,
+    /// Bytes of host frames held per unresolved address (default 212,992, Linux's
+    /// `unres_qlen_bytes`); frames beyond it are dropped (`ArpUnresolved`). Each frame is
+    /// charged at least [`HELD_FRAME_CHARGE`] bytes, the buffer it occupies (as Linux
+    /// charges an skb's true size), so the bound also bounds the buffers held.
+    pub pending_bytes_per_ip: usize,
     /// Which received frames get their TCP/UDP/ICMP checksum verified (default: all).
     pub l4_checksum: L4Checksum,
     /// Bytes of host frames held per port while their neighbours are resolved (default
@@ -139,7 +142,7 @@ impl Default for StackConfig {
             arp_retry_ns: 1_000_000_000,
             arp_max_retries: 3,
             arp_table_size: 1024,
-            pending_per_ip: 16,
+            pending_bytes_per_ip: 212_992,
             l4_checksum: L4Checksum::All,
             pending_bytes_per_port: 4 << 20,
         }
@@ -242,8 +245,14 @@ impl<B: PacketBuf> Held<B> {
 }
 
 /// An address being resolved, with the host frames waiting for it.
+/// The least a held frame is charged against [`StackConfig::pending_bytes_per_ip`]: one
+/// packet buffer's data room, whatever the frame's length.
+pub const HELD_FRAME_CHARGE: usize = 2048;
+
 struct Pending<B> {
     ip: [u8; 4],
+    /// What `frames` are charged against the per-address bound.
+    charged: usize,
     /// Host frames, checksums filled unless they need TSO (done on release).
     frames: Vec<Held<B>>,
     /// ARP requests sent so far.
@@ -304,7 +313,8 @@ fn transit_scan<B: PacketBuf>(bufs: &[B], mac: u64, not_ours: impl Fn(u32) -> bo
 
 /// The L2/L3 stack of one NIC lcore, for all its ports.
 ///
-/// Invariant: holds at most `arp_table_size` resolving addresses and `pending_per_ip` frames
+/// Invariant: holds at most `arp_table_size` resolving addresses and `pending_bytes_per_ip`
+/// charged bytes of frames
 /// per address per port; every frame it takes is eventually returned to the caller (Reply,
 /// `out`) or dropped and counted.
 pub struct NicStack<B: PacketBuf> {
@@ -583,7 +593,7 @@ impl<B: PacketBuf> NicStack<B> {
     /// destination IP: limited and subnet-directed broadcast → ff:ff:ff:ff:ff:ff, multicast →
     /// 01:00:5e + low 23 bits (RFC 1112 §6.4), an address on one of the port's subnets → the ARP
     /// table; off-subnet → `ArpUnresolved` (no gateway configuration yet). An unknown neighbour
-    /// holds the frame (at most `pending_per_ip`, beyond → `ArpUnresolved`) and an ARP request
+    /// holds the frame (at most `pending_bytes_per_ip`, beyond → `ArpUnresolved`) and an ARP request
     /// goes out on the next [`NicStack::poll_tx`], which also releases the frame once resolved.
     /// A stale entry is still used while it is refreshed in the background. Non-IPv4 frames
     /// with a destination MAC go out unchanged; without one → `Unsupported`.
@@ -814,7 +824,8 @@ impl<B: PacketBuf> NicStack<B> {
         buf: Held<B>,
         now_ns: u64,
     ) -> Result<usize, DropReason> {
-        let cap = self.cfg.pending_per_ip;
+        let cap = self.cfg.pending_bytes_per_ip;
+        let charge = buf.len().max(HELD_FRAME_CHARGE);
         let max_ips = self.cfg.arp_table_size.max(1);
         let max_bytes = self.cfg.pending_bytes_per_port;
         let st = &mut self.ports[port];
@@ -822,21 +833,23 @@ impl<B: PacketBuf> NicStack<B> {
             return Err(DropReason::ArpUnresolved);
         }
         if let Some(p) = st.pending.iter_mut().find(|p| p.ip == ip) {
-            if p.frames.len() >= cap {
+            if p.charged + charge > cap {
                 return Err(DropReason::ArpUnresolved);
             }
             st.held_bytes += buf.len();
+            p.charged += charge;
             p.frames.push(buf);
             return Ok(0);
         }
-        if st.pending.len() >= max_ips || cap == 0 {
+        if st.pending.len() >= max_ips || charge > cap {
             return Err(DropReason::ArpUnresolved);
         }
         st.held_bytes += buf.len();
-        let mut frames = Vec::with_capacity(cap.min(4));
+        let mut frames = Vec::with_capacity(4);
         frames.push(buf);
         st.pending.push(Pending {
             ip,
+            charged: charge,
             frames,
             sent: 0,
             next_ns: now_ns,
@@ -960,6 +973,7 @@ impl<B: PacketBuf> NicStack<B> {
         }
         st.pending.push(Pending {
             ip,
+            charged: 0,
             frames: Vec::new(),
             sent: 0,
             next_ns: now_ns,

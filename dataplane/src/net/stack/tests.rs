@@ -260,7 +260,7 @@ fn arp_retries_then_gives_up() {
 #[test]
 fn pending_queue_is_bounded_and_off_subnet_refused() {
     let cfg = StackConfig {
-        pending_per_ip: 2,
+        pending_bytes_per_ip: 2 * HELD_FRAME_CHARGE,
         ..StackConfig::default()
     };
     let mut s = stack_with(cfg);
@@ -291,6 +291,34 @@ fn pending_queue_is_bounded_and_off_subnet_refused() {
     let f = host_frame(udp(OUR_IP, [239, 129, 2, 3], b"x"));
     assert_eq!(s.host_tx(0, f, 0, &mut alloc, &mut out), Ok(1));
     assert_eq!(&out[1].data()[0..6], &[1, 0, 0x5e, 1, 2, 3]);
+}
+
+#[test]
+fn a_burst_of_fifty_syns_to_an_unresolved_backend_is_held_whole() {
+    // A proxy opening 50 backend connections at once sends 50 SYNs before the backend's
+    // MAC is known: Linux holds them (unres_qlen_bytes); so must the NIC.
+    let mut s = stack();
+    let mut out = Vec::new();
+    for i in 0..50u8 {
+        let f = host_frame(udp(OUR_IP, PEER_IP, &[i; 40]));
+        assert_eq!(s.host_tx(0, f, 0, &mut alloc, &mut out), Ok(0), "frame {i}");
+    }
+    assert_eq!(s.pending_frames(0), 50);
+    assert_eq!(s.counters().drops.get(DropReason::ArpUnresolved), 0);
+    // The bound is in bytes: a default queue takes 212,992 / 2,048 = 104 small frames.
+    for i in 50..120u8 {
+        let f = host_frame(udp(OUR_IP, PEER_IP, &[i; 40]));
+        let _ = s.host_tx(0, f, 0, &mut alloc, &mut out);
+    }
+    assert_eq!(s.pending_frames(0), 212_992 / HELD_FRAME_CHARGE);
+    assert_eq!(s.counters().drops.get(DropReason::ArpUnresolved), 120 - 104);
+    // The reply releases every held frame.
+    let mut rep = arp_reply_from_peer();
+    assert_eq!(s.rx(0, &mut rep, 1), Disposition::Consumed);
+    s.poll_tx(0, 1, &mut alloc, &mut out);
+    assert_eq!(s.pending_frames(0), 0);
+    let to_peer = out.iter().filter(|b| b.data()[0..6] == PEER_MAC).count();
+    assert_eq!(to_peer, 104);
 }
 
 #[test]

@@ -1,0 +1,321 @@
+//! Adaptive polling: how a poll-mode loop (a NIC lcore, a host thread, or both in one `shared`
+//! loop) spends the time when it finds nothing to do.
+//!
+//! A loop that spins on dedicated cores answers in nanoseconds; the same loop on a machine
+//! that also runs the clients, the backends and the kernel's softirq takes their CPU and turns
+//! every wake-up of theirs into a scheduler time slice (milliseconds). The adaptive policy
+//! follows DPDK's l3fwd-power and Shenango/Caladan's idea of giving a core back when it is not
+//! needed: after an idle streak the loop steps from spinning to `sched_yield` to short sleeps
+//! that grow to a bounded length, and the first iteration with work returns it to spinning.
+//! The longest sleep bounds the wake-up cost a quiet loop adds to the next packet.
+//!
+//! [`Backoff`] is the sans-I/O policy (idle streak in, action out), unit-tested without a
+//! clock; [`Backoff::after`] runs the action (spin hint, yield, or a park that a
+//! [`Doorbell`] cuts short) and accounts the time slept.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+pub use offload_api::doorbell::Doorbell;
+
+use serde::Deserialize;
+
+/// How the runtime's loops poll (`[runtime] poll`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PollMode {
+    /// Adaptive, unless every port is a physical device and the polling threads leave a CPU
+    /// free: then spin. See [`PollMode::resolve`].
+    #[default]
+    Auto,
+    /// Always spin (dedicated cores: lowest latency, a whole core each, even when idle).
+    Spin,
+    /// Back off when idle (shared machines, laptops, VMs, clients on the same machine).
+    Adaptive,
+}
+
+impl PollMode {
+    /// The mode a run uses: `Auto` becomes `Spin` only where spinning starves nobody (every
+    /// port a physical NIC, so the machine is a dedicated server, and fewer polling threads
+    /// than usable CPUs), `Adaptive` otherwise. The other two are kept as chosen.
+    pub fn resolve(self, physical_ports_only: bool, polling_threads: usize, cpus: usize) -> Self {
+        match self {
+            PollMode::Auto if physical_ports_only && polling_threads < cpus => PollMode::Spin,
+            PollMode::Auto => PollMode::Adaptive,
+            m => m,
+        }
+    }
+
+    /// The configuration's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PollMode::Auto => "auto",
+            PollMode::Spin => "spin",
+            PollMode::Adaptive => "adaptive",
+        }
+    }
+}
+
+/// The thresholds of the adaptive policy.
+///
+/// Invariant (checked by the configuration): `min_sleep <= max_sleep`, both non-zero.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IdlePolicy {
+    /// Idle iterations spent spinning (with a CPU pause hint) before backing off.
+    pub spin_iterations: u32,
+    /// Idle iterations after those that yield the CPU (`sched_yield`) before sleeping.
+    pub yield_iterations: u32,
+    /// The first sleep; each further idle sleep doubles it.
+    pub min_sleep: Duration,
+    /// The longest sleep: the most a quiet loop adds to the next packet's latency.
+    pub max_sleep: Duration,
+}
+
+impl Default for IdlePolicy {
+    fn default() -> Self {
+        IdlePolicy {
+            spin_iterations: 512,
+            yield_iterations: 64,
+            min_sleep: Duration::from_micros(8),
+            max_sleep: Duration::from_micros(200),
+        }
+    }
+}
+
+/// What an idle loop does next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IdleAction {
+    /// Poll again at once (after a CPU pause hint when the iteration was idle).
+    Spin,
+    /// Give the CPU to another runnable thread, then poll again.
+    Yield,
+    /// Sleep up to this long (a doorbell may end it sooner), then poll again.
+    Sleep(Duration),
+}
+
+/// Time an adaptive loop did not poll.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IdleStats {
+    /// Nanoseconds spent in sleeps (measured, wake-up latency included).
+    pub slept_ns: u64,
+    /// Sleeps taken.
+    pub sleeps: u64,
+    /// Sleeps a doorbell ended early.
+    pub woken: u64,
+    /// `sched_yield` calls.
+    pub yields: u64,
+}
+
+impl IdleStats {
+    /// Adds `o`.
+    pub fn add(&mut self, o: &IdleStats) {
+        self.slept_ns += o.slept_ns;
+        self.sleeps += o.sleeps;
+        self.woken += o.woken;
+        self.yields += o.yields;
+    }
+}
+
+/// The idle policy of one loop: feed it each iteration's outcome, it says what to do.
+///
+/// Invariant: with mode [`PollMode::Spin`] (or `Auto` unresolved) it only ever answers
+/// [`IdleAction::Spin`]; an iteration with work always resets the streak and answers `Spin`.
+#[derive(Debug)]
+pub struct Backoff {
+    adaptive: bool,
+    policy: IdlePolicy,
+    streak: u32,
+    next_sleep: Duration,
+    doorbell: Option<Arc<Doorbell>>,
+    /// What the loop did not poll.
+    pub stats: IdleStats,
+}
+
+impl Backoff {
+    /// A policy for a loop polling in `mode` (resolved: `Auto` spins).
+    pub fn new(mode: PollMode, policy: IdlePolicy) -> Self {
+        Backoff {
+            adaptive: mode == PollMode::Adaptive,
+            policy,
+            streak: 0,
+            next_sleep: policy.min_sleep,
+            doorbell: None,
+            stats: IdleStats::default(),
+        }
+    }
+
+    /// Whether this loop backs off at all.
+    pub fn adaptive(&self) -> bool {
+        self.adaptive
+    }
+
+    /// Lets `bell` end this loop's sleeps early; the loop's thread registers itself on it at
+    /// its first sleep.
+    pub fn with_doorbell(mut self, bell: Arc<Doorbell>) -> Self {
+        self.doorbell = Some(bell);
+        self
+    }
+
+    /// The action after an iteration that did `busy` work (sans I/O).
+    pub fn next(&mut self, busy: bool) -> IdleAction {
+        if busy || !self.adaptive {
+            self.streak = 0;
+            self.next_sleep = self.policy.min_sleep;
+            return IdleAction::Spin;
+        }
+        self.streak = self.streak.saturating_add(1);
+        let p = &self.policy;
+        if self.streak <= p.spin_iterations {
+            IdleAction::Spin
+        } else if self.streak <= p.spin_iterations.saturating_add(p.yield_iterations) {
+            IdleAction::Yield
+        } else {
+            let d = self.next_sleep;
+            self.next_sleep = (d * 2).min(p.max_sleep);
+            IdleAction::Sleep(d)
+        }
+    }
+
+    /// Runs the action for an iteration that did `busy` work: nothing after work, a pause
+    /// hint, a yield or a sleep after idle ones. Returns whether it slept.
+    #[inline]
+    pub fn after(&mut self, busy: bool) -> bool {
+        match self.next(busy) {
+            IdleAction::Spin => {
+                if !busy {
+                    std::hint::spin_loop();
+                }
+                false
+            }
+            IdleAction::Yield => {
+                self.stats.yields += 1;
+                std::thread::yield_now();
+                false
+            }
+            IdleAction::Sleep(d) => {
+                let t0 = Instant::now();
+                let rung = match &self.doorbell {
+                    Some(bell) => bell.sleep(d),
+                    None => {
+                        std::thread::sleep(d);
+                        false
+                    }
+                };
+                self.stats.slept_ns += t0.elapsed().as_nanos() as u64;
+                self.stats.sleeps += 1;
+                if rung {
+                    // Work is waiting: the next iteration will find it and reset the streak;
+                    // until then, poll without sleeping.
+                    self.stats.woken += 1;
+                    self.streak = 0;
+                    self.next_sleep = self.policy.min_sleep;
+                }
+                true
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy() -> IdlePolicy {
+        IdlePolicy {
+            spin_iterations: 3,
+            yield_iterations: 2,
+            min_sleep: Duration::from_micros(10),
+            max_sleep: Duration::from_micros(35),
+        }
+    }
+
+    #[test]
+    fn spin_mode_never_backs_off() {
+        let mut b = Backoff::new(PollMode::Spin, policy());
+        for _ in 0..10_000 {
+            assert_eq!(b.next(false), IdleAction::Spin);
+        }
+        assert!(!b.adaptive());
+    }
+
+    #[test]
+    fn an_idle_streak_steps_from_spin_to_yield_to_growing_bounded_sleeps() {
+        let mut b = Backoff::new(PollMode::Adaptive, policy());
+        let got: Vec<IdleAction> = (0..10).map(|_| b.next(false)).collect();
+        let us = |n| IdleAction::Sleep(Duration::from_micros(n));
+        assert_eq!(
+            got,
+            vec![
+                IdleAction::Spin,
+                IdleAction::Spin,
+                IdleAction::Spin,
+                IdleAction::Yield,
+                IdleAction::Yield,
+                us(10),
+                us(20),
+                us(35),
+                us(35),
+                us(35),
+            ]
+        );
+    }
+
+    #[test]
+    fn work_returns_to_spinning_and_restarts_the_ladder() {
+        let mut b = Backoff::new(PollMode::Adaptive, policy());
+        for _ in 0..8 {
+            b.next(false);
+        }
+        assert_eq!(b.next(true), IdleAction::Spin);
+        for _ in 0..5 {
+            assert_ne!(b.next(false), IdleAction::Sleep(Duration::from_micros(35)));
+        }
+        assert_eq!(b.next(false), IdleAction::Sleep(Duration::from_micros(10)));
+    }
+
+    #[test]
+    fn auto_spins_only_on_physical_ports_with_a_cpu_to_spare() {
+        use PollMode::*;
+        assert_eq!(Auto.resolve(true, 2, 16), Spin);
+        assert_eq!(Auto.resolve(true, 2, 2), Adaptive);
+        assert_eq!(Auto.resolve(false, 1, 16), Adaptive);
+        assert_eq!(Spin.resolve(false, 4, 2), Spin);
+        assert_eq!(Adaptive.resolve(true, 1, 16), Adaptive);
+    }
+
+    #[test]
+    fn sleeps_are_counted_and_a_doorbell_ends_one_early() {
+        let bell = Doorbell::new();
+        let long = IdlePolicy {
+            spin_iterations: 0,
+            yield_iterations: 0,
+            min_sleep: Duration::from_secs(5),
+            max_sleep: Duration::from_secs(5),
+        };
+        let mut b = Backoff::new(PollMode::Adaptive, long).with_doorbell(bell.clone());
+        let ringer = {
+            let bell = bell.clone();
+            std::thread::spawn(move || {
+                // Rings until the sleeper has been seen asleep and woken (bounded).
+                for _ in 0..5_000 {
+                    if bell.is_sleeping() {
+                        bell.ring();
+                        return true;
+                    }
+                    std::thread::sleep(Duration::from_micros(200));
+                }
+                false
+            })
+        };
+        let t0 = Instant::now();
+        assert!(b.after(false));
+        assert!(ringer.join().unwrap(), "the sleeper never went to sleep");
+        assert!(
+            t0.elapsed() < Duration::from_secs(4),
+            "the doorbell did not end the 5 s sleep"
+        );
+        assert_eq!(b.stats.sleeps, 1);
+        assert_eq!(b.stats.woken, 1);
+        assert!(b.stats.slept_ns > 0);
+    }
+}
