@@ -1,15 +1,32 @@
 //! The L7 proxy itself: a state machine per client connection, stepped from the caller's
 //! poll loop over a host [`Context`] (run to completion, AccelTCP §5.2), like AccelTCP's
-//! `epproxy` (§6.1.2): read the request head, choose a backend, connect, forward the head,
-//! then hand both connections to the NIC with `nsplice` (§4.3, §5.1), or relay them on the
-//! host when splicing is off or refused.
+//! `epproxy` (§6.1.2): read the request head, choose a backend, connect, forward the head.
 //!
-//! After the first request the two connections are a tunnel (HAProxy's tunnel mode): later
-//! requests of a keep-alive connection go to the same backend, whether spliced or relayed.
-//! Errors the proxy answers itself (400, 408, 431, 502, 504, 505) are complete responses
-//! with `Connection: close`, after which the proxy half-closes, discards what the client
-//! still sends for a short while (RFC 9112 §9.6: so that the client reads the response
-//! before any reset) and closes.
+//! What follows depends on the mode ([`ProxyMode`]):
+//!
+//! - `http` (the default): every request of a keep-alive connection is parsed, checked
+//!   (framing, request smuggling) and rewritten (X-Forwarded-For) before it reaches the
+//!   backend; its body is relayed on the host up to its framed end, then the response head
+//!   is read: none in `response_timeout_ms` is a 504, a backend that closes or resets
+//!   before it a 502. The pair is spliced on the NIC (`nsplice`, AccelTCP §4.3, §5.1) only
+//!   for the connection's last exchange (the client's or the backend's `Connection:
+//!   close`, or a response that runs until close), once the response head has arrived and
+//!   the request is complete: then the NIC carries only that response's body and no later
+//!   request can pass unparsed (the backend was told the connection closes, RFC 9112
+//!   §9.6). The trade-off against epproxy, which splices right after the first head: a
+//!   keep-alive connection that never says close is relayed on the host for all its
+//!   requests, and short connections pay one host round trip for the response head
+//!   before the splice; in exchange every request is checked and the proxy can answer
+//!   502/504 for every request it forwarded.
+//! - `tunnel`: epproxy's behaviour, chosen by name: after the first head the two
+//!   connections are spliced (or relayed on the host) as an opaque tunnel, later requests
+//!   go to the same backend unparsed (HAProxy's tunnel mode).
+//!
+//! Backend connects are retried as HAProxy does (`retries`, the last one to another
+//! backend with `redispatch`). Errors the proxy answers itself (400, 408, 431, 501, 502,
+//! 504, 505) are complete responses with `Connection: close`, after which the proxy
+//! half-closes, discards what the client still sends for a short while (RFC 9112 §9.6: so
+//! that the client reads the response before any reset) and closes.
 //!
 //! The same [`Proxy`] serves `nicemu proxy` on DPDK ports and the in-memory benchmarks: build
 //! it with [`Proxy::new`] on a context, then call [`Proxy::step`] in the loop that runs the
@@ -27,12 +44,14 @@ use hoststack::stack::{
 use hoststack::{Context, Errno, Fd};
 
 use super::balance::Balancer;
-use super::config::ProxyConfig;
-use super::http::{error_response, parse_head_from, Parse};
+use super::config::{HeaderRule, ProxyConfig, ProxyMode};
+use super::exchange::{ExStep, Exchange};
+use super::framing::Body;
+use super::http::{error_response, parse_head_from, Parse, RequestHead};
 use super::relay::{pump, Pipe, PumpEnd};
 pub use super::stats::ProxyStats;
 
-const MS: u64 = 1_000_000;
+pub(super) const MS: u64 = 1_000_000;
 /// Epoll data of the listener.
 const LISTENER: u64 = u64::MAX;
 /// How long the proxy keeps discarding what a client sends after an error response.
@@ -46,18 +65,21 @@ const ACCEPT_BURST: usize = 64;
 /// the stack's poll) and drained by [`Proxy::step`]: (backend index, report).
 type SpliceInbox = Arc<Mutex<Vec<(usize, SpliceReport)>>>;
 
-enum State {
+pub(super) enum State {
     /// Reading the request head.
     Head { buf: Vec<u8>, scanned: usize },
-    /// Connecting to backend `backend`; `out` is the head (rewritten) and the body bytes
-    /// read with it.
+    /// Connecting to backend `backend` for the exchange `ex` (its head is rewritten);
+    /// `tried`: the backends tried (bit i for backend i); `attempts`: failed attempts.
     Connecting {
-        out: Vec<u8>,
+        ex: Box<Exchange>,
         uri: Vec<u8>,
         tried: u64,
+        attempts: u32,
     },
-    /// Writing `out[off..]` to the backend.
+    /// `tunnel` mode: writing `out[off..]` to the backend.
     Forwarding { out: Vec<u8>, off: usize },
+    /// `http` mode: an exchange under way on the host.
+    Exchange(Box<Exchange>),
     /// Relaying on the host.
     Relay { c2s: Pipe, s2c: Pipe },
     /// An error response was sent and the write side shut: discarding what the client
@@ -65,32 +87,32 @@ enum State {
     Closing { discarded: usize },
 }
 
-struct Session {
+pub(super) struct Session {
     gen: u64,
     client: Fd,
     peer: SocketAddrV4,
-    server: Option<Fd>,
+    pub(super) server: Option<Fd>,
     /// The backend whose active count this session holds.
-    backend: Option<usize>,
-    state: State,
+    pub(super) backend: Option<usize>,
+    pub(super) state: State,
     /// The current state's deadline (0: none).
     deadline: u64,
     creg: Option<u32>,
-    sreg: Option<u32>,
+    pub(super) sreg: Option<u32>,
 }
 
 /// An HTTP/1.1 load balancer over a host stack. See the module documentation.
 pub struct Proxy {
-    cfg: ProxyConfig,
+    pub(super) cfg: ProxyConfig,
     listener: Fd,
     ep: Fd,
     events: Vec<EpollEvent>,
-    sessions: Vec<Option<Session>>,
+    pub(super) sessions: Vec<Option<Session>>,
     free: Vec<usize>,
     timers: BinaryHeap<Reverse<(u64, usize, u64)>>,
     next_gen: u64,
-    balancer: Balancer,
-    stats: ProxyStats,
+    pub(super) balancer: Balancer,
+    pub(super) stats: ProxyStats,
     inbox: SpliceInbox,
     scratch: Vec<u8>,
     listening: bool,
@@ -234,7 +256,7 @@ impl Proxy {
         }
     }
 
-    fn set_deadline(&mut self, sid: usize, at: u64) {
+    pub(super) fn set_deadline(&mut self, sid: usize, at: u64) {
         if let Some(s) = self.sessions[sid].as_mut() {
             s.deadline = at;
             if at != 0 {
@@ -257,13 +279,18 @@ impl Proxy {
                 continue; // stale: the session moved on or was replaced
             }
             fired += 1;
-            match s.state {
+            match &s.state {
+                // An idle keep-alive connection just ends (RFC 9112 §9.5).
+                State::Head { buf, .. } if buf.is_empty() && s.server.is_some() => {
+                    self.finish(ctx, sid, false)
+                }
                 State::Head { .. } => {
                     self.respond(ctx, sid, 408, "no complete request head in time", now)
                 }
-                State::Connecting { .. } => {
+                State::Connecting { .. } => self.connect_failed(ctx, sid, now, true),
+                State::Exchange(ex) if ex.resp.is_none() => {
                     if let Some(b) = s.backend {
-                        self.balancer.timed_out(b);
+                        self.balancer.response_timed_out(b, now);
                     }
                     self.respond(ctx, sid, 504, "the backend did not answer in time", now)
                 }
@@ -291,7 +318,13 @@ impl Proxy {
 
     /// Registers `fd` of session `sid` (`server` side or not) for `want`, changing the
     /// registration only when it differs.
-    fn interest<L: HostLink>(&mut self, ctx: &mut Context<L>, sid: usize, server: bool, want: u32) {
+    pub(super) fn interest<L: HostLink>(
+        &mut self,
+        ctx: &mut Context<L>,
+        sid: usize,
+        server: bool,
+        want: u32,
+    ) {
         let Some(s) = self.sessions[sid].as_mut() else {
             return;
         };
@@ -326,87 +359,37 @@ impl Proxy {
             };
             let client = s.client;
             match &mut s.state {
-                State::Head { buf, scanned } => {
-                    let room = self.cfg.max_header_bytes.saturating_sub(buf.len());
-                    let mut got = false;
-                    if room > 0 {
-                        match ctx.read(client, &mut self.scratch[..room]) {
-                            Ok(0) => {
-                                self.stats.client_gone += 1;
-                                return self.finish(ctx, sid, false);
-                            }
-                            Ok(n) => {
-                                buf.extend_from_slice(&self.scratch[..n]);
-                                got = true;
-                            }
-                            Err(Errno::Again) => {}
-                            Err(_) => {
-                                self.stats.client_gone += 1;
-                                return self.finish(ctx, sid, true);
-                            }
-                        }
-                    }
-                    let parsed = parse_head_from(buf, *scanned, self.cfg.max_header_bytes);
-                    *scanned = buf.len();
-                    match parsed {
-                        Parse::Partial => {
-                            self.interest(ctx, sid, false, EPOLLIN);
-                            if got {
-                                continue; // more may be there
-                            }
-                            return;
-                        }
-                        Parse::Error(e) => {
-                            return self.respond(ctx, sid, e.status(), e.reason(), now);
-                        }
-                        Parse::Complete(head) => {
-                            let mut out = match &self.cfg.add_header {
-                                Some(name) => head.rewrite(name, &s.peer.ip().to_string()),
-                                None => buf[..head.head_len].to_vec(),
-                            };
-                            out.extend_from_slice(&buf[head.head_len..]);
-                            let uri = head.target.into_bytes();
-                            s.state = State::Connecting { out, uri, tried: 0 };
-                            // Nothing more is read from the client until the backend is
-                            // there.
-                            self.interest(ctx, sid, false, 0);
-                            if !self.connect(ctx, sid, now) {
-                                return;
-                            }
-                        }
+                State::Head { .. } => {
+                    if !self.read_head(ctx, sid, now) {
+                        return;
                     }
                 }
-                State::Connecting { out, .. } => {
+                State::Connecting { ex, .. } => {
                     let Some(server) = s.server else { return };
-                    match ctx.write(server, out) {
+                    match ctx.write(server, &ex.to_server) {
                         Ok(n) => {
-                            let out = std::mem::take(out);
-                            s.state = State::Forwarding { out, off: n };
-                            s.deadline = 0;
-                            self.stats.requests += 1;
-                            if let Some(b) = s.backend {
-                                self.balancer.requested(b);
+                            let State::Connecting { mut ex, .. } =
+                                std::mem::replace(&mut s.state, State::Closing { discarded: 0 })
+                            else {
+                                unreachable!("matched above")
+                            };
+                            ex.wrote(n);
+                            if self.cfg.mode == ProxyMode::Tunnel {
+                                s.state = State::Forwarding {
+                                    out: std::mem::take(&mut ex.to_server),
+                                    off: n,
+                                };
+                                s.deadline = 0;
+                            } else {
+                                s.state = State::Exchange(ex);
                             }
+                            self.exchange_started(sid, now);
                         }
                         Err(Errno::Again) => return,
                         Err(Errno::ConnRefused | Errno::ConnReset) => {
-                            // Refused: mark it down and try another (RFC 9110 §15.6.3 only
-                            // when none is left).
-                            if let Some(b) = s.backend.take() {
-                                self.balancer.refused(b, now);
-                                self.balancer.release(b);
-                            }
-                            self.drop_server(ctx, sid, false);
-                            if !self.connect(ctx, sid, now) {
-                                return;
-                            }
+                            self.connect_failed(ctx, sid, now, false)
                         }
-                        Err(Errno::TimedOut) => {
-                            if let Some(b) = s.backend {
-                                self.balancer.timed_out(b);
-                            }
-                            return self.respond(ctx, sid, 504, "the backend did not answer", now);
-                        }
+                        Err(Errno::TimedOut) => self.connect_failed(ctx, sid, now, true),
                         Err(_) => {
                             return self.respond(
                                 ctx,
@@ -440,6 +423,62 @@ impl Proxy {
                     self.stats.head_bytes += out.len() as u64;
                     self.forwarded(ctx, sid);
                     return;
+                }
+                State::Exchange(ex) => {
+                    let Some(server) = s.server else { return };
+                    let had_head = ex.resp.is_some();
+                    let step = ex.pump(
+                        ctx,
+                        client,
+                        server,
+                        &mut self.scratch,
+                        self.cfg.max_header_bytes,
+                    );
+                    if !had_head && ex.resp.is_some() {
+                        s.deadline = 0;
+                        if let Some(b) = s.backend {
+                            self.balancer.responded(b);
+                        }
+                    }
+                    match step {
+                        ExStep::Wait { client, server } => {
+                            if self.cfg.splice && !ex.splice_refused && ex.last() && ex.spliceable()
+                            {
+                                // The last exchange, its response head read: the NIC
+                                // carries the body (see the module documentation).
+                                ex.splice_refused = true;
+                                if self.try_splice(ctx, sid) {
+                                    return;
+                                }
+                            }
+                            self.interest(ctx, sid, false, client);
+                            self.interest(ctx, sid, true, server);
+                            return;
+                        }
+                        ExStep::Done => self.exchange_done(ctx, sid, now),
+                        ExStep::NoResponse => {
+                            if let Some(b) = s.backend {
+                                self.balancer.closed_early(b, now);
+                            }
+                            return self.respond(
+                                ctx,
+                                sid,
+                                502,
+                                "the backend closed before its response",
+                                now,
+                            );
+                        }
+                        ExStep::BadResponse => {
+                            return self.respond(ctx, sid, 502, "malformed response", now)
+                        }
+                        ExStep::BadRequest => {
+                            return self.respond(ctx, sid, 400, "malformed request body", now)
+                        }
+                        ExStep::Broken => {
+                            self.stats.relay_resets += 1;
+                            return self.finish(ctx, sid, true);
+                        }
+                    }
                 }
                 State::Relay { c2s, s2c } => {
                     let Some(server) = s.server else { return };
@@ -477,90 +516,187 @@ impl Proxy {
         }
     }
 
-    /// Picks a backend and starts a non-blocking connect for session `sid` (in state
-    /// Connecting). Returns true when the session can go on (a connect is under way), false
-    /// when it was answered with an error.
-    fn connect<L: HostLink>(&mut self, ctx: &mut Context<L>, sid: usize, now: u64) -> bool {
-        for _ in 0..=self.balancer.backends().len() {
-            let Some(s) = self.sessions[sid].as_mut() else {
-                return false;
-            };
-            let State::Connecting { uri, tried, .. } = &mut s.state else {
-                return false;
-            };
-            let Ok(b) = self.balancer.pick(uri, now, *tried) else {
-                self.respond(ctx, sid, 502, "no backend is up", now);
-                return false;
-            };
-            if b < 64 {
-                *tried |= 1 << b;
+    /// Reads and parses a request head for session `sid` (in state Head); on a complete
+    /// one, starts its exchange. True when the session moved on and can be advanced again.
+    fn read_head<L: HostLink>(&mut self, ctx: &mut Context<L>, sid: usize, now: u64) -> bool {
+        let Some(s) = self.sessions[sid].as_mut() else {
+            return false;
+        };
+        let client = s.client;
+        // A backend kept from the last exchange: a close (or stray bytes) from it means a
+        // new connection for the next request.
+        if let Some(server) = s.server {
+            if !matches!(ctx.read(server, &mut self.scratch), Err(Errno::Again)) {
+                self.drop_backend(ctx, sid);
             }
-            s.backend = Some(b);
-            let addr = self.balancer.backends()[b].addr;
-            let fd = match ctx.socket() {
-                Ok(fd) => fd,
-                Err(_) => {
-                    self.respond(ctx, sid, 502, "no socket for the backend", now);
+        }
+        let Some(s) = self.sessions[sid].as_mut() else {
+            return false;
+        };
+        let State::Head { buf, scanned } = &mut s.state else {
+            return false;
+        };
+        let room = self.cfg.max_header_bytes.saturating_sub(buf.len());
+        let mut got = false;
+        if room > 0 {
+            match ctx.read(client, &mut self.scratch[..room]) {
+                Ok(0) => {
+                    if !buf.is_empty() || s.server.is_none() {
+                        self.stats.client_gone += 1;
+                    }
+                    self.finish(ctx, sid, false);
                     return false;
                 }
-            };
-            let _ = ctx.set_nonblocking(fd, true);
-            let _ = ctx.setsockopt(fd, SockOpt::NoDelay(true));
-            let s = self.sessions[sid].as_mut().expect("checked above");
-            s.server = Some(fd);
-            s.sreg = None;
-            match ctx.connect(fd, addr) {
-                Ok(()) | Err(Errno::InProgress) => {
-                    self.set_deadline(sid, now + self.cfg.connect_timeout_ms * MS);
-                    self.interest(ctx, sid, true, EPOLLOUT);
-                    return true;
+                Ok(n) => {
+                    buf.extend_from_slice(&self.scratch[..n]);
+                    got = true;
                 }
-                Err(Errno::ConnRefused | Errno::ConnReset) => {
-                    self.balancer.refused(b, now);
-                    self.balancer.release(b);
-                    self.sessions[sid].as_mut().expect("open").backend = None;
-                    self.drop_server(ctx, sid, false);
-                }
+                Err(Errno::Again) => {}
                 Err(_) => {
-                    self.respond(ctx, sid, 502, "cannot connect to the backend", now);
+                    self.stats.client_gone += 1;
+                    self.finish(ctx, sid, true);
                     return false;
                 }
             }
         }
-        self.respond(ctx, sid, 502, "no backend is up", now);
-        false
+        let parsed = parse_head_from(buf, *scanned, self.cfg.max_header_bytes);
+        *scanned = buf.len();
+        let head = match parsed {
+            Parse::Partial => {
+                self.interest(ctx, sid, false, EPOLLIN);
+                self.interest(ctx, sid, true, EPOLLIN);
+                return got; // more may be there
+            }
+            Parse::Error(e) => {
+                self.respond(ctx, sid, e.status(), e.reason(), now);
+                return false;
+            }
+            Parse::Complete(head) => head,
+        };
+        if head.method == "CONNECT" {
+            // RFC 9110 §9.3.6: a proxy that does not tunnel for clients refuses CONNECT.
+            self.respond(ctx, sid, 501, "CONNECT is not supported", now);
+            return false;
+        }
+        let ip = s.peer.ip().to_string();
+        let buf = std::mem::take(buf);
+        let ex = match self.build_exchange(&head, buf, &ip) {
+            Ok(ex) => ex,
+            Err(()) => {
+                self.respond(ctx, sid, 400, "malformed request body", now);
+                return false;
+            }
+        };
+        let s = self.sessions[sid].as_mut().expect("open");
+        // Nothing more is read from the client until the request goes.
+        if s.server.is_some() {
+            s.state = State::Exchange(Box::new(ex));
+            self.exchange_started(sid, now);
+            return true;
+        }
+        s.state = State::Connecting {
+            ex: Box::new(ex),
+            uri: head.target.into_bytes(),
+            tried: 0,
+            attempts: 0,
+        };
+        self.interest(ctx, sid, false, 0);
+        self.connect(ctx, sid, now)
     }
 
-    /// The head and early body are written: splice the pair, or relay it on the host.
-    fn forwarded<L: HostLink>(&mut self, ctx: &mut Context<L>, sid: usize) {
+    /// The exchange for request `head`, whose bytes start `buf` (the client's bytes so
+    /// far): the head rewritten, the body bytes that came with it, the rest kept.
+    fn build_exchange(&self, head: &RequestHead, buf: Vec<u8>, ip: &str) -> Result<Exchange, ()> {
+        let mut out = match (&self.cfg.add_header, self.cfg.add_header_rule) {
+            (Some(name), HeaderRule::Replace) => head.rewrite_replacing(name, ip),
+            (Some(name), HeaderRule::Append) => head.rewrite(name, ip),
+            (None, _) => buf[..head.head_len].to_vec(),
+        };
+        let rest = &buf[head.head_len..];
+        if self.cfg.mode == ProxyMode::Tunnel {
+            // Opaque after the head: everything goes.
+            out.extend_from_slice(rest);
+            return Ok(Exchange::new(out, Body::Done, Vec::new(), false, false));
+        }
+        let mut body = if head.chunked {
+            Body::chunked()
+        } else {
+            Body::length(head.content_length.unwrap_or(0))
+        };
+        let k = body.feed(rest).map_err(|_| ())?;
+        out.extend_from_slice(&rest[..k]);
+        Ok(Exchange::new(
+            out,
+            body,
+            rest[k..].to_vec(),
+            head.method == "HEAD",
+            !head.keep_alive,
+        ))
+    }
+
+    /// Session `sid`'s request is on its way to the backend: count it, and wait for the
+    /// response head at most `response_timeout_ms` (`http` mode).
+    fn exchange_started(&mut self, sid: usize, now: u64) {
+        self.stats.requests += 1;
         let Some(s) = self.sessions[sid].as_mut() else {
             return;
         };
-        let Some(server) = s.server else { return };
-        let client = s.client;
-        if self.cfg.splice {
-            // The stack takes both descriptors: drop our registrations first.
-            let _ = ctx.epoll_ctl(self.ep, EpollOp::Del, client, EpollEvent::default());
-            let _ = ctx.epoll_ctl(self.ep, EpollOp::Del, server, EpollEvent::default());
-            s.creg = None;
-            s.sreg = None;
-            let backend = s.backend.unwrap_or(usize::MAX);
-            let inbox = self.inbox.clone();
-            let cb = Box::new(move |r: &SpliceReport| {
-                if let Ok(mut v) = inbox.lock() {
-                    v.push((backend, *r));
-                }
-            });
-            match ctx.nsplice(client, server, cb) {
-                Ok(()) => {
-                    self.stats.spliced += 1;
-                    // The stack owns both sockets now (AccelTCP §5.1): forget them, keep the
-                    // backend counted active until the closure report.
-                    self.release_session(sid);
-                    return;
-                }
-                Err(_) => self.stats.splice_refused += 1,
-            }
+        if let Some(b) = s.backend {
+            self.balancer.requested(b);
+        }
+        let at = match s.state {
+            State::Exchange(_) => now + self.cfg.response_timeout_ms * MS,
+            _ => 0,
+        };
+        self.set_deadline(sid, at);
+    }
+
+    /// Session `sid`'s exchange is complete: the next request, or the end.
+    fn exchange_done<L: HostLink>(&mut self, ctx: &mut Context<L>, sid: usize, now: u64) {
+        let Some(s) = self.sessions[sid].as_mut() else {
+            return;
+        };
+        let State::Exchange(ex) = std::mem::replace(&mut s.state, State::Closing { discarded: 0 })
+        else {
+            return;
+        };
+        self.stats.exchanges += 1;
+        self.stats.relayed_c2s += ex.bytes_c2s;
+        self.stats.relayed_s2c += ex.bytes_s2c;
+        if ex.last() {
+            // RFC 9112 §9.6: the response was the last; close after it.
+            self.stats.closes_honoured += 1;
+            let client = s.client;
+            self.drop_backend(ctx, sid);
+            let _ = ctx.shutdown(client, Shutdown::Write);
+            self.set_deadline(sid, now + LINGER_NS);
+            self.interest(ctx, sid, false, EPOLLIN);
+            return;
+        }
+        let spoiled = ex.server_spoiled;
+        s.state = State::Head {
+            buf: ex.leftover,
+            scanned: 0,
+        };
+        if spoiled {
+            self.drop_backend(ctx, sid);
+        }
+        self.set_deadline(sid, now + self.cfg.request_timeout_ms * MS);
+    }
+
+    /// Closes session `sid`'s backend connection and releases the backend.
+    fn drop_backend<L: HostLink>(&mut self, ctx: &mut Context<L>, sid: usize) {
+        self.drop_server(ctx, sid, false);
+        if let Some(b) = self.sessions[sid].as_mut().and_then(|s| s.backend.take()) {
+            self.balancer.release(b);
+        }
+    }
+
+    /// `tunnel` mode: the head and early body are written: splice the pair, or relay it on
+    /// the host.
+    fn forwarded<L: HostLink>(&mut self, ctx: &mut Context<L>, sid: usize) {
+        if self.cfg.splice && self.try_splice(ctx, sid) {
+            return;
         }
         self.stats.relayed += 1;
         let cap = self.cfg.relay_buffer;
@@ -574,8 +710,44 @@ impl Proxy {
         self.advance(ctx, sid, 0);
     }
 
+    /// Hands session `sid`'s pair to the NIC (`nsplice`). True when it was taken: the
+    /// session is gone and the backend stays counted active until the closure report.
+    fn try_splice<L: HostLink>(&mut self, ctx: &mut Context<L>, sid: usize) -> bool {
+        let Some(s) = self.sessions[sid].as_mut() else {
+            return false;
+        };
+        let Some(server) = s.server else {
+            return false;
+        };
+        let client = s.client;
+        // The stack takes both descriptors: drop our registrations first.
+        let _ = ctx.epoll_ctl(self.ep, EpollOp::Del, client, EpollEvent::default());
+        let _ = ctx.epoll_ctl(self.ep, EpollOp::Del, server, EpollEvent::default());
+        s.creg = None;
+        s.sreg = None;
+        let backend = s.backend.unwrap_or(usize::MAX);
+        let inbox = self.inbox.clone();
+        let cb = Box::new(move |r: &SpliceReport| {
+            if let Ok(mut v) = inbox.lock() {
+                v.push((backend, *r));
+            }
+        });
+        match ctx.nsplice(client, server, cb) {
+            Ok(()) => {
+                self.stats.spliced += 1;
+                // The stack owns both sockets now (AccelTCP §5.1): forget them.
+                self.release_session(sid);
+                true
+            }
+            Err(_) => {
+                self.stats.splice_refused += 1;
+                false
+            }
+        }
+    }
+
     /// Answers session `sid` with an error response and moves it to Closing.
-    fn respond<L: HostLink>(
+    pub(super) fn respond<L: HostLink>(
         &mut self,
         ctx: &mut Context<L>,
         sid: usize,
@@ -601,7 +773,12 @@ impl Proxy {
     }
 
     /// Closes session `sid`'s backend socket (with a RST when `abort`).
-    fn drop_server<L: HostLink>(&mut self, ctx: &mut Context<L>, sid: usize, abort: bool) {
+    pub(super) fn drop_server<L: HostLink>(
+        &mut self,
+        ctx: &mut Context<L>,
+        sid: usize,
+        abort: bool,
+    ) {
         let Some(s) = self.sessions[sid].as_mut() else {
             return;
         };
@@ -622,10 +799,6 @@ impl Proxy {
         let Some(s) = self.sessions[sid].as_mut() else {
             return;
         };
-        if let State::Relay { c2s, s2c } = &s.state {
-            self.stats.relayed_c2s += c2s.bytes;
-            self.stats.relayed_s2c += s2c.bytes;
-        }
         if let Some(b) = s.backend.take() {
             self.balancer.release(b);
         }
@@ -642,7 +815,8 @@ impl Proxy {
 
     /// Frees session `sid`'s slot (its sockets are closed or belong to the stack).
     fn release_session(&mut self, sid: usize) {
-        if self.sessions[sid].take().is_some() {
+        if let Some(s) = self.sessions[sid].take() {
+            self.stats.account(&s.state);
             self.free.push(sid);
             self.stats.active = self.stats.active.saturating_sub(1);
         }

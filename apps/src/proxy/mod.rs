@@ -14,10 +14,13 @@
 pub mod app;
 pub mod balance;
 pub mod config;
+mod connect;
+mod exchange;
+pub mod framing;
 pub mod http;
 mod relay;
 pub mod stats;
 
 pub use app::{Proxy, ProxyStats};
 pub use balance::{Balancer, Policy};
-pub use config::ProxyConfig;
+pub use config::{HeaderRule, ProxyConfig, ProxyMode};
