@@ -19,13 +19,18 @@ use hoststack::{Context, Errno, Fd};
 
 const PROXY_PORT: u16 = 80;
 
+/// A backend connection: socket, bytes read, response bytes still to send, close when
+/// sent, request body bytes still to come.
+type Conn = (Fd, Vec<u8>, Vec<u8>, bool, usize);
+
 /// A tiny HTTP/1.1 backend on node A: answers `GET /N` with N bytes of a pattern (byte i is
 /// `(i * 7 + port) as u8`) and an `X-Backend` header naming its port; records each head.
 struct Backend {
     listener: Fd,
     port: u16,
-    /// Connections: socket, bytes read, response bytes still to send, close when sent.
-    conns: Vec<(Fd, Vec<u8>, Vec<u8>, bool)>,
+    conns: Vec<Conn>,
+    /// The request body bytes received, all connections in turn.
+    bodies: Vec<u8>,
     heads: Vec<String>,
     /// After a request, write part of the response, then reset the connection (SO_LINGER
     /// 0 + close) [`RESET_STEPS`] steps later.
@@ -57,6 +62,7 @@ impl Backend {
             port,
             conns: Vec::new(),
             heads: Vec::new(),
+            bodies: Vec::new(),
             reset: false,
             resets: Vec::new(),
             silent: false,
@@ -75,13 +81,13 @@ impl Backend {
         });
         while let Ok((fd, _)) = ctx.accept(self.listener) {
             ctx.set_nonblocking(fd, true).unwrap();
-            self.conns.push((fd, Vec::new(), Vec::new(), false));
+            self.conns.push((fd, Vec::new(), Vec::new(), false, 0));
         }
         let mut buf = [0u8; 4096];
         let (port, reset) = (self.port, self.reset);
         let (silent, close_early) = (self.silent, self.close_early);
         self.conns
-            .retain_mut(|(fd, inbuf, pending, close_after)| loop {
+            .retain_mut(|(fd, inbuf, pending, close_after, body_left)| loop {
                 match ctx.read(*fd, &mut buf) {
                     Ok(0) => {
                         // End of the requests: what is still to send goes before the FIN.
@@ -91,9 +97,20 @@ impl Backend {
                     }
                     Ok(n) => {
                         inbuf.extend_from_slice(&buf[..n]);
-                        while let Some(end) = inbuf.windows(4).position(|w| w == b"\r\n\r\n") {
+                        loop {
+                            // The body of the last request (Content-Length only) is kept.
+                            let k = (*body_left).min(inbuf.len());
+                            self.bodies.extend(inbuf.drain(..k));
+                            *body_left -= k;
+                            if *body_left > 0 {
+                                break;
+                            }
+                            let Some(end) = inbuf.windows(4).position(|w| w == b"\r\n\r\n") else {
+                                break;
+                            };
                             let head = String::from_utf8_lossy(&inbuf[..end + 4]).into_owned();
                             inbuf.drain(..end + 4);
+                            *body_left = content_length(&head);
                             let size: usize = head
                                 .split_whitespace()
                                 .nth(1)
@@ -156,6 +173,8 @@ struct Client {
     fd: Fd,
     requests: Vec<Vec<u8>>,
     sent: usize,
+    /// Bytes of `requests[sent]` already written.
+    off: usize,
     got: Vec<u8>,
     eof: bool,
     /// The error a read returned, if one did.
@@ -164,6 +183,8 @@ struct Client {
     shut_after: bool,
     /// Responses expected (one per request unless several requests go in one write).
     want: usize,
+    /// Send every write at once, without waiting for responses.
+    no_wait: bool,
 }
 
 impl Client {
@@ -174,24 +195,36 @@ impl Client {
         Client {
             fd,
             sent: 0,
+            off: 0,
             got: Vec::new(),
             eof: false,
             err: None,
             shut_after: false,
             want: requests.len(),
+            no_wait: false,
             requests,
         }
     }
 
     fn step<L: HostLink>(&mut self, ctx: &mut Context<L>) {
         // Send the next request once the previous response is complete.
-        if self.sent < self.requests.len() && responses(&self.got).len() == self.sent {
-            let r = &self.requests[self.sent];
-            if ctx.write(self.fd, r) == Ok(r.len()) {
-                self.sent += 1;
-                if self.shut_after && self.sent == self.requests.len() {
-                    ctx.shutdown(self.fd, Shutdown::Write).unwrap();
+        while self.sent < self.requests.len()
+            && (self.no_wait || responses(&self.got).len() == self.sent)
+        {
+            let r = &self.requests[self.sent][self.off..];
+            match ctx.write(self.fd, r) {
+                Ok(n) if n == r.len() => {
+                    self.sent += 1;
+                    self.off = 0;
+                    if self.shut_after && self.sent == self.requests.len() {
+                        ctx.shutdown(self.fd, Shutdown::Write).unwrap();
+                    }
                 }
+                Ok(n) => {
+                    self.off += n;
+                    break;
+                }
+                Err(_) => break,
             }
         }
         let mut buf = [0u8; 8192];
@@ -213,6 +246,17 @@ impl Client {
     }
 }
 
+/// The Content-Length of a message head (0 without one).
+fn content_length(head: &str) -> usize {
+    head.lines()
+        .find_map(|l| {
+            let (n, v) = l.split_once(':')?;
+            n.eq_ignore_ascii_case("content-length")
+                .then(|| v.trim().parse().ok())?
+        })
+        .unwrap_or(0)
+}
+
 /// The complete responses in `b`: (status, headers text, body).
 fn responses(mut b: &[u8]) -> Vec<(u16, String, Vec<u8>)> {
     let mut out = Vec::new();
@@ -223,14 +267,7 @@ fn responses(mut b: &[u8]) -> Vec<(u16, String, Vec<u8>)> {
             .nth(1)
             .and_then(|s| s.parse().ok())
             .unwrap_or(0);
-        let len: usize = head
-            .lines()
-            .find_map(|l| {
-                let (n, v) = l.split_once(':')?;
-                n.eq_ignore_ascii_case("content-length")
-                    .then(|| v.trim().parse().ok())?
-            })
-            .unwrap_or(0);
+        let len = content_length(&head);
         if b.len() < end + 4 + len {
             break;
         }
@@ -595,6 +632,40 @@ fn proxy_wire_pipelined_requests_are_each_checked() {
         assert_eq!(st.errors_of(400), 1, "{st}");
         assert_eq!(st.requests, 2, "{st}");
     }
+}
+
+#[test]
+fn proxy_wire_request_bodies_are_framed() {
+    // A POST whose body comes in two writes, then a GET on the same connection: the body
+    // goes through whole, and the GET after it is parsed (it gains X-Forwarded-For).
+    let mut w = World::new(config(&[8080], true), &[8080]);
+    let body = vec![b'b'; 30_000];
+    let mut post = b"POST /3 HTTP/1.1\r\nHost: test\r\nContent-Length: 30000\r\n\r\n".to_vec();
+    post.extend_from_slice(&body[..100]);
+    let mut c = Client::new(
+        &mut w.pair.a.host,
+        vec![post, body[100..].to_vec(), get_close("/5")],
+    );
+    // The rest of the body goes without waiting for a response.
+    c.want = 2;
+    c.no_wait = true;
+    w.clients.push(c);
+    w.run();
+    let st = w.proxy.stats();
+    let rs = responses(&w.clients[0].got);
+    assert_eq!(rs.len(), 2, "{st}");
+    check_body(&rs[0].2, 3, 8080);
+    check_body(&rs[1].2, 5, 8080);
+    let heads = &w.backends[0].heads;
+    assert_eq!(heads.len(), 2, "{heads:?}");
+    assert!(
+        heads
+            .iter()
+            .all(|h| h.contains("X-Forwarded-For: 10.0.0.1")),
+        "{heads:?}"
+    );
+    assert_eq!(w.backends[0].bodies, body);
+    assert_eq!(st.requests, 2, "{st}");
 }
 
 #[test]

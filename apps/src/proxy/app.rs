@@ -587,6 +587,9 @@ impl Proxy {
                 return false;
             }
         };
+        if self.cfg.mode == ProxyMode::Http {
+            self.stats.head_bytes += ex.to_server.len() as u64;
+        }
         let s = self.sessions[sid].as_mut().expect("open");
         // Nothing more is read from the client until the request goes.
         if s.server.is_some() {
