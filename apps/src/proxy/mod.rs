@@ -11,7 +11,7 @@
 //!   health;
 //! - [`config`]: the `[proxy]` table of a configuration file;
 //! - [`app`]: the proxy's state machine over a host context ([`Proxy`]): requests relayed
-//!   one exchange at a time (`exchange`), tunnels relayed through bounded buffers
+//!   one exchange at a time (`request`, `exchange`), tunnels relayed through bounded buffers
 //!   (`relay`), backend connects with retries (`connect`);
 //! - [`stats`]: its counters ([`ProxyStats`]).
 
@@ -23,6 +23,7 @@ mod exchange;
 pub mod framing;
 pub mod http;
 mod relay;
+mod request;
 pub mod stats;
 
 pub use app::{Proxy, ProxyStats};
