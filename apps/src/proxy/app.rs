@@ -428,10 +428,10 @@ impl Proxy {
                     let had_head = ex.resp.is_some();
                     let step = ex.pump(
                         ctx,
-                        client,
-                        server,
+                        (client, server),
                         &mut self.scratch,
                         self.cfg.max_header_bytes,
+                        self.cfg.relay_buffer,
                     );
                     if !had_head && ex.resp.is_some() {
                         s.deadline = 0;

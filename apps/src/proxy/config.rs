@@ -48,7 +48,8 @@ pub struct ProxyConfig {
     pub down_ms: u64,
     /// A client that has not sent a complete head after this long is answered with 408.
     pub request_timeout_ms: u64,
-    /// Bytes buffered per direction of a connection the host relays.
+    /// Bytes buffered per direction of a connection the host relays (a tunnel, or the
+    /// exchanges of `http` mode).
     pub relay_buffer: usize,
     /// Client connections open at once; more wait in the listen backlog.
     pub max_clients: usize,

@@ -16,8 +16,6 @@ use hoststack::stack::{EPOLLIN, EPOLLOUT};
 
 /// Read/write rounds per event (fairness between connections).
 const ROUNDS: usize = 16;
-/// Bytes buffered per direction before the proxy stops reading that side.
-const BUF_CAP: usize = 64 * 1024;
 
 /// The state of one exchange.
 pub(super) struct Exchange {
@@ -164,14 +162,16 @@ impl Exchange {
         Ok(())
     }
 
-    /// Moves bytes both ways as far as they go (bounded), through `scratch`.
+    /// Moves bytes both ways as far as they go (bounded), through `scratch`; a response
+    /// head may take `max_head` bytes, and a side is not read while `cap` bytes wait for
+    /// the other (the configured `relay_buffer`).
     pub(super) fn pump<L: HostLink>(
         &mut self,
         ctx: &mut Context<L>,
-        client: Fd,
-        server: Fd,
+        (client, server): (Fd, Fd),
         scratch: &mut [u8],
         max_head: usize,
+        cap: usize,
     ) -> ExStep {
         for _ in 0..ROUNDS {
             let mut progress = false;
@@ -186,7 +186,7 @@ impl Exchange {
                     Err(_) => return ExStep::Broken,
                 }
             }
-            if !self.req_body.done() && self.to_server.len() < BUF_CAP {
+            if !self.req_body.done() && self.to_server.len() < cap {
                 match ctx.read(client, scratch) {
                     // The client went away in the middle of its request.
                     Ok(0) => return ExStep::Broken,
@@ -208,7 +208,7 @@ impl Exchange {
                 }
             }
             // Backend → client: the response, up to its end.
-            if !self.response_done() && self.to_client.len() - self.csent < BUF_CAP {
+            if !self.response_done() && self.to_client.len() - self.csent < cap {
                 match ctx.read(server, scratch) {
                     Ok(0) if self.resp_body == Body::UntilClose => {
                         self.resp_body = Body::Done;
@@ -249,8 +249,8 @@ impl Exchange {
         if self.req_body.done() && self.response_done() && flushed {
             return ExStep::Done;
         }
-        let reading_client = !self.req_body.done() && self.to_server.len() < BUF_CAP;
-        let reading_server = !self.response_done() && self.to_client.len() - self.csent < BUF_CAP;
+        let reading_client = !self.req_body.done() && self.to_server.len() < cap;
+        let reading_server = !self.response_done() && self.to_client.len() - self.csent < cap;
         ExStep::Wait {
             client: (u32::from(reading_client) * EPOLLIN)
                 | (u32::from(self.csent < self.to_client.len()) * EPOLLOUT),
