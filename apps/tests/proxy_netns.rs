@@ -6,15 +6,20 @@
 //!
 //! Each test: bodies of 0 B, 1 B, 100 KB, 1 MB and 10 MB through the proxy, checked by
 //! SHA-256, with keep-alive (all URLs in one curl invocation: one connection, the rest
-//! reuse it; one http.client connection) and without (one connection per request); a
+//! reuse it; one http.client connection) and without (one connection per request; curl's
+//! say `Connection: close`); a
 //! malformed request gets 400 and a 20 KB head 431; the backend on 8082 refuses and the
 //! others take its requests; with nginx and python stopped, 502. Then Ctrl-C, and the
 //! summary's counters are checked.
 //!
 //! [`proxy_netns_relay`] runs with `--no-splice` (the host relays), with one `shared` lcore;
 //! [`proxy_netns_relay_host_lcore`] the same with a `nic` and a `host` lcore (two threads).
-//! [`proxy_netns_splice`]
-//! runs with splicing and checks that pairs were spliced (`spliced pairs N`, N > 0).
+//! [`proxy_netns_splice`] runs with splicing and checks that the closing exchanges with a
+//! body still to come (100 KB, 1 MB, 10 MB) were spliced (`spliced pairs N`, N >= 3); the
+//! proxy is in its default `http` mode, so every request is parsed and no pair is relayed
+//! as a tunnel. [`proxy_netns_silent_and_closing_backends`] puts two misbehaving python
+//! backends behind the proxy: one never answers (504 after `response_timeout_ms`), one
+//! closes before its response (502).
 //!
 //! Bounded: every wait has a limit, and processes, namespaces, veths, temp files and DPDK's
 //! runtime directory are removed also when the test fails. Needs root, iproute2, ethtool,
@@ -95,6 +100,12 @@ if not r.startswith(b"HTTP/1.1 431 "):
 print("ok", flush=True)
 "#;
 
+/// A `nicemu proxy` configuration: `ports`, `lcores`, and a `[proxy]` table listening on
+/// port 80 with the TOML lines `proxy`.
+fn proxy_toml(ports: &str, lcores: &str, proxy: &str) -> String {
+    format!("\n{ports}{lcores}\n[proxy]\nlisten = 80\n{proxy}")
+}
+
 fn run(splice: bool, tag: char, host_lcore: bool) {
     let started = Instant::now();
     let topo = ProxyTopo::new(tag);
@@ -174,24 +185,17 @@ fn run(splice: bool, tag: char, host_lcore: bool) {
     };
     let prefix = format!("nicemu-test-proxy-{tag}-{}", std::process::id());
     let cfg = tmp.path("proxy.toml");
-    std::fs::write(
-        &cfg,
-        format!(
-            r#"
-{ports}{lcores}
-[proxy]
-listen = 80
-backends = ["{SERVER_IP}:8082", "{SERVER_IP}:8080", "{SERVER_IP}:8081"]
+    let table = format!(
+        r#"backends = ["{SERVER_IP}:8082", "{SERVER_IP}:8080", "{SERVER_IP}:8081"]
 policy = "round-robin"
 add_header = "X-Forwarded-For"
 connect_timeout_ms = 2000
 down_ms = 300
 splice = true
-"#,
-            ports = port_config(core, &prefix, topo.proxy_iface())
-        ),
-    )
-    .unwrap();
+"#
+    );
+    let ports = port_config(core, &prefix, topo.proxy_iface());
+    std::fs::write(&cfg, proxy_toml(&ports, &lcores, &table)).unwrap();
     let mut args = vec!["proxy", "-c", cfg.as_str()];
     if !splice {
         args.push("--no-splice");
@@ -245,7 +249,8 @@ splice = true
         assert_eq!(&sha256(&format!("{out}/ka-{n}")), sha, "keep-alive {n}");
     }
 
-    // curl, one connection per request.
+    // curl, one connection per request, which says so (`Connection: close`: the exchange
+    // the proxy splices once the response head is in).
     for (n, sha) in &shas {
         let path = format!("{out}/one-{n}");
         topo.client
@@ -255,6 +260,8 @@ splice = true
                 "--fail",
                 "--max-time",
                 "60",
+                "-H",
+                "Connection: close",
                 "-o",
                 &path,
                 &url(n),
@@ -321,12 +328,18 @@ splice = true
         assert!(c(&l, "requests") >= 1, "{text}");
     }
     let spliced = c("proxy: spliced pairs", "spliced pairs");
-    let relayed = c("proxy: relayed pairs", "relayed pairs");
+    let exchanges = c("proxy: relayed pairs", "exchanges");
+    assert_eq!(
+        c("proxy: relayed pairs", "relayed pairs"),
+        0,
+        "no tunnel in http mode"
+    );
     if splice {
-        assert!(spliced > 0, "no pair was spliced:\n{text}");
+        // The closing curl transfers of 100 kB, 1 MB and 10 MB at least.
+        assert!(spliced >= 3, "no pair was spliced:\n{text}");
     } else {
         assert_eq!(spliced, 0, "{text}");
-        assert!(relayed >= 13, "{text}");
+        assert!(exchanges >= 13, "{text}");
         // Every file went back four times (curl and python, with and without keep-alive).
         assert!(c("proxy: relayed pairs", "s2c") >= 4 * 11_101_001, "{text}");
     }
@@ -354,4 +367,115 @@ fn proxy_netns_relay_host_lcore() {
 #[test]
 fn proxy_netns_splice() {
     run(true, 'q', false);
+}
+
+/// Two backends that misbehave, on the server side: 8083 reads the request and never
+/// answers, 8084 reads it and closes. Prints `ready` once both listen.
+const PY_BAD_BACKENDS: &str = r#"
+import socket, sys, threading
+ip = sys.argv[1]
+def serve(port, close):
+    l = socket.socket()
+    l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    l.bind((ip, port))
+    l.listen(16)
+    held = []
+    while True:
+        c, _ = l.accept()
+        c.recv(65536)
+        if close:
+            c.close()
+        else:
+            held.append(c)
+for p, close in ((8083, False), (8084, True)):
+    threading.Thread(target=serve, args=(p, close), daemon=True).start()
+print("ready", flush=True)
+threading.Event().wait()
+"#;
+
+/// After a request is forwarded: a backend that never answers gives the client a 504 once
+/// `response_timeout_ms` is over, one that closes before its response head a 502 (both
+/// against curl, with Linux peers); the summary counts them per backend.
+#[test]
+fn proxy_netns_silent_and_closing_backends() {
+    let topo = ProxyTopo::new('g');
+    let tmp = TempDir::new("proxy-g");
+    let mut bad = Proc::spawn(&topo.server, &["python3", "-c", PY_BAD_BACKENDS, SERVER_IP]);
+    assert!(
+        wait_for(Duration::from_secs(10), || bad.has_line("ready")),
+        "the backends did not start: {}",
+        bad.describe()
+    );
+    let core = dataplane::sys::allowed_cores().unwrap()[0];
+    let prefix = format!("nicemu-test-proxy-g-{}", std::process::id());
+    let cfg = tmp.path("proxy.toml");
+    let table = format!(
+        r#"backends = ["{SERVER_IP}:8083", "{SERVER_IP}:8084"]
+policy = "round-robin"
+response_timeout_ms = 1000
+down_ms = 0
+"#
+    );
+    let ports = port_config(core, &prefix, topo.proxy_iface());
+    let lcores = format!("[[lcore]]\ncore = {core}\nrole = \"shared\"");
+    std::fs::write(&cfg, proxy_toml(&ports, &lcores, &table)).unwrap();
+    let mut proxy = ProxyProc::spawn(&["proxy", "-c", cfg.as_str()], &prefix);
+    // (status, seconds) of one curl request.
+    let request = || -> (String, f64) {
+        let out = topo
+            .client
+            .run(&[
+                "curl",
+                "-s",
+                "--max-time",
+                "5",
+                "-o",
+                "/dev/null",
+                "-w",
+                "%{http_code} %{time_total}",
+                &format!("http://{PROXY_IP}/x"),
+            ])
+            .unwrap_or_default();
+        let (code, t) = out.split_once(' ').unwrap_or(("000", "0"));
+        (code.to_string(), t.trim().parse().unwrap_or(0.0))
+    };
+    let mut answers = Vec::new();
+    let up = wait_for(Duration::from_secs(20), || {
+        let a = request();
+        let ok = a.0 != "000";
+        if ok {
+            answers.push(a);
+        }
+        proxy.exited().is_none() && ok
+    });
+    assert!(up, "the proxy did not answer: {}", proxy.describe());
+    // Round robin: the next two requests cover both backends.
+    answers.push(request());
+    answers.push(request());
+    for (code, secs) in &answers {
+        match code.as_str() {
+            "504" => assert!((1.0..3.0).contains(secs), "504 after {secs} s: {answers:?}"),
+            "502" => assert!(*secs < 1.0, "502 after {secs} s: {answers:?}"),
+            other => panic!("status {other}: {answers:?}\n{}", proxy.describe()),
+        }
+    }
+    for code in ["502", "504"] {
+        assert!(
+            answers.iter().any(|a| a.0 == code),
+            "no {code}: {answers:?}"
+        );
+    }
+    let status = proxy.interrupt_and_wait(Duration::from_secs(15));
+    let text = proxy.stdout();
+    assert!(status.is_some_and(|s| s.success()), "{}", proxy.describe());
+    let c = |line: &str, key: &str| {
+        counter(&text, line, key).unwrap_or_else(|| panic!("no `{key}` in `{line}`:\n{text}"))
+    };
+    let silent = format!("proxy: backend {SERVER_IP}:8083");
+    let closing = format!("proxy: backend {SERVER_IP}:8084");
+    assert!(c(&silent, "response timeouts") >= 1, "{text}");
+    assert_eq!(c(&silent, "closed early"), 0, "{text}");
+    assert!(c(&closing, "closed early") >= 1, "{text}");
+    assert_eq!(c(&closing, "response timeouts"), 0, "{text}");
+    bad.interrupt();
 }

@@ -173,6 +173,9 @@ role = "shared"
 listen = 80
 backends = [{list}]
 policy = "round-robin"
+# AccelTCP's epproxy: splice right after the first head (the default http mode splices
+# only a connection's last exchange).
+mode = "tunnel"
 add_header = "X-Forwarded-For"
 connect_timeout_ms = 10000
 max_clients = 4096

@@ -44,7 +44,7 @@ use super::{median, Deadline, LinkPerTxn};
 use crate::loadgen::{LoadGen, LoadGenConfig, Proto};
 use crate::node::{Node, NodeSpec};
 use crate::plot::{LinePlot, Series, StackedBars};
-use crate::proxy::{Policy, Proxy, ProxyConfig};
+use crate::proxy::{Policy, Proxy, ProxyConfig, ProxyMode};
 
 /// The proxy node's address (198.18.0.0/15 is reserved for benchmarks, RFC 2544).
 const PROXY_IP: [u8; 4] = [198, 18, 1, 1];
@@ -884,6 +884,10 @@ impl Run {
                     .map(|&p| SocketAddrV4::new(PEERS_IP.into(), p))
                     .collect(),
                 policy: Policy::RoundRobin,
+                // AccelTCP's epproxy (Table 2) splices right after the first head: the
+                // proxy's tunnel mode, chosen by name (its `http` mode parses every
+                // request and splices only a connection's last exchange).
+                mode: ProxyMode::Tunnel,
                 add_header: None,
                 splice: mode == RelayMode::Splice,
                 max_clients: (2 * opts.conns).max(10_000),

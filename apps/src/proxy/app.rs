@@ -1,15 +1,32 @@
 //! The L7 proxy itself: a state machine per client connection, stepped from the caller's
 //! poll loop over a host [`Context`] (run to completion, AccelTCP §5.2), like AccelTCP's
-//! `epproxy` (§6.1.2): read the request head, choose a backend, connect, forward the head,
-//! then hand both connections to the NIC with `nsplice` (§4.3, §5.1), or relay them on the
-//! host when splicing is off or refused.
+//! `epproxy` (§6.1.2): read the request head, choose a backend, connect, forward the head.
 //!
-//! After the first request the two connections are a tunnel (HAProxy's tunnel mode): later
-//! requests of a keep-alive connection go to the same backend, whether spliced or relayed.
-//! Errors the proxy answers itself (400, 408, 431, 502, 504, 505) are complete responses
-//! with `Connection: close`, after which the proxy half-closes, discards what the client
-//! still sends for a short while (RFC 9112 §9.6: so that the client reads the response
-//! before any reset) and closes.
+//! What follows depends on the mode ([`ProxyMode`]):
+//!
+//! - `http` (the default): every request of a keep-alive connection is parsed, checked
+//!   (framing, request smuggling) and rewritten (X-Forwarded-For) before it reaches the
+//!   backend; its body is relayed on the host up to its framed end, then the response head
+//!   is read: none in `response_timeout_ms` is a 504, a backend that closes or resets
+//!   before it a 502. The pair is spliced on the NIC (`nsplice`, AccelTCP §4.3, §5.1) only
+//!   for the connection's last exchange (the client's or the backend's `Connection:
+//!   close`, or a response that runs until close), once the response head has arrived and
+//!   the request is complete: then the NIC carries only that response's body and no later
+//!   request can pass unparsed (the backend was told the connection closes, RFC 9112
+//!   §9.6). The trade-off against epproxy, which splices right after the first head: a
+//!   keep-alive connection that never says close is relayed on the host for all its
+//!   requests, and short connections pay one host round trip for the response head
+//!   before the splice; in exchange every request is checked and the proxy can answer
+//!   502/504 for every request it forwarded.
+//! - `tunnel`: epproxy's behaviour, chosen by name: after the first head the two
+//!   connections are spliced (or relayed on the host) as an opaque tunnel, later requests
+//!   go to the same backend unparsed (HAProxy's tunnel mode).
+//!
+//! Backend connects are retried as HAProxy does (`retries`, the last one to another
+//! backend with `redispatch`). Errors the proxy answers itself (400, 408, 431, 501, 502,
+//! 504, 505) are complete responses with `Connection: close`, after which the proxy
+//! half-closes, discards what the client still sends for a short while (RFC 9112 §9.6: so
+//! that the client reads the response before any reset) and closes.
 //!
 //! The same [`Proxy`] serves `nicemu proxy` on DPDK ports and the in-memory benchmarks: build
 //! it with [`Proxy::new`] on a context, then call [`Proxy::step`] in the loop that runs the
@@ -27,16 +44,17 @@ use hoststack::stack::{
 use hoststack::{Context, Errno, Fd};
 
 use super::balance::Balancer;
-use super::config::ProxyConfig;
-use super::http::{error_response, parse_head_from, Parse};
+use super::config::{ProxyConfig, ProxyMode};
+use super::exchange::{ExStep, Exchange};
+use super::http::error_response;
 use super::relay::{pump, Pipe, PumpEnd};
 pub use super::stats::ProxyStats;
 
-const MS: u64 = 1_000_000;
+pub(super) const MS: u64 = 1_000_000;
 /// Epoll data of the listener.
 const LISTENER: u64 = u64::MAX;
 /// How long the proxy keeps discarding what a client sends after an error response.
-const LINGER_NS: u64 = 2_000 * MS;
+pub(super) const LINGER_NS: u64 = 2_000 * MS;
 /// The most bytes discarded from such a client before closing anyway.
 const LINGER_BYTES: usize = 1 << 20;
 /// Connections accepted per step at most (the rest wait for the next step).
@@ -46,18 +64,21 @@ const ACCEPT_BURST: usize = 64;
 /// the stack's poll) and drained by [`Proxy::step`]: (backend index, report).
 type SpliceInbox = Arc<Mutex<Vec<(usize, SpliceReport)>>>;
 
-enum State {
+pub(super) enum State {
     /// Reading the request head.
     Head { buf: Vec<u8>, scanned: usize },
-    /// Connecting to backend `backend`; `out` is the head (rewritten) and the body bytes
-    /// read with it.
+    /// Connecting to backend `backend` for the exchange `ex` (its head is rewritten);
+    /// `tried`: the backends tried (bit i for backend i); `attempts`: failed attempts.
     Connecting {
-        out: Vec<u8>,
+        ex: Box<Exchange>,
         uri: Vec<u8>,
         tried: u64,
+        attempts: u32,
     },
-    /// Writing `out[off..]` to the backend.
+    /// `tunnel` mode: writing `out[off..]` to the backend.
     Forwarding { out: Vec<u8>, off: usize },
+    /// `http` mode: an exchange under way on the host.
+    Exchange(Box<Exchange>),
     /// Relaying on the host.
     Relay { c2s: Pipe, s2c: Pipe },
     /// An error response was sent and the write side shut: discarding what the client
@@ -65,34 +86,34 @@ enum State {
     Closing { discarded: usize },
 }
 
-struct Session {
+pub(super) struct Session {
     gen: u64,
-    client: Fd,
-    peer: SocketAddrV4,
-    server: Option<Fd>,
+    pub(super) client: Fd,
+    pub(super) peer: SocketAddrV4,
+    pub(super) server: Option<Fd>,
     /// The backend whose active count this session holds.
-    backend: Option<usize>,
-    state: State,
+    pub(super) backend: Option<usize>,
+    pub(super) state: State,
     /// The current state's deadline (0: none).
     deadline: u64,
     creg: Option<u32>,
-    sreg: Option<u32>,
+    pub(super) sreg: Option<u32>,
 }
 
 /// An HTTP/1.1 load balancer over a host stack. See the module documentation.
 pub struct Proxy {
-    cfg: ProxyConfig,
+    pub(super) cfg: ProxyConfig,
     listener: Fd,
     ep: Fd,
     events: Vec<EpollEvent>,
-    sessions: Vec<Option<Session>>,
+    pub(super) sessions: Vec<Option<Session>>,
     free: Vec<usize>,
     timers: BinaryHeap<Reverse<(u64, usize, u64)>>,
     next_gen: u64,
-    balancer: Balancer,
-    stats: ProxyStats,
+    pub(super) balancer: Balancer,
+    pub(super) stats: ProxyStats,
     inbox: SpliceInbox,
-    scratch: Vec<u8>,
+    pub(super) scratch: Vec<u8>,
     listening: bool,
 }
 
@@ -234,7 +255,7 @@ impl Proxy {
         }
     }
 
-    fn set_deadline(&mut self, sid: usize, at: u64) {
+    pub(super) fn set_deadline(&mut self, sid: usize, at: u64) {
         if let Some(s) = self.sessions[sid].as_mut() {
             s.deadline = at;
             if at != 0 {
@@ -257,13 +278,18 @@ impl Proxy {
                 continue; // stale: the session moved on or was replaced
             }
             fired += 1;
-            match s.state {
+            match &s.state {
+                // An idle keep-alive connection just ends (RFC 9112 §9.5).
+                State::Head { buf, .. } if buf.is_empty() && s.server.is_some() => {
+                    self.finish(ctx, sid, false)
+                }
                 State::Head { .. } => {
                     self.respond(ctx, sid, 408, "no complete request head in time", now)
                 }
-                State::Connecting { .. } => {
+                State::Connecting { .. } => self.connect_failed(ctx, sid, now, true),
+                State::Exchange(ex) if ex.resp.is_none() => {
                     if let Some(b) = s.backend {
-                        self.balancer.timed_out(b);
+                        self.balancer.response_timed_out(b, now);
                     }
                     self.respond(ctx, sid, 504, "the backend did not answer in time", now)
                 }
@@ -291,7 +317,13 @@ impl Proxy {
 
     /// Registers `fd` of session `sid` (`server` side or not) for `want`, changing the
     /// registration only when it differs.
-    fn interest<L: HostLink>(&mut self, ctx: &mut Context<L>, sid: usize, server: bool, want: u32) {
+    pub(super) fn interest<L: HostLink>(
+        &mut self,
+        ctx: &mut Context<L>,
+        sid: usize,
+        server: bool,
+        want: u32,
+    ) {
         let Some(s) = self.sessions[sid].as_mut() else {
             return;
         };
@@ -318,7 +350,7 @@ impl Proxy {
     }
 
     /// Runs session `sid` as far as it can go after an event on one of its sockets.
-    fn advance<L: HostLink>(&mut self, ctx: &mut Context<L>, sid: usize, now: u64) {
+    pub(super) fn advance<L: HostLink>(&mut self, ctx: &mut Context<L>, sid: usize, now: u64) {
         // Bounded: each round either changes state or stops.
         for _ in 0..8 {
             let Some(s) = self.sessions.get_mut(sid).and_then(|s| s.as_mut()) else {
@@ -326,87 +358,37 @@ impl Proxy {
             };
             let client = s.client;
             match &mut s.state {
-                State::Head { buf, scanned } => {
-                    let room = self.cfg.max_header_bytes.saturating_sub(buf.len());
-                    let mut got = false;
-                    if room > 0 {
-                        match ctx.read(client, &mut self.scratch[..room]) {
-                            Ok(0) => {
-                                self.stats.client_gone += 1;
-                                return self.finish(ctx, sid, false);
-                            }
-                            Ok(n) => {
-                                buf.extend_from_slice(&self.scratch[..n]);
-                                got = true;
-                            }
-                            Err(Errno::Again) => {}
-                            Err(_) => {
-                                self.stats.client_gone += 1;
-                                return self.finish(ctx, sid, true);
-                            }
-                        }
-                    }
-                    let parsed = parse_head_from(buf, *scanned, self.cfg.max_header_bytes);
-                    *scanned = buf.len();
-                    match parsed {
-                        Parse::Partial => {
-                            self.interest(ctx, sid, false, EPOLLIN);
-                            if got {
-                                continue; // more may be there
-                            }
-                            return;
-                        }
-                        Parse::Error(e) => {
-                            return self.respond(ctx, sid, e.status(), e.reason(), now);
-                        }
-                        Parse::Complete(head) => {
-                            let mut out = match &self.cfg.add_header {
-                                Some(name) => head.rewrite(name, &s.peer.ip().to_string()),
-                                None => buf[..head.head_len].to_vec(),
-                            };
-                            out.extend_from_slice(&buf[head.head_len..]);
-                            let uri = head.target.into_bytes();
-                            s.state = State::Connecting { out, uri, tried: 0 };
-                            // Nothing more is read from the client until the backend is
-                            // there.
-                            self.interest(ctx, sid, false, 0);
-                            if !self.connect(ctx, sid, now) {
-                                return;
-                            }
-                        }
+                State::Head { .. } => {
+                    if !self.read_head(ctx, sid, now) {
+                        return;
                     }
                 }
-                State::Connecting { out, .. } => {
+                State::Connecting { ex, .. } => {
                     let Some(server) = s.server else { return };
-                    match ctx.write(server, out) {
+                    match ctx.write(server, &ex.to_server) {
                         Ok(n) => {
-                            let out = std::mem::take(out);
-                            s.state = State::Forwarding { out, off: n };
-                            s.deadline = 0;
-                            self.stats.requests += 1;
-                            if let Some(b) = s.backend {
-                                self.balancer.requested(b);
+                            let State::Connecting { mut ex, .. } =
+                                std::mem::replace(&mut s.state, State::Closing { discarded: 0 })
+                            else {
+                                unreachable!("matched above")
+                            };
+                            ex.wrote(n);
+                            if self.cfg.mode == ProxyMode::Tunnel {
+                                s.state = State::Forwarding {
+                                    out: std::mem::take(&mut ex.to_server),
+                                    off: n,
+                                };
+                                s.deadline = 0;
+                            } else {
+                                s.state = State::Exchange(ex);
                             }
+                            self.exchange_started(sid, now);
                         }
                         Err(Errno::Again) => return,
                         Err(Errno::ConnRefused | Errno::ConnReset) => {
-                            // Refused: mark it down and try another (RFC 9110 §15.6.3 only
-                            // when none is left).
-                            if let Some(b) = s.backend.take() {
-                                self.balancer.refused(b, now);
-                                self.balancer.release(b);
-                            }
-                            self.drop_server(ctx, sid, false);
-                            if !self.connect(ctx, sid, now) {
-                                return;
-                            }
+                            self.connect_failed(ctx, sid, now, false)
                         }
-                        Err(Errno::TimedOut) => {
-                            if let Some(b) = s.backend {
-                                self.balancer.timed_out(b);
-                            }
-                            return self.respond(ctx, sid, 504, "the backend did not answer", now);
-                        }
+                        Err(Errno::TimedOut) => self.connect_failed(ctx, sid, now, true),
                         Err(_) => {
                             return self.respond(
                                 ctx,
@@ -440,6 +422,62 @@ impl Proxy {
                     self.stats.head_bytes += out.len() as u64;
                     self.forwarded(ctx, sid);
                     return;
+                }
+                State::Exchange(ex) => {
+                    let Some(server) = s.server else { return };
+                    let had_head = ex.resp.is_some();
+                    let step = ex.pump(
+                        ctx,
+                        (client, server),
+                        &mut self.scratch,
+                        self.cfg.max_header_bytes,
+                        self.cfg.relay_buffer,
+                    );
+                    if !had_head && ex.resp.is_some() {
+                        s.deadline = 0;
+                        if let Some(b) = s.backend {
+                            self.balancer.responded(b);
+                        }
+                    }
+                    match step {
+                        ExStep::Wait { client, server } => {
+                            if self.cfg.splice && !ex.splice_refused && ex.last() && ex.spliceable()
+                            {
+                                // The last exchange, its response head read: the NIC
+                                // carries the body (see the module documentation).
+                                ex.splice_refused = true;
+                                if self.try_splice(ctx, sid) {
+                                    return;
+                                }
+                            }
+                            self.interest(ctx, sid, false, client);
+                            self.interest(ctx, sid, true, server);
+                            return;
+                        }
+                        ExStep::Done => self.exchange_done(ctx, sid, now),
+                        ExStep::NoResponse => {
+                            if let Some(b) = s.backend {
+                                self.balancer.closed_early(b, now);
+                            }
+                            return self.respond(
+                                ctx,
+                                sid,
+                                502,
+                                "the backend closed before its response",
+                                now,
+                            );
+                        }
+                        ExStep::BadResponse => {
+                            return self.respond(ctx, sid, 502, "malformed response", now)
+                        }
+                        ExStep::BadRequest => {
+                            return self.respond(ctx, sid, 400, "malformed request body", now)
+                        }
+                        ExStep::Broken => {
+                            self.stats.relay_resets += 1;
+                            return self.finish(ctx, sid, true);
+                        }
+                    }
                 }
                 State::Relay { c2s, s2c } => {
                     let Some(server) = s.server else { return };
@@ -477,90 +515,11 @@ impl Proxy {
         }
     }
 
-    /// Picks a backend and starts a non-blocking connect for session `sid` (in state
-    /// Connecting). Returns true when the session can go on (a connect is under way), false
-    /// when it was answered with an error.
-    fn connect<L: HostLink>(&mut self, ctx: &mut Context<L>, sid: usize, now: u64) -> bool {
-        for _ in 0..=self.balancer.backends().len() {
-            let Some(s) = self.sessions[sid].as_mut() else {
-                return false;
-            };
-            let State::Connecting { uri, tried, .. } = &mut s.state else {
-                return false;
-            };
-            let Ok(b) = self.balancer.pick(uri, now, *tried) else {
-                self.respond(ctx, sid, 502, "no backend is up", now);
-                return false;
-            };
-            if b < 64 {
-                *tried |= 1 << b;
-            }
-            s.backend = Some(b);
-            let addr = self.balancer.backends()[b].addr;
-            let fd = match ctx.socket() {
-                Ok(fd) => fd,
-                Err(_) => {
-                    self.respond(ctx, sid, 502, "no socket for the backend", now);
-                    return false;
-                }
-            };
-            let _ = ctx.set_nonblocking(fd, true);
-            let _ = ctx.setsockopt(fd, SockOpt::NoDelay(true));
-            let s = self.sessions[sid].as_mut().expect("checked above");
-            s.server = Some(fd);
-            s.sreg = None;
-            match ctx.connect(fd, addr) {
-                Ok(()) | Err(Errno::InProgress) => {
-                    self.set_deadline(sid, now + self.cfg.connect_timeout_ms * MS);
-                    self.interest(ctx, sid, true, EPOLLOUT);
-                    return true;
-                }
-                Err(Errno::ConnRefused | Errno::ConnReset) => {
-                    self.balancer.refused(b, now);
-                    self.balancer.release(b);
-                    self.sessions[sid].as_mut().expect("open").backend = None;
-                    self.drop_server(ctx, sid, false);
-                }
-                Err(_) => {
-                    self.respond(ctx, sid, 502, "cannot connect to the backend", now);
-                    return false;
-                }
-            }
-        }
-        self.respond(ctx, sid, 502, "no backend is up", now);
-        false
-    }
-
-    /// The head and early body are written: splice the pair, or relay it on the host.
+    /// `tunnel` mode: the head and early body are written: splice the pair, or relay it on
+    /// the host.
     fn forwarded<L: HostLink>(&mut self, ctx: &mut Context<L>, sid: usize) {
-        let Some(s) = self.sessions[sid].as_mut() else {
+        if self.cfg.splice && self.try_splice(ctx, sid) {
             return;
-        };
-        let Some(server) = s.server else { return };
-        let client = s.client;
-        if self.cfg.splice {
-            // The stack takes both descriptors: drop our registrations first.
-            let _ = ctx.epoll_ctl(self.ep, EpollOp::Del, client, EpollEvent::default());
-            let _ = ctx.epoll_ctl(self.ep, EpollOp::Del, server, EpollEvent::default());
-            s.creg = None;
-            s.sreg = None;
-            let backend = s.backend.unwrap_or(usize::MAX);
-            let inbox = self.inbox.clone();
-            let cb = Box::new(move |r: &SpliceReport| {
-                if let Ok(mut v) = inbox.lock() {
-                    v.push((backend, *r));
-                }
-            });
-            match ctx.nsplice(client, server, cb) {
-                Ok(()) => {
-                    self.stats.spliced += 1;
-                    // The stack owns both sockets now (AccelTCP §5.1): forget them, keep the
-                    // backend counted active until the closure report.
-                    self.release_session(sid);
-                    return;
-                }
-                Err(_) => self.stats.splice_refused += 1,
-            }
         }
         self.stats.relayed += 1;
         let cap = self.cfg.relay_buffer;
@@ -574,8 +533,44 @@ impl Proxy {
         self.advance(ctx, sid, 0);
     }
 
+    /// Hands session `sid`'s pair to the NIC (`nsplice`). True when it was taken: the
+    /// session is gone and the backend stays counted active until the closure report.
+    fn try_splice<L: HostLink>(&mut self, ctx: &mut Context<L>, sid: usize) -> bool {
+        let Some(s) = self.sessions[sid].as_mut() else {
+            return false;
+        };
+        let Some(server) = s.server else {
+            return false;
+        };
+        let client = s.client;
+        // The stack takes both descriptors: drop our registrations first.
+        let _ = ctx.epoll_ctl(self.ep, EpollOp::Del, client, EpollEvent::default());
+        let _ = ctx.epoll_ctl(self.ep, EpollOp::Del, server, EpollEvent::default());
+        s.creg = None;
+        s.sreg = None;
+        let backend = s.backend.unwrap_or(usize::MAX);
+        let inbox = self.inbox.clone();
+        let cb = Box::new(move |r: &SpliceReport| {
+            if let Ok(mut v) = inbox.lock() {
+                v.push((backend, *r));
+            }
+        });
+        match ctx.nsplice(client, server, cb) {
+            Ok(()) => {
+                self.stats.spliced += 1;
+                // The stack owns both sockets now (AccelTCP §5.1): forget them.
+                self.release_session(sid);
+                true
+            }
+            Err(_) => {
+                self.stats.splice_refused += 1;
+                false
+            }
+        }
+    }
+
     /// Answers session `sid` with an error response and moves it to Closing.
-    fn respond<L: HostLink>(
+    pub(super) fn respond<L: HostLink>(
         &mut self,
         ctx: &mut Context<L>,
         sid: usize,
@@ -601,7 +596,12 @@ impl Proxy {
     }
 
     /// Closes session `sid`'s backend socket (with a RST when `abort`).
-    fn drop_server<L: HostLink>(&mut self, ctx: &mut Context<L>, sid: usize, abort: bool) {
+    pub(super) fn drop_server<L: HostLink>(
+        &mut self,
+        ctx: &mut Context<L>,
+        sid: usize,
+        abort: bool,
+    ) {
         let Some(s) = self.sessions[sid].as_mut() else {
             return;
         };
@@ -617,15 +617,11 @@ impl Proxy {
     }
 
     /// Ends session `sid`: closes both sockets (resetting them when `abort`: SO_LINGER 0).
-    fn finish<L: HostLink>(&mut self, ctx: &mut Context<L>, sid: usize, abort: bool) {
+    pub(super) fn finish<L: HostLink>(&mut self, ctx: &mut Context<L>, sid: usize, abort: bool) {
         self.drop_server(ctx, sid, abort);
         let Some(s) = self.sessions[sid].as_mut() else {
             return;
         };
-        if let State::Relay { c2s, s2c } = &s.state {
-            self.stats.relayed_c2s += c2s.bytes;
-            self.stats.relayed_s2c += s2c.bytes;
-        }
         if let Some(b) = s.backend.take() {
             self.balancer.release(b);
         }
@@ -642,7 +638,8 @@ impl Proxy {
 
     /// Frees session `sid`'s slot (its sockets are closed or belong to the stack).
     fn release_session(&mut self, sid: usize) {
-        if self.sessions[sid].take().is_some() {
+        if let Some(s) = self.sessions[sid].take() {
+            self.stats.account(&s.state);
             self.free.push(sid);
             self.stats.active = self.stats.active.saturating_sub(1);
         }

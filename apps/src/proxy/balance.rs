@@ -2,6 +2,11 @@
 //! hash of the request URI; a backend that refuses a connection is marked down for a while
 //! and skipped (as HAProxy's `observe layer4` with `on-error mark-down` does).
 //!
+//! Failures after a connection is up count too: a connect that timed out, a forwarded
+//! request without a response head in time, a backend that closed or reset before its
+//! response head. [`FAIL_LIMIT`] of them in a row mark the backend down (HAProxy's
+//! `observe layer7` with `error-limit`); a response head resets the run.
+//!
 //! Sans-I/O: the caller says what happened (a connect refused, a connection closed) and when
 //! (`now`, nanoseconds); nothing here touches sockets or clocks.
 
@@ -40,6 +45,10 @@ impl Policy {
     }
 }
 
+/// Consecutive failures (connect timeouts, response timeouts, early closes) that mark a
+/// backend down.
+pub const FAIL_LIMIT: u32 = 3;
+
 /// Counters and state of one backend.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Backend {
@@ -53,6 +62,12 @@ pub struct Backend {
     pub refused: u64,
     /// Connects that did not complete within the timeout.
     pub timeouts: u64,
+    /// Forwarded requests without a complete response head in time (504).
+    pub response_timeouts: u64,
+    /// Connections it closed or reset before a complete response head (502).
+    pub early_closes: u64,
+    /// Failures in a row since its last response head.
+    pub fails: u32,
     /// Times it was marked down.
     pub marked_down: u64,
     /// Until when it is down (ns on the caller's clock; 0: up).
@@ -88,6 +103,9 @@ impl Balancer {
                     requests: 0,
                     refused: 0,
                     timeouts: 0,
+                    response_timeouts: 0,
+                    early_closes: 0,
+                    fails: 0,
                     marked_down: 0,
                     down_until: 0,
                 })
@@ -146,6 +164,18 @@ impl Balancer {
         Ok(i)
     }
 
+    /// Counts backend `i` active again for a retry to the same backend (as
+    /// [`Balancer::pick`] does for a new choice). False when there is no such backend.
+    pub fn pick_index(&mut self, i: usize) -> bool {
+        match self.backends.get_mut(i) {
+            Some(b) => {
+                b.active += 1;
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Backend `i`'s connection ended (or its connect failed): one fewer active.
     pub fn release(&mut self, i: usize) {
         if let Some(b) = self.backends.get_mut(i) {
@@ -157,6 +187,12 @@ impl Balancer {
     pub fn refused(&mut self, i: usize, now: u64) {
         if let Some(b) = self.backends.get_mut(i) {
             b.refused += 1;
+        }
+        self.mark_down(i, now);
+    }
+
+    fn mark_down(&mut self, i: usize, now: u64) {
+        if let Some(b) = self.backends.get_mut(i) {
             if b.down_until <= now {
                 b.marked_down += 1;
             }
@@ -164,10 +200,46 @@ impl Balancer {
         }
     }
 
-    /// A connect to backend `i` timed out.
-    pub fn timed_out(&mut self, i: usize) {
+    /// One more failure in a row of backend `i` at `now`: down at [`FAIL_LIMIT`].
+    fn failed(&mut self, i: usize, now: u64) {
+        let Some(b) = self.backends.get_mut(i) else {
+            return;
+        };
+        b.fails += 1;
+        if b.fails >= FAIL_LIMIT {
+            b.fails = 0;
+            self.mark_down(i, now);
+        }
+    }
+
+    /// A connect to backend `i` timed out at `now`.
+    pub fn timed_out(&mut self, i: usize, now: u64) {
         if let Some(b) = self.backends.get_mut(i) {
             b.timeouts += 1;
+        }
+        self.failed(i, now);
+    }
+
+    /// A request forwarded to backend `i` got no response head in time (at `now`).
+    pub fn response_timed_out(&mut self, i: usize, now: u64) {
+        if let Some(b) = self.backends.get_mut(i) {
+            b.response_timeouts += 1;
+        }
+        self.failed(i, now);
+    }
+
+    /// Backend `i` closed or reset a connection before its response head (at `now`).
+    pub fn closed_early(&mut self, i: usize, now: u64) {
+        if let Some(b) = self.backends.get_mut(i) {
+            b.early_closes += 1;
+        }
+        self.failed(i, now);
+    }
+
+    /// Backend `i` sent a response head: its run of failures ends.
+    pub fn responded(&mut self, i: usize) {
+        if let Some(b) = self.backends.get_mut(i) {
+            b.fails = 0;
         }
     }
 
@@ -287,6 +359,23 @@ mod tests {
                 assert_eq!(now, was, "{u}");
             }
         }
+    }
+
+    #[test]
+    fn failures_in_a_row_mark_down() {
+        let mut b = Balancer::new(&addrs(2), Policy::RoundRobin, SEC);
+        b.timed_out(0, 0);
+        b.response_timed_out(0, 0);
+        b.responded(0);
+        b.closed_early(0, 0);
+        b.timed_out(0, 0);
+        assert!(b.is_up(0, 0), "a response head ends the run");
+        b.response_timed_out(0, 0);
+        assert!(!b.is_up(0, 0));
+        let c = &b.backends()[0];
+        assert_eq!((c.timeouts, c.response_timeouts, c.early_closes), (2, 2, 1));
+        assert_eq!(c.marked_down, 1);
+        assert!(b.is_up(0, SEC));
     }
 
     #[test]

@@ -19,11 +19,26 @@ pub struct ProxyConfig {
     pub backends: Vec<SocketAddrV4>,
     /// How a backend is chosen.
     pub policy: Policy,
+    /// How requests are forwarded: every request parsed (`http`), or the first only
+    /// (`tunnel`, AccelTCP's epproxy).
+    pub mode: ProxyMode,
     /// A header field added to each forwarded request head, its value the client's IP
     /// address (`X-Forwarded-For`); none: the head goes as it came.
     pub add_header: Option<String>,
-    /// A backend connect that has not completed after this long is answered with 504.
+    /// What happens to fields of that name the client sent: replaced (the default: a
+    /// client cannot forge its address) or appended to (only behind a trusted proxy).
+    pub add_header_rule: HeaderRule,
+    /// One backend connect attempt that has not completed after this long has failed
+    /// (then retried, or answered with 504). Above the 1 s of a first SYN retransmission
+    /// (RFC 6298 §2.1), so one lost SYN does not fail a connect.
     pub connect_timeout_ms: u64,
+    /// Connect attempts after a failed one (refused or timed out), as HAProxy's `retries`.
+    pub retries: u32,
+    /// The last retry goes to another backend (HAProxy's `option redispatch`).
+    pub redispatch: bool,
+    /// A forwarded request without a complete response head after this long is answered
+    /// with 504 (`http` mode).
+    pub response_timeout_ms: u64,
     /// The longest request head accepted (431 beyond).
     pub max_header_bytes: usize,
     /// Splice the two connections after the head (AccelTCP §4.3 `nsplice`); false: relay
@@ -33,10 +48,42 @@ pub struct ProxyConfig {
     pub down_ms: u64,
     /// A client that has not sent a complete head after this long is answered with 408.
     pub request_timeout_ms: u64,
-    /// Bytes buffered per direction of a connection the host relays.
+    /// Bytes buffered per direction of a connection the host relays (a tunnel, or the
+    /// exchanges of `http` mode).
     pub relay_buffer: usize,
     /// Client connections open at once; more wait in the listen backlog.
     pub max_clients: usize,
+}
+
+/// How the proxy forwards a client connection's requests.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProxyMode {
+    /// Every request head is parsed, checked and rewritten before it reaches a backend;
+    /// the pair is spliced only for its last exchange, after the response head.
+    Http,
+    /// Only the first request head is parsed; then the pair is spliced or relayed as an
+    /// opaque tunnel (AccelTCP's epproxy, HAProxy's tunnel mode).
+    Tunnel,
+}
+
+impl ProxyMode {
+    /// The mode named `s` (`http`, `tunnel`).
+    pub fn parse(s: &str) -> Option<ProxyMode> {
+        match s {
+            "http" => Some(ProxyMode::Http),
+            "tunnel" => Some(ProxyMode::Tunnel),
+            _ => None,
+        }
+    }
+}
+
+/// What the proxy does with a client's own field named like the one it adds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HeaderRule {
+    /// Drop the client's fields of that name, add the proxy's.
+    Replace,
+    /// Append the client's address to the client's value (RFC 7239 §4 style chain).
+    Append,
 }
 
 /// The most backends a proxy takes (a 64-bit mask tracks those tried per request).
@@ -48,8 +95,13 @@ impl Default for ProxyConfig {
             listen: 80,
             backends: Vec::new(),
             policy: Policy::RoundRobin,
+            mode: ProxyMode::Http,
             add_header: None,
-            connect_timeout_ms: 1000,
+            add_header_rule: HeaderRule::Replace,
+            connect_timeout_ms: 3000,
+            retries: 3,
+            redispatch: true,
+            response_timeout_ms: 30_000,
             max_header_bytes: DEFAULT_MAX_HEAD,
             splice: true,
             down_ms: 5000,
@@ -60,12 +112,17 @@ impl Default for ProxyConfig {
     }
 }
 
-const KEYS: [&str; 11] = [
+const KEYS: [&str; 16] = [
     "listen",
     "backends",
     "policy",
+    "mode",
     "add_header",
+    "add_header_rule",
     "connect_timeout_ms",
+    "retries",
+    "redispatch",
+    "response_timeout_ms",
     "max_header_bytes",
     "splice",
     "down_ms",
@@ -177,6 +234,33 @@ impl ProxyConfig {
                 ))
             }
         }
+        let string = |key: &str| -> Result<Option<&str>, ConfigError> {
+            match t.get(key) {
+                None => Ok(None),
+                Some(toml::Value::String(s)) => Ok(Some(s.as_str())),
+                Some(v) => Err(err(key, format!("expected a string, got {}", v.type_str()))),
+            }
+        };
+        if let Some(s) = string("mode")? {
+            c.mode = ProxyMode::parse(s).ok_or_else(|| {
+                err(
+                    "mode",
+                    format!("unknown mode {s:?}, expected http or tunnel"),
+                )
+            })?;
+        }
+        if let Some(s) = string("add_header_rule")? {
+            c.add_header_rule = match s {
+                "replace" => HeaderRule::Replace,
+                "append" => HeaderRule::Append,
+                _ => {
+                    return Err(err(
+                        "add_header_rule",
+                        format!("unknown rule {s:?}, expected replace or append"),
+                    ))
+                }
+            };
+        }
         match t.get("add_header") {
             None => {}
             Some(toml::Value::String(s)) => {
@@ -201,18 +285,30 @@ impl ProxyConfig {
         if let Some(v) = int("connect_timeout_ms", 1, 600_000)? {
             c.connect_timeout_ms = v as u64;
         }
+        if let Some(v) = int("retries", 0, 16)? {
+            c.retries = v as u32;
+        }
+        if let Some(v) = int("response_timeout_ms", 1, 3_600_000)? {
+            c.response_timeout_ms = v as u64;
+        }
         if let Some(v) = int("max_header_bytes", 256, 1 << 20)? {
             c.max_header_bytes = v as usize;
         }
-        match t.get("splice") {
-            None => {}
-            Some(toml::Value::Boolean(b)) => c.splice = *b,
-            Some(v) => {
-                return Err(err(
-                    "splice",
+        let boolean = |key: &str| -> Result<Option<bool>, ConfigError> {
+            match t.get(key) {
+                None => Ok(None),
+                Some(toml::Value::Boolean(b)) => Ok(Some(*b)),
+                Some(v) => Err(err(
+                    key,
                     format!("expected true or false, got {}", v.type_str()),
-                ))
+                )),
             }
+        };
+        if let Some(b) = boolean("splice")? {
+            c.splice = b;
+        }
+        if let Some(b) = boolean("redispatch")? {
+            c.redispatch = b;
         }
         if let Some(v) = int("down_ms", 0, 3_600_000)? {
             c.down_ms = v as u64;
@@ -283,6 +379,40 @@ down_ms = 100
         assert!(c.splice);
         assert_eq!(c.max_header_bytes, 16384);
         assert_eq!(c.add_header, None);
+        assert_eq!(c.mode, ProxyMode::Http);
+        assert_eq!(c.add_header_rule, HeaderRule::Replace);
+        assert_eq!(
+            (c.connect_timeout_ms, c.retries, c.redispatch),
+            (3000, 3, true)
+        );
+        assert_eq!(c.response_timeout_ms, 30_000);
+    }
+
+    #[test]
+    fn modes_rules_and_retries() {
+        let c = load(
+            "listen = 80\nbackends = [\"10.0.0.3:8080\"]\nmode = \"tunnel\"\nadd_header_rule = \"append\"\nretries = 0\nredispatch = false\nresponse_timeout_ms = 500\n",
+        )
+        .unwrap();
+        assert_eq!(c.mode, ProxyMode::Tunnel);
+        assert_eq!(c.add_header_rule, HeaderRule::Append);
+        assert_eq!(
+            (c.retries, c.redispatch, c.response_timeout_ms),
+            (0, false, 500)
+        );
+        for (text, key) in [
+            ("mode = \"fast\"", "proxy.mode"),
+            ("add_header_rule = \"trust\"", "proxy.add_header_rule"),
+            ("retries = 17", "proxy.retries"),
+            ("redispatch = 1", "proxy.redispatch"),
+            ("response_timeout_ms = 0", "proxy.response_timeout_ms"),
+        ] {
+            let e = load(&format!(
+                "listen = 80\nbackends = [\"10.0.0.3:80\"]\n{text}"
+            ))
+            .unwrap_err();
+            assert_eq!(e.key, key, "{text}: {e}");
+        }
     }
 
     #[test]

@@ -114,13 +114,13 @@ fn is_tchar(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }
 
-fn is_token(s: &[u8]) -> bool {
+pub(super) fn is_token(s: &[u8]) -> bool {
     !s.is_empty() && s.iter().all(|&b| is_tchar(b))
 }
 
 /// Field-value octets (RFC 9110 §5.5): VCHAR, obs-text, SP and HTAB; CR, LF, NUL and the
 /// other controls are refused.
-fn is_field_byte(b: u8) -> bool {
+pub(super) fn is_field_byte(b: u8) -> bool {
     b == b'\t' || b == b' ' || (0x21..=0x7e).contains(&b) || b >= 0x80
 }
 
@@ -148,7 +148,7 @@ pub fn find_head_end(buf: &[u8], from: usize) -> Option<usize> {
     None
 }
 
-fn skip_empty_lines(buf: &[u8]) -> usize {
+pub(super) fn skip_empty_lines(buf: &[u8]) -> usize {
     let mut i = 0;
     loop {
         match buf.get(i..) {
@@ -160,7 +160,7 @@ fn skip_empty_lines(buf: &[u8]) -> usize {
 }
 
 /// Splits `buf` into lines at LF, dropping a CR before it.
-fn lines(buf: &[u8]) -> impl Iterator<Item = &[u8]> {
+pub(super) fn lines(buf: &[u8]) -> impl Iterator<Item = &[u8]> {
     buf.split(|&b| b == b'\n')
         .map(|l| l.strip_suffix(b"\r").unwrap_or(l))
 }
@@ -240,7 +240,7 @@ fn request_line(line: &[u8]) -> Result<(String, String, Version), HttpError> {
 }
 
 /// Trims optional whitespace (OWS: SP / HTAB, RFC 9110 §5.6.3) at both ends.
-fn trim_ows(v: &[u8]) -> &[u8] {
+pub(super) fn trim_ows(v: &[u8]) -> &[u8] {
     let s = v
         .iter()
         .position(|&b| b != b' ' && b != b'\t')
@@ -254,7 +254,7 @@ fn trim_ows(v: &[u8]) -> &[u8] {
 
 /// The comma-separated list elements of a field value, trimmed, empty ones dropped (RFC
 /// 9110 §5.6.1).
-fn list(v: &[u8]) -> impl Iterator<Item = &[u8]> {
+pub(super) fn list(v: &[u8]) -> impl Iterator<Item = &[u8]> {
     v.split(|&b| b == b',')
         .map(trim_ows)
         .filter(|e| !e.is_empty())
@@ -382,7 +382,7 @@ fn parse_complete(head: &[u8]) -> Result<RequestHead, HttpError> {
 }
 
 /// 1*DIGIT as a u64; None when empty, not digits, or too large.
-fn parse_decimal(v: &[u8]) -> Option<u64> {
+pub(super) fn parse_decimal(v: &[u8]) -> Option<u64> {
     if v.is_empty() || v.len() > 19 {
         return None;
     }
@@ -406,7 +406,7 @@ impl RequestHead {
     /// value`, and the empty line (RFC 9112 §2.1). Parsing the result gives back this head
     /// (with `head_len` its length).
     pub fn to_bytes(&self) -> Vec<u8> {
-        self.write_with(None)
+        self.write_with(None, false)
     }
 
     /// The head as [`RequestHead::to_bytes`] writes it, with one field added: when a field
@@ -418,10 +418,21 @@ impl RequestHead {
         if !is_token(name.as_bytes()) || !value.bytes().all(is_field_byte) {
             return self.to_bytes();
         }
-        self.write_with(Some((name, value.trim_matches([' ', '\t']))))
+        self.write_with(Some((name, value.trim_matches([' ', '\t']))), false)
     }
 
-    fn write_with(&self, add: Option<(&str, &str)>) -> Vec<u8> {
+    /// The head as [`RequestHead::to_bytes`] writes it, with every field named `name`
+    /// removed and one field line `name: value` added after the others: what a client
+    /// sent under that name is not passed on (a forged X-Forwarded-For is dropped). Same
+    /// checks on `name` and `value` as [`RequestHead::rewrite`].
+    pub fn rewrite_replacing(&self, name: &str, value: &str) -> Vec<u8> {
+        if !is_token(name.as_bytes()) || !value.bytes().all(is_field_byte) {
+            return self.to_bytes();
+        }
+        self.write_with(Some((name, value.trim_matches([' ', '\t']))), true)
+    }
+
+    fn write_with(&self, add: Option<(&str, &str)>, replace: bool) -> Vec<u8> {
         let mut s = String::new();
         let _ = write!(
             s,
@@ -431,12 +442,16 @@ impl RequestHead {
             self.version.as_str()
         );
         let mut out = s.into_bytes();
-        let last = add.and_then(|(n, _)| {
-            self.headers
-                .iter()
-                .rposition(|(h, _)| h.eq_ignore_ascii_case(n))
-        });
+        let named = |h: &str| add.is_some_and(|(n, _)| h.eq_ignore_ascii_case(n));
+        let last = if replace {
+            None
+        } else {
+            self.headers.iter().rposition(|(h, _)| named(h))
+        };
         for (i, (n, v)) in self.headers.iter().enumerate() {
+            if replace && named(n) {
+                continue;
+            }
             out.extend_from_slice(n.as_bytes());
             out.extend_from_slice(b": ");
             out.extend_from_slice(v);
@@ -470,6 +485,7 @@ pub fn reason_phrase(status: u16) -> &'static str {
         502 => "Bad Gateway",
         503 => "Service Unavailable",
         504 => "Gateway Timeout",
+        501 => "Not Implemented",
         505 => "HTTP Version Not Supported",
         _ => "Error",
     }
@@ -649,6 +665,22 @@ mod tests {
         assert_eq!(
             re.header("x-forwarded-for"),
             Some(&b"10.1.1.1, 1.2.3.4"[..])
+        );
+    }
+
+    #[test]
+    fn rewrite_replacing_drops_forged_values() {
+        let h = complete(
+            "GET /x HTTP/1.1\r\nX-Forwarded-For: 6.6.6.6\r\nHost: a\r\nx-forwarded-for: 7.7.7.7\r\n\r\n",
+        );
+        assert_eq!(
+            h.rewrite_replacing("X-Forwarded-For", "192.0.2.7"),
+            b"GET /x HTTP/1.1\r\nHost: a\r\nX-Forwarded-For: 192.0.2.7\r\n\r\n"
+        );
+        let h = complete("GET /x HTTP/1.1\r\nHost: a\r\n\r\n");
+        assert_eq!(
+            h.rewrite_replacing("X-Forwarded-For", "192.0.2.7"),
+            h.rewrite("X-Forwarded-For", "192.0.2.7")
         );
     }
 

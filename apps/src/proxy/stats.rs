@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+use super::app::State;
 use super::balance::Backend;
 
 /// The proxy's counters.
@@ -14,7 +15,7 @@ pub struct ProxyStats {
     pub active: u64,
     /// Request heads forwarded to a backend.
     pub requests: u64,
-    /// Responses the proxy made itself, by status (400, 408, 431, 502, 504, 505).
+    /// Responses the proxy made itself, by status (400, 408, 431, 501, 502, 504, 505).
     pub errors: BTreeMap<u16, u64>,
     /// Clients that closed or reset before their head was complete.
     pub client_gone: u64,
@@ -34,12 +35,21 @@ pub struct ProxyStats {
     pub splice_bytes_s2c: u64,
     /// Pairs relayed on the host.
     pub relayed: u64,
-    /// Bytes the host relayed client → server (after the head).
+    /// Exchanges (request and response) the host relayed to their end in `http` mode.
+    pub exchanges: u64,
+    /// Bytes the host relayed client → server: after the first head in a tunnel, the
+    /// heads and bodies of the exchanges in `http` mode.
     pub relayed_c2s: u64,
-    /// Bytes the host relayed server → client.
+    /// Bytes the host relayed server → client (tunnels, and responses in `http` mode).
     pub relayed_s2c: u64,
     /// Relayed pairs ended by a reset of one side (the other side was reset too).
     pub relay_resets: u64,
+    /// Backend connect attempts after a failed one (HAProxy's `retries`).
+    pub connect_retries: u64,
+    /// Of those: attempts sent to another backend (`redispatch`).
+    pub redispatches: u64,
+    /// Exchanges that ended the client connection (`Connection: close` on either side).
+    pub closes_honoured: u64,
     /// Head bytes (rewritten) and early body bytes written to backends.
     pub head_bytes: u64,
     /// The backends, their counters and state.
@@ -47,6 +57,18 @@ pub struct ProxyStats {
 }
 
 impl ProxyStats {
+    /// Adds the bytes a session relayed in `state` (a tunnel, or an unfinished exchange)
+    /// as it ends.
+    pub(super) fn account(&mut self, state: &State) {
+        let (c2s, s2c) = match state {
+            State::Relay { c2s, s2c } => (c2s.bytes, s2c.bytes),
+            State::Exchange(ex) => (ex.bytes_c2s, ex.bytes_s2c),
+            _ => return,
+        };
+        self.relayed_c2s += c2s;
+        self.relayed_s2c += s2c;
+    }
+
     /// Responses with `status` the proxy made itself.
     pub fn errors_of(&self, status: u16) -> u64 {
         self.errors.get(&status).copied().unwrap_or(0)
@@ -87,14 +109,31 @@ impl fmt::Display for ProxyStats {
         )?;
         writeln!(
             f,
-            "proxy: relayed pairs {} bytes c2s {} s2c {} resets {}; head bytes {}",
-            self.relayed, self.relayed_c2s, self.relayed_s2c, self.relay_resets, self.head_bytes
+            "proxy: relayed pairs {} exchanges {} bytes c2s {} s2c {} resets {}; head bytes {}",
+            self.relayed,
+            self.exchanges,
+            self.relayed_c2s,
+            self.relayed_s2c,
+            self.relay_resets,
+            self.head_bytes
+        )?;
+        writeln!(
+            f,
+            "proxy: connect retries {} redispatched {}; closes honoured {}",
+            self.connect_retries, self.redispatches, self.closes_honoured
         )?;
         for b in &self.backends {
             writeln!(
                 f,
-                "proxy: backend {} requests {} active {} refused {} timeouts {} marked down {}",
-                b.addr, b.requests, b.active, b.refused, b.timeouts, b.marked_down
+                "proxy: backend {} requests {} active {} refused {} connect timeouts {} response timeouts {} closed early {} marked down {}",
+                b.addr,
+                b.requests,
+                b.active,
+                b.refused,
+                b.timeouts,
+                b.response_timeouts,
+                b.early_closes,
+                b.marked_down
             )?;
         }
         Ok(())
