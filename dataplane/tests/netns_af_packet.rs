@@ -33,6 +33,23 @@ fn spawn(net: &Netns, args: &[&str]) -> Child {
         .unwrap()
 }
 
+/// Polls (every 10 ms, for at most `limit`) until a UDP socket is bound to `port` in the
+/// namespace, as `ss` lists it; whether one was.
+fn udp_bound(net: &Netns, port: u16, limit: Duration) -> bool {
+    let filter = format!("sport = :{port}");
+    let end = Instant::now() + limit;
+    while Instant::now() < end {
+        if net
+            .run(&["ss", "-Huan", &filter])
+            .is_ok_and(|out| !out.trim().is_empty())
+        {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    false
+}
+
 /// Polls the lcore until `child` exits or `limit` passes; returns the child's output.
 fn poll_until_exit(nic: &mut NicLcore<DpdkQueue>, mut child: Child, limit: Duration) -> Output {
     let end = Instant::now() + limit;
@@ -73,7 +90,12 @@ fn netns_kernel_pings_the_nic_and_arp_works_both_ways() {
              d,a=s.recvfrom(100);print(d.decode(),a[0],a[1])",
             ],
         );
-        std::thread::sleep(Duration::from_millis(300)); // let the receiver bind
+        // The datagram goes out only once the receiver's socket is bound (else the kernel
+        // answers port unreachable and the receiver waits for nothing).
+        assert!(
+            udp_bound(&net, 6000, Duration::from_secs(10)),
+            "receiver never bound 192.0.2.2:6000"
+        );
         let frame = dataplane::gen::udp(
             nic_mac,
             [0; 6],
