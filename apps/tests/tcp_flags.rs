@@ -28,6 +28,9 @@ use offload_api::wire::Seq;
 const NIC_PORT: u16 = 80;
 /// The listener the host stack answers itself.
 const HOST_PORT: u16 = 81;
+/// A listener the host answers and whose closes the NIC finishes (`TCP_TEARDOWN_OFFLOAD`,
+/// AccelTCP §4.2): TIME_WAIT is on the NIC.
+const TEARDOWN_PORT: u16 = 82;
 const PEER_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x0b];
 const PEER_ISN: u32 = 1_000;
 
@@ -37,7 +40,8 @@ struct Rig {
     peer: WireQueue,
     clock: Clock,
     node_mac: [u8; 6],
-    host_listener: Fd,
+    /// The host-answered listeners: [`HOST_PORT`]'s, [`TEARDOWN_PORT`]'s.
+    host_listeners: [Fd; 2],
 }
 
 fn rig() -> Rig {
@@ -58,17 +62,25 @@ fn rig() -> Rig {
         peer,
         clock,
         node_mac,
-        host_listener: 0,
+        host_listeners: [0; 2],
     };
     let h = &mut r.node.host;
-    for (port, offload) in [(NIC_PORT, true), (HOST_PORT, false)] {
+    let ports = [
+        (NIC_PORT, true, false),
+        (HOST_PORT, false, false),
+        (TEARDOWN_PORT, false, true),
+    ];
+    for (k, (port, setup, teardown)) in ports.into_iter().enumerate() {
         let l = h.socket().unwrap();
         h.set_nonblocking(l, true).unwrap();
-        h.setsockopt(l, SockOpt::SetupOffload(offload)).unwrap();
+        h.setsockopt(l, SockOpt::SetupOffload(setup)).unwrap();
+        h.setsockopt(l, SockOpt::TeardownOffload(teardown)).unwrap();
         h.bind(l, SocketAddrV4::new([0, 0, 0, 0].into(), port))
             .unwrap();
         h.listen(l, 16).unwrap();
-        r.host_listener = l;
+        if k > 0 {
+            r.host_listeners[k - 1] = l;
+        }
     }
     step(&mut r);
     assert_eq!(
@@ -225,7 +237,7 @@ fn segments_without_syn_ack_or_rst_are_dropped_by_listeners_and_connections() {
     assert_eq!(syn_ack.flags(), TcpFlags::SYN | TcpFlags::ACK);
     let ack = syn_ack.seq_number().0.wrapping_add(1);
     send(&mut r, 43_000, HOST_PORT, TcpFlags::ACK, ack, &[]);
-    let (fd, _) = r.node.host.accept(r.host_listener).expect("accepted");
+    let (fd, _) = r.node.host.accept(r.host_listeners[0]).expect("accepted");
     r.node.host.set_nonblocking(fd, true).unwrap();
     send(&mut r, 43_000, HOST_PORT, TcpFlags::PSH, ack, b"lost");
     let mut buf = [0u8; 16];
@@ -252,17 +264,33 @@ fn segments_without_syn_ack_or_rst_are_dropped_by_listeners_and_connections() {
 }
 
 #[test]
-fn syn_fin_does_not_end_a_connection_in_time_wait() {
+fn syn_fin_does_not_end_time_wait_on_the_host() {
+    syn_fin_in_time_wait(HOST_PORT);
+}
+
+#[test]
+fn syn_fin_does_not_end_time_wait_on_the_nic() {
+    syn_fin_in_time_wait(TEARDOWN_PORT);
+}
+
+/// A connection to `port` that the node closes first, so that it ends in TIME_WAIT (on the
+/// host, or on the NIC for [`TEARDOWN_PORT`]); then a SYN+FIN and a SYN of the 4-tuple.
+fn syn_fin_in_time_wait(port: u16) {
+    let on_nic = port == TEARDOWN_PORT;
     let mut r = rig();
     let sport = 44_000;
-    send(&mut r, sport, HOST_PORT, TcpFlags::SYN, 0, &[]);
+    send(&mut r, sport, port, TcpFlags::SYN, 0, &[]);
     let out = replies(&mut r);
     let iss = TcpPacket::new_checked(&out[0][34..])
         .unwrap()
         .seq_number()
         .0;
-    send(&mut r, sport, HOST_PORT, TcpFlags::ACK, iss + 1, &[]);
-    let (fd, _) = r.node.host.accept(r.host_listener).expect("accepted");
+    send(&mut r, sport, port, TcpFlags::ACK, iss + 1, &[]);
+    let (fd, _) = r
+        .node
+        .host
+        .accept(r.host_listeners[on_nic as usize])
+        .expect("accepted");
     // The host closes first, so it is the side that ends in TIME_WAIT.
     r.node.host.close(fd).unwrap();
     step(&mut r);
@@ -273,7 +301,7 @@ fn syn_fin_does_not_end_a_connection_in_time_wait() {
     send(
         &mut r,
         sport,
-        HOST_PORT,
+        port,
         TcpFlags::FIN | TcpFlags::ACK,
         iss + 2,
         &[],
@@ -283,7 +311,8 @@ fn syn_fin_does_not_end_a_connection_in_time_wait() {
     // A SYN+FIN that a SYN with its numbers would reincarnate (RFC 6191: newer timestamp,
     // higher sequence number): TIME_WAIT stays, the listener never sees it, no SYN-ACK.
     let next = (PEER_ISN + 100_000, 0);
-    let tuple = (sport, HOST_PORT);
+    let tuple = (sport, port);
+    let nic_reused = |r: &Rig| r.node.teardown().engine().stats().tw_reused;
     send_at(
         &mut r,
         tuple,
@@ -299,7 +328,10 @@ fn syn_fin_does_not_end_a_connection_in_time_wait() {
         reply_flags(&out)
     );
     let hs = *r.node.host.stats();
-    assert_eq!((hs.time_wait_reused, hs.passive_opens), (0, 1));
+    assert_eq!(
+        (hs.time_wait_reused, nic_reused(&r), hs.passive_opens),
+        (0, 0, 1)
+    );
     // The same SYN without FIN starts the new incarnation.
     send_at(&mut r, tuple, TcpFlags::SYN, next, 6_000, &[]);
     assert_eq!(
@@ -307,5 +339,7 @@ fn syn_fin_does_not_end_a_connection_in_time_wait() {
         vec![TcpFlags::SYN | TcpFlags::ACK]
     );
     let hs = *r.node.host.stats();
-    assert_eq!((hs.time_wait_reused, hs.passive_opens), (1, 2));
+    let reused = (hs.time_wait_reused, nic_reused(&r));
+    assert_eq!(reused, if on_nic { (0, 1) } else { (1, 0) });
+    assert_eq!(hs.passive_opens, 2);
 }
