@@ -22,8 +22,8 @@ for b in "$BASE" "$NEW"; do [ -x "$b" ] || { echo "not executable: $b" >&2; exit
 . ci/fwd-null.sh
 hugepages_on
 cfg=$(mktemp --suffix=.toml)
-trap 'rm -f "$cfg"; rm -rf /var/run/dpdk/nicemu-ab' EXIT
-fwd_null_config "$cfg" nicemu-ab -m 512
+trap 'rm -f "$cfg"; dpdk_leftovers_rm nicemu-ab' EXIT
+fwd_null_config "$cfg" nicemu-ab "${HUGE_MEM[@]}"
 
 label() { if [ "$1" = "$BASE" ]; then echo base; else echo new; fi; }
 echo "base: $BASE"

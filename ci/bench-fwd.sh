@@ -29,11 +29,11 @@ command -v dpdk-testpmd >/dev/null || { echo "dpdk-testpmd missing: apt-get inst
 MEM=(--no-huge -m 512)
 if [ "${HUGE:-0}" = 1 ]; then
   hugepages_on
-  MEM=(-m 512)
+  MEM=("${HUGE_MEM[@]}")
 fi
 VDEVS=(--vdev=net_null0 --vdev=net_null1)
 cfg=$(mktemp --suffix=.toml)
-trap 'rm -f "$cfg"; rm -rf /var/run/dpdk/nicemu-bench-*' EXIT
+trap 'rm -f "$cfg"; dpdk_leftovers_rm nicemu-bench-nicemu nicemu-bench-testpmd' EXIT
 fwd_null_config "$cfg" nicemu-bench-nicemu "${MEM[@]}"
 
 # testpmd MODE: testpmd's Mpps over both ports in --forward-mode=MODE (the last stats period).

@@ -22,10 +22,10 @@ NICEMU=${NICEMU:-./target/release/nicemu}
 MEM=(--no-huge -m 512)
 if [ "${HUGE:-0}" = 1 ]; then
   hugepages_on
-  MEM=(-m 512)
+  MEM=("${HUGE_MEM[@]}")
 fi
 cfg=$(mktemp --suffix=.toml)
-trap 'rm -f "$cfg"; rm -rf /var/run/dpdk/nicemu-bench-*' EXIT
+trap 'rm -f "$cfg"; dpdk_leftovers_rm nicemu-bench-splice' EXIT
 fwd_null_config "$cfg" nicemu-bench-splice "${MEM[@]}"
 # net_null's frames are 64 bytes unless told: the template is 66.
 sed -i 's/--vdev=net_null\([01]\)/--vdev=net_null\1,size=66/g' "$cfg"

@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
-# Removes what tests may leave behind after a crash: DPDK runtime directories of test file
-# prefixes, and network namespaces / veths whose names start with the tests' prefix.
+# Removes what tests and benchmarks may leave behind after a crash: DPDK runtime directories
+# and hugepage files of their file prefixes, and network namespaces / veths whose names start
+# with the tests' prefix.
 set -u
 rm -rf /var/run/dpdk/nicemu-test-* /var/run/dpdk/nicemu-bench-* 2>/dev/null
+# Hugepage files (<prefix>map_<n>) of those prefixes, in every hugetlbfs mount.
+for m in $(awk '$3 == "hugetlbfs" {print $2}' /proc/mounts); do
+  rm -f "$m"/nicemu-test-*map_* "$m"/nicemu-bench-*map_* "$m"/nicemu-abmap_* 2>/dev/null
+done
 for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep '^nmt' || true); do
   ip netns del "$ns" 2>/dev/null || true
 done

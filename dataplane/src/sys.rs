@@ -1,5 +1,5 @@
 //! Thin, documented OS wrappers: CPU pinning, the cores this process may run on, prefetch
-//! hints and huge-page-backed tables.
+//! hints, huge-page-backed tables, and whether libdpdk is installed.
 //!
 //! This is one of the few places outside the DPDK FFI crate allowed `unsafe`: each block calls
 //! one libc function on memory we own.
@@ -151,6 +151,16 @@ fn huge_capacity<T>(n: usize) -> Vec<T> {
         }
     }
     v
+}
+
+/// True when libdpdk's development files are installed (`pkg-config --exists libdpdk`
+/// succeeds), i.e. when this workspace can be built with its `dpdk` feature. False also when
+/// pkg-config itself is missing.
+pub fn libdpdk_installed() -> bool {
+    std::process::Command::new("pkg-config")
+        .args(["--exists", "libdpdk"])
+        .status()
+        .is_ok_and(|s| s.success())
 }
 
 #[cfg(test)]

@@ -23,13 +23,18 @@ pub struct Proc {
 
 impl Proc {
     pub fn spawn(net: &Netns, args: &[&str]) -> Proc {
-        let mut child = net
-            .command(args)
+        let what = args.first().copied().unwrap_or_default();
+        Proc::spawn_command(what, net.command(args))
+    }
+
+    /// Starts `cmd` (any command, in whatever namespace it names), described as `what`.
+    pub fn spawn_command(what: &str, mut cmd: Command) -> Proc {
+        let mut child = cmd
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .unwrap_or_else(|e| panic!("{args:?}: {e}"));
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
         let stdout = child.stdout.take().expect("piped stdout");
         let mut stderr = child.stderr.take().expect("piped stderr");
         let (tx, lines) = mpsc::channel();
@@ -47,7 +52,7 @@ impl Proc {
             s
         });
         Proc {
-            what: args.first().copied().unwrap_or_default().to_string(),
+            what: what.to_string(),
             child,
             lines,
             out: Vec::new(),

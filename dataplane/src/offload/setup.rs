@@ -11,6 +11,9 @@
 //!   the NIC mark is checked: valid, it goes to the host inside a setup notification; invalid
 //!   (expired, rotated out, wrong hash), it is dropped and counted. Segments whose TSecr lacks
 //!   the mark belong to connections the host set up itself and pass.
+//! - Flag combinations Linux drops are dropped and counted (`bad_flags`): SYN+FIN, and
+//!   segments with none of SYN, ACK and RST. RSTs (SYN+RST too) and SYN+ACKs pass: the host
+//!   resets or answers them as its connections and listener decide.
 //!
 //! Ordinary ACKs of NIC-made connections do not carry the mark: the host keeps their TSvals
 //! even. A duplicate setup notification (the peer's data arrived before the host's first
@@ -93,6 +96,11 @@ pub struct SetupStats {
     pub listen_removed: u64,
     /// Control messages of the setup types that did not parse.
     pub bad_control: u64,
+    /// Segments to a registered listener dropped for their flags: SYN+FIN without ACK (no
+    /// stack opens with it; Linux's `tcp_rcv_state_process` drops it in LISTEN rather than
+    /// answer), and segments with none of SYN, ACK and RST (dropped in LISTEN, RFC 9293
+    /// §3.10.7.2, and in every synchronized state, §3.10.7.4: "if the ACK bit is off, drop").
+    pub bad_flags: u64,
 }
 
 /// The NIC's SYN-cookie responder (AccelTCP §4.1) on an lcore's offload chain.
@@ -423,6 +431,8 @@ impl<B: PacketBuf> Offload<B> for SetupOffload {
             return Verdict::Pass;
         };
         let f = t.flags();
+        // RST, SYN+RST included, to the host: it may reset a connection the NIC knows
+        // nothing of (RFC 9293 §3.10.7.4 checks RST before SYN), and a listener ignores it.
         if f.has(TcpFlags::RST) {
             return Verdict::Pass;
         }
@@ -430,10 +440,15 @@ impl<B: PacketBuf> Offload<B> for SetupOffload {
             if f.has(TcpFlags::ACK) {
                 return Verdict::Pass;
             }
+            if f.has(TcpFlags::FIN) {
+                self.stats.bad_flags += 1;
+                return Verdict::Consumed;
+            }
             return self.syn(cx, rx, (src, dst), &t, l);
         }
         if !f.has(TcpFlags::ACK) {
-            return Verdict::Pass;
+            self.stats.bad_flags += 1;
+            return Verdict::Consumed;
         }
         let Some(tsecr) = tcp::parse_options(t.options())
             .ok()
@@ -528,5 +543,6 @@ impl<B: PacketBuf> Offload<B> for SetupOffload {
         out("listen_added", s.listen_added);
         out("listen_removed", s.listen_removed);
         out("bad_control", s.bad_control);
+        out("bad_flags", s.bad_flags);
     }
 }

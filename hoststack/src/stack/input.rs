@@ -204,6 +204,11 @@ impl<L: HostLink> Context<L> {
     fn listener_input(&mut self, lfd: super::Fd, remote_ip: [u8; 4], seg: &Segment<'_>, now: u64) {
         let f = seg.flags;
         if f.has(Flags::RST) {
+            // RFC 9293 §3.10.7.2: a RST to a listener is ignored; one with SYN set is
+            // also a combination no stack sends.
+            if f.has(Flags::SYN) {
+                self.stats.bad_flags += 1;
+            }
             return;
         }
         if f.has(Flags::ACK) || !f.has(Flags::SYN) {
@@ -215,6 +220,11 @@ impl<L: HostLink> Context<L> {
             if f.has(Flags::ACK) {
                 self.send_reset(self.cfg.ip, remote_ip, seg);
             }
+            return;
+        }
+        if f.has(Flags::FIN) {
+            // SYN+FIN: dropped, as Linux's tcp_rcv_state_process drops it in LISTEN.
+            self.stats.bad_flags += 1;
             return;
         }
         let (accept_full, syn_queue_full, opts, tonic, even) = {

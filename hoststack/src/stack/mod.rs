@@ -160,6 +160,10 @@ pub struct HostStats {
     pub syn_dropped: u64,
     /// Segments to a listener that were neither SYN nor RST (answered with RST if ACK).
     pub listener_non_syn: u64,
+    /// Segments to a listener dropped for a flag combination no stack opens with: SYN+FIN
+    /// (Linux's `tcp_rcv_state_process` drops it in LISTEN) and SYN+RST (a RST to a
+    /// listener is ignored, RFC 9293 §3.10.7.2). Neither opens a connection nor gets a reply.
+    pub bad_flags: u64,
     /// Connections refused because the context held `max_conns` already
     /// ([`HostConfig::max_conns`]): SYNs and completed offloaded handshakes dropped, and
     /// `connect` calls that failed with `Again`.

@@ -120,12 +120,14 @@ impl Tcb {
     /// True when `syn`, a SYN without ACK for this connection's 4-tuple, may start a new
     /// incarnation while this one is in TIME_WAIT (RFC 1122 §4.2.2.13: its sequence number is
     /// above RCV.NXT; RFC 6191 §2: its timestamp is newer than TS.Recent). The caller then
-    /// ends this connection and treats the SYN as new.
+    /// ends this connection and treats the SYN as new. Never for SYN+FIN or SYN+RST, which
+    /// no listener takes: a segment that cannot open the new connection does not end the old.
     pub fn time_wait_accepts_syn(&self, syn: &Segment<'_>) -> bool {
         if self.state != State::TimeWait
             || !syn.flags.has(Flags::SYN)
             || syn.flags.has(Flags::ACK)
             || syn.flags.has(Flags::RST)
+            || syn.flags.has(Flags::FIN)
         {
             return false;
         }

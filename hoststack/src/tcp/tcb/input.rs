@@ -194,6 +194,7 @@ impl Tcb {
         }
 
         if !f.has(Flags::ACK) {
+            self.stats.no_ack += 1;
             return;
         }
 

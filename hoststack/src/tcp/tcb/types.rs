@@ -99,6 +99,9 @@ pub struct TcbStats {
     pub challenge_acks: u64,
     /// RSTs ignored as out of window (RFC 5961 §3.2).
     pub rst_ignored: u64,
+    /// Acceptable segments dropped in a synchronized state for carrying neither ACK, SYN
+    /// nor RST (RFC 9293 §3.10.7.4, fifth check: "if the ACK bit is off, drop the segment").
+    pub no_ack: u64,
     /// Out-of-order segments queued.
     pub ooo_segments: u64,
     /// Zero-window probes sent.

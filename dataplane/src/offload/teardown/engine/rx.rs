@@ -47,8 +47,8 @@ impl TeardownEngine {
 
     /// TIME_WAIT (RFC 9293 §3.10.7.4): a retransmitted FIN is acknowledged and restarts the
     /// 2·MSL timer; a RST is ignored (RFC 1337); a SYN with a higher sequence number ends
-    /// TIME_WAIT and goes on to the host (a new connection of the same 4-tuple, RFC 6191);
-    /// anything else unacceptable gets an ACK.
+    /// TIME_WAIT and goes on to the host (a new connection of the same 4-tuple, RFC 6191),
+    /// but not a SYN+FIN, which no listener takes; anything else unacceptable gets an ACK.
     fn time_wait_rx(
         &mut self,
         id: u32,
@@ -66,7 +66,9 @@ impl TeardownEngine {
             self.stats.bad_rst += 1;
             return RxOutcome::Consumed;
         }
-        if flags.has(TcpFlags::SYN) && !flags.has(TcpFlags::ACK) && seq.gt(f.rcv_nxt) {
+        let opens =
+            flags.has(TcpFlags::SYN) && !flags.has(TcpFlags::ACK) && !flags.has(TcpFlags::FIN);
+        if opens && seq.gt(f.rcv_nxt) {
             self.stats.tw_reused += 1;
             self.free_flow(id);
             return RxOutcome::NotMine;
