@@ -188,5 +188,10 @@ fn run_dpdk(
         "{}",
         crate::runtime::cpu_summary(&out.nic, &cpu, out.tsc_hz)
     );
+    let idle: Vec<_> = out.hosts.iter().map(|h| h.idle).collect();
+    print!(
+        "{}",
+        crate::runtime::idle_summary(out.poll, &out.nic, &idle, out.elapsed)
+    );
     Ok(())
 }
