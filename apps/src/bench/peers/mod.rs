@@ -194,6 +194,9 @@ pub struct PeerRow {
     pub cpu: Vec<ProcCpu>,
     /// Softirq seconds of all CPUs over the run.
     pub softirq_s: f64,
+    /// nicemu servers: the error counters of their summary at exit (over every run
+    /// against that server in this round).
+    pub server_note: String,
 }
 
 impl PeerRow {

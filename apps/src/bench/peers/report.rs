@@ -33,6 +33,8 @@ pub struct PeerSummary {
     pub p50_ms: Option<f64>,
     /// Latency p99, ms.
     pub p99_ms: Option<f64>,
+    /// Latency p99.9, ms (nicemu loadgen only).
+    pub p999_ms: Option<f64>,
     /// Mean latency, ms.
     pub avg_ms: Option<f64>,
     /// Server-side CPU seconds per second of run.
@@ -112,6 +114,7 @@ impl PeersReport {
                 rps: med(&|r| Some(r.result.rps)).unwrap_or(0.0),
                 p50_ms: med(&|r| r.result.p50_ms),
                 p99_ms: med(&|r| r.result.p99_ms),
+                p999_ms: med(&|r| r.result.p999_ms),
                 avg_ms: med(&|r| r.result.avg_ms),
                 server_cpu: med(&|r| per_s(r.server_cpu_s(), r)).unwrap_or(0.0),
                 client_cpu: med(&|r| per_s(r.client_cpu_s(), r)).unwrap_or(0.0),
@@ -163,6 +166,7 @@ impl PeersReport {
                     .with("softirq_s", r.softirq_s)
                     .with("cpu_us_per_req", r.cpu_us_per_req())
                     .with("vs_reference", self.ratio(r))
+                    .with("server_errors_at_exit", r.server_note.as_str())
             })
             .collect();
         let summary: Vec<Json> = self
@@ -176,6 +180,7 @@ impl PeersReport {
                     .with("req_per_s", s.rps)
                     .with("latency_p50_ms", s.p50_ms)
                     .with("latency_p99_ms", s.p99_ms)
+                    .with("latency_p999_ms", s.p999_ms)
                     .with("latency_avg_ms", s.avg_ms)
                     .with("server_cpu_per_s", s.server_cpu)
                     .with("client_cpu_per_s", s.client_cpu)
@@ -259,8 +264,8 @@ impl fmt::Display for PeersReport {
             o.rounds, o.conns, o.requests, o.seconds
         )?;
         let head = format!(
-            "{:<5} {:<16} {:<13} {:>5} {:>10} {:>8} {:>8} {:>8} {:>6} {:>7} {:>7} {:>7} {:>8} {:>7}",
-            "work", "case", "server", "round", "req/s", "p50 ms", "p99 ms", "avg ms", "errs",
+            "{:<5} {:<16} {:<13} {:>5} {:>10} {:>8} {:>8} {:>8} {:>8} {:>6} {:>7} {:>7} {:>7} {:>8} {:>7}",
+            "work", "case", "server", "round", "req/s", "p50 ms", "p99 ms", "p99.9 ms", "avg ms", "errs",
             "srv s", "cli s", "irq s", "cpu us/r", "vs ref"
         );
         writeln!(f, "\nevery run (CPU seconds over the run: server-side processes, client, softirq of all CPUs):")?;
@@ -268,7 +273,7 @@ impl fmt::Display for PeersReport {
         for r in &self.rows {
             writeln!(
                 f,
-                "{:<5} {:<16} {:<13} {:>5} {:>10.0} {:>8} {:>8} {:>8} {:>6} {:>7.2} {:>7.2} {:>7.2} {:>8.1} {:>7}",
+                "{:<5} {:<16} {:<13} {:>5} {:>10.0} {:>8} {:>8} {:>8} {:>8} {:>6} {:>7.2} {:>7.2} {:>7.2} {:>8.1} {:>7}",
                 r.workload.name(),
                 r.case,
                 r.server,
@@ -276,6 +281,7 @@ impl fmt::Display for PeersReport {
                 r.result.rps,
                 ms(r.result.p50_ms),
                 ms(r.result.p99_ms),
+                ms(r.result.p999_ms),
                 ms(r.result.avg_ms),
                 r.result.errors,
                 r.server_cpu_s(),
@@ -292,13 +298,14 @@ impl fmt::Display for PeersReport {
         )?;
         writeln!(
             f,
-            "{:<5} {:<16} {:<13} {:>10} {:>8} {:>8} {:>8} {:>6} {:>7} {:>7} {:>7} {:>8} {:>7}",
+            "{:<5} {:<16} {:<13} {:>10} {:>8} {:>8} {:>8} {:>8} {:>6} {:>7} {:>7} {:>7} {:>8} {:>7}",
             "work",
             "case",
             "server",
             "req/s",
             "p50 ms",
             "p99 ms",
+            "p99.9 ms",
             "avg ms",
             "errs",
             "srv",
@@ -310,13 +317,14 @@ impl fmt::Display for PeersReport {
         for s in self.summary() {
             writeln!(
                 f,
-                "{:<5} {:<16} {:<13} {:>10.0} {:>8} {:>8} {:>8} {:>6} {:>7.2} {:>7.2} {:>7.2} {:>8.1} {:>7}",
+                "{:<5} {:<16} {:<13} {:>10.0} {:>8} {:>8} {:>8} {:>8} {:>6} {:>7.2} {:>7.2} {:>7.2} {:>8.1} {:>7}",
                 s.workload.name(),
                 s.case,
                 s.server,
                 s.rps,
                 ms(s.p50_ms),
                 ms(s.p99_ms),
+                ms(s.p999_ms),
                 ms(s.avg_ms),
                 s.errors,
                 s.server_cpu,
@@ -368,6 +376,7 @@ mod tests {
                 },
             ],
             softirq_s: 0.25,
+            server_note: String::new(),
         }
     }
 

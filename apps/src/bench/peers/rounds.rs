@@ -389,10 +389,22 @@ impl<'t> Env<'t> {
                 wall_s,
                 cpu,
                 softirq_s,
+                server_note: String::new(),
             });
         }
+        let mut note = Vec::new();
         for p in &mut server.procs {
             p.stop(Duration::from_secs(5));
+            if s.nicemu() {
+                note.extend(error_lines(&p.stdout()));
+            }
+        }
+        let note = note.join("; ");
+        if !note.is_empty() {
+            eprintln!("bench peers: {} {} summary: {note}", w.name(), s.name());
+        }
+        for r in &mut rows {
+            r.server_note.clone_from(&note);
         }
         Ok(rows)
     }
@@ -598,6 +610,24 @@ impl Client {
     }
 }
 
+/// The error counters of a nicemu server's final summary (printed when it stops): its
+/// last three distinct lines that mention errors (the periodic statistics before it repeat
+/// the same counters).
+fn error_lines(out: &str) -> Vec<String> {
+    let mut v: Vec<String> = Vec::new();
+    for l in out.lines().rev() {
+        let l = l.trim();
+        if l.to_lowercase().contains("error") && !v.iter().any(|x| x == l) {
+            v.push(l.to_string());
+            if v.len() == 3 {
+                break;
+            }
+        }
+    }
+    v.reverse();
+    v
+}
+
 fn first_line(s: &str) -> &str {
     s.lines().find(|l| !l.trim().is_empty()).unwrap_or("")
 }
@@ -658,6 +688,15 @@ mod tests {
         assert!(
             n.contains("listen 192.0.2.3:8080;") && n.contains("root /tmp/www;"),
             "{n}"
+        );
+        let out = "proxy: errors none\nproxy: errors 502: 1\nx\nproxy: errors 502: 2\nkv: error replies 0\n";
+        assert_eq!(
+            error_lines(out),
+            vec![
+                "proxy: errors 502: 1",
+                "proxy: errors 502: 2",
+                "kv: error replies 0"
+            ]
         );
         let l = loadgen_conf();
         assert!(
