@@ -611,11 +611,14 @@ impl Client {
 }
 
 /// The error counters of a nicemu server's final summary (printed when it stops): its
-/// last three distinct lines that mention errors (the periodic statistics before it repeat
-/// the same counters).
+/// last three distinct lines that mention errors, leaving out the periodic statistics
+/// (lines that start with `[  t s]` or are indented: they repeat the same counters).
 fn error_lines(out: &str) -> Vec<String> {
     let mut v: Vec<String> = Vec::new();
     for l in out.lines().rev() {
+        if l.starts_with('[') || l.starts_with(' ') {
+            continue;
+        }
         let l = l.trim();
         if l.to_lowercase().contains("error") && !v.iter().any(|x| x == l) {
             v.push(l.to_string());
@@ -689,7 +692,8 @@ mod tests {
             n.contains("listen 192.0.2.3:8080;") && n.contains("root /tmp/www;"),
             "{n}"
         );
-        let out = "proxy: errors none\nproxy: errors 502: 1\nx\nproxy: errors 502: 2\nkv: error replies 0\n";
+        let out = "proxy: errors none\nproxy: errors 502: 1\nx\nproxy: errors 502: 2\n\
+                   [   5.0 s] kv: errors 0\n           host 0: errors 0\nkv: error replies 0\n";
         assert_eq!(
             error_lines(out),
             vec![
