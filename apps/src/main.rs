@@ -142,6 +142,13 @@ enum BenchCmd {
     /// Table 2, Figures 12-13): host and NIC ns per proxied HTTP transaction, txn/s and PCIe
     /// frames, over message sizes and transactions per connection.
     Proxy(ProxyBenchArgs),
+    /// End to end as users measure it: `nicemu kv`, `nicemu proxy` and `nicemu echo` with the
+    /// shipped configurations against redis-server, HAProxy / nginx and a kernel epoll echo
+    /// server, with redis-benchmark, redis-cli, wrk and `nicemu loadgen` as clients, in two
+    /// network namespaces joined by a veth pair; rounds alternate the servers. Reports req/s,
+    /// latency, the CPU of every process and softirq, and nicemu ÷ reference per round.
+    /// Needs root and a build with the dpdk feature.
+    Peers(PeersArgs),
     /// Tonic scheduling decisions per second on one core for several numbers of active
     /// flows (Tonic's hardware: one per 10 ns, at most 2,048 flows).
     Tonic {
@@ -310,6 +317,30 @@ struct ProxyBenchArgs {
     plot_dir: Option<PathBuf>,
 }
 
+#[derive(Args, Debug)]
+struct PeersArgs {
+    /// Workloads, comma-separated: kv, proxy, echo.
+    #[arg(long, default_value = "kv,proxy,echo")]
+    only: String,
+    /// Rounds (each runs every server once; the order rotates).
+    #[arg(long, default_value_t = 3)]
+    rounds: u32,
+    /// Seconds of each wrk and loadgen run and of each redis-cli --latency sampling.
+    #[arg(long, default_value_t = 5.0)]
+    seconds: f64,
+    /// Requests of each redis-benchmark run (-n).
+    #[arg(long, default_value_t = 20_000)]
+    requests: u64,
+    /// Client connections (redis-benchmark -c, wrk -c, loadgen --conns).
+    #[arg(long, default_value_t = 50)]
+    conns: usize,
+    /// Directory with the shipped configurations (af-packet.toml, proxy.toml).
+    #[arg(long, default_value = "configs")]
+    config_dir: PathBuf,
+    #[command(flatten)]
+    out: BenchOut,
+}
+
 #[derive(Args, Debug, Clone)]
 pub struct CommonArgs {
     /// The configuration file (TOML, see configs/).
@@ -436,6 +467,7 @@ fn main() -> ExitCode {
         Cmd::Bench(BenchCmd::Echo(a)) => bench_echo(a),
         Cmd::Bench(BenchCmd::Kv(a)) => bench_kv(a),
         Cmd::Bench(BenchCmd::Proxy(a)) => bench_proxy(a),
+        Cmd::Bench(BenchCmd::Peers(a)) => bench_peers(a),
         Cmd::Bench(BenchCmd::Tonic {
             module,
             flows,
@@ -598,6 +630,25 @@ fn bench_kv(a: KvArgs) -> Result<(), String> {
     let r = apps::bench::kv(&opts)?;
     print!("{r}");
     write_outputs(&a.out, "kv", r.json(), |dir| r.plots(dir))
+}
+
+/// `nicemu bench peers`: runs the end-to-end comparison (Ctrl-C stops it and cleans up),
+/// prints its table, writes plots and JSON.
+fn bench_peers(a: PeersArgs) -> Result<(), String> {
+    let opts = apps::bench::PeersOpts {
+        only: apps::bench::parse_workloads(&a.only)?,
+        rounds: a.rounds,
+        seconds: a.seconds,
+        requests: a.requests,
+        conns: a.conns,
+        config_dir: a.config_dir,
+        exe: std::env::current_exe().map_err(|e| format!("own executable: {e}"))?,
+        ..Default::default()
+    };
+    stop_on_ctrl_c(opts.stop.clone());
+    let r = apps::bench::peers(&opts)?;
+    print!("{r}");
+    write_outputs(&a.out, "peers", r.json(), |dir| r.plots(dir))
 }
 
 /// `nicemu bench proxy`: runs the sweep (Ctrl-C stops it), prints the report, writes the

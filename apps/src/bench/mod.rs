@@ -1,5 +1,7 @@
 //! `nicemu bench echo`: the host-cost comparison of AccelTCP §6 (BENCHMARKS.md, "Host stack");
-//! `nicemu bench kv` ([`kv`]): the key-value server of AccelTCP §6.2 on the in-memory wire.
+//! `nicemu bench kv` ([`kv`]): the key-value server of AccelTCP §6.2 on the in-memory wire;
+//! `nicemu bench peers` ([`peers`]): the shipped configurations against redis-server, HAProxy,
+//! nginx and a kernel echo server, with the clients people use.
 //!
 //! A persistent-connection echo: `conns` connections, each with one `size`-byte request
 //! outstanding; a transaction is one request echoed back in full. The client is always the
@@ -25,6 +27,7 @@ mod inmem;
 mod kernel;
 mod kernel_server;
 pub mod kv;
+pub mod peers;
 mod procstat;
 pub mod proxy;
 pub mod smol_echo;
@@ -38,6 +41,7 @@ use std::time::{Duration, Instant};
 pub use echo_out::{default_plot_dir, echo_json, echo_plots};
 pub use kernel_server::kernel_echo_server;
 pub use kv::{kv, KvBenchOpts, KvBenchReport};
+pub use peers::{parse_workloads, peers, PeersOpts, PeersReport};
 pub use proxy::{parse_modes, proxy, ProxyBenchOpts, ProxyBenchReport, RelayMode};
 pub use wheel::{wheel, WheelBenchOpts};
 
