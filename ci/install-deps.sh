@@ -27,6 +27,11 @@ command -v nginx >/dev/null || need+=(nginx-light)
 command -v curl >/dev/null || need+=(curl)
 command -v redis-server >/dev/null || need+=(redis-server)
 command -v redis-cli >/dev/null || need+=(redis-tools)
+# References of `nicemu bench peers`: HAProxy in front of the same backends, wrk as the
+# HTTP client; tcl runs redis's own test suite against `nicemu kv`.
+command -v haproxy >/dev/null || need+=(haproxy)
+command -v wrk >/dev/null || need+=(wrk)
+command -v tclsh >/dev/null || need+=(tcl)
 dpkg -s python3-scapy >/dev/null 2>&1 || need+=(python3-scapy)  # for /usr/bin/python3
 
 if [ ${#need[@]} -gt 0 ]; then
