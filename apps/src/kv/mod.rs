@@ -15,6 +15,7 @@ pub mod commands;
 pub mod resp;
 pub mod server;
 pub mod store;
+pub mod types;
 
 #[cfg(test)]
 mod proptests;

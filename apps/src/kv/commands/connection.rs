@@ -127,8 +127,8 @@ pub(super) fn set_name(s: &mut Session, n: &[u8], out: &mut Vec<u8>) -> bool {
 }
 
 pub(super) fn select(
-    _: &mut Engine,
-    _: &mut Session,
+    e: &mut Engine,
+    s: &mut Session,
     a: &[Vec<u8>],
     _: i64,
     out: &mut Vec<u8>,
@@ -146,10 +146,11 @@ pub(super) fn select(
             )
             .as_bytes(),
         );
-    } else if id != 0 {
+    } else if id < 0 || id as usize >= e.cfg.databases {
         resp::error(out, b"DB index is out of range");
     } else {
-        out.extend_from_slice(b"+OK\r\n");
+        s.db = id as usize;
+        ok(out);
     }
     Flow::Continue
 }
