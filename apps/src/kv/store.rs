@@ -144,6 +144,11 @@ impl Store {
         self.index.get(key).map(|&i| &self.slots[i].1)
     }
 
+    /// The entry of `key` as held, expired or not (for inspection: no lazy expiry).
+    pub fn peek(&self, key: &[u8]) -> Option<&Entry> {
+        self.entry(key)
+    }
+
     /// Whether `key` is held and its time has come (no removal).
     pub fn is_expired(&self, key: &[u8], now: i64) -> bool {
         self.entry(key)

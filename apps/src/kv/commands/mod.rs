@@ -182,6 +182,8 @@ pub struct Engine {
     /// All databases; slot `cur` is an empty stand-in while its store is in `db`.
     dbs: Vec<Store>,
     cur: usize,
+    /// EXEC is running its queue (memory was checked once, for the whole transaction).
+    in_exec: bool,
     next_id: u64,
     start_ms: i64,
     /// Counters.
@@ -197,6 +199,7 @@ impl Engine {
             cfg,
             db: Store::new(),
             cur: 0,
+            in_exec: false,
             next_id: 1,
             start_ms: 0,
             stats: EngineStats::default(),
@@ -372,7 +375,7 @@ impl Engine {
             sess.flag_transaction();
             return Flow::Continue;
         };
-        if c.flags & DENYOOM != 0 && self.over_maxmemory() {
+        if c.flags & DENYOOM != 0 && !self.in_exec && self.over_maxmemory() {
             resp::error(out, OOM);
             sess.flag_transaction();
             return Flow::Continue;
@@ -437,3 +440,5 @@ fn parse_i64(a: &[u8], out: &mut Vec<u8>) -> Result<i64, ()> {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_types;

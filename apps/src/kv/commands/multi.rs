@@ -111,11 +111,13 @@ pub(super) fn exec(
     } else {
         resp::array_len(out, m.queue.len());
         let mut flow = Flow::Continue;
+        e.in_exec = true;
         for argv in &m.queue {
             if e.execute(s, argv, now, out) == Flow::Close {
                 flow = Flow::Close;
             }
         }
+        e.in_exec = false;
         return flow;
     }
     Flow::Continue

@@ -1,7 +1,7 @@
 //! Unit tests of the command engine: error wordings, SET options, maxmemory, glob.
 use super::*;
 
-fn run(e: &mut Engine, s: &mut Session, args: &[&[u8]]) -> Vec<u8> {
+pub(super) fn run(e: &mut Engine, s: &mut Session, args: &[&[u8]]) -> Vec<u8> {
     let argv: Vec<Vec<u8>> = args.iter().map(|a| a.to_vec()).collect();
     let mut out = Vec::new();
     e.execute(s, &argv, 1_700_000_000_000, &mut out);
