@@ -43,8 +43,11 @@ fn client(engine: Arc<Mutex<Engine>>, mut s: UnixStream) {
 }
 
 fn serve() -> Served {
+    // Tests run in parallel: a counter keeps their directories apart.
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let dir = std::env::temp_dir().join(format!(
-        "nicemu-kv-tools-{}-{}",
+        "nicemu-kv-tools-{}-{}-{n}",
         std::process::id(),
         unix_ms()
     ));

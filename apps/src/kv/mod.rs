@@ -1,7 +1,8 @@
-//! `nicemu kv`: an in-memory key-value server that speaks the Redis protocol (RESP2,
-//! <https://redis.io/docs/reference/protocol-spec/>) on the host stack, so that unmodified
-//! Redis clients (`redis-cli`, `redis-benchmark`, client libraries) can drive nicemu with a
-//! key-value workload, with and without AccelTCP's offloads.
+//! `nicemu kv`: an in-memory key-value server that speaks the Redis protocol (RESP2, and
+//! RESP3 after `HELLO 3`, <https://redis.io/docs/reference/protocol-spec/>) on the host
+//! stack, so that unmodified Redis clients (`redis-cli`, `redis-benchmark`, client
+//! libraries) can drive nicemu with a key-value workload, with and without AccelTCP's
+//! offloads.
 //!
 //! - [`resp`]: the sans-I/O request parser (multibulk and inline, pipelined, bounded) and the
 //!   reply encoder;

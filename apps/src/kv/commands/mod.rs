@@ -5,7 +5,8 @@
 //!
 //! The command table is in `table.rs` (names, arities, flags and key positions as Redis 7.0's
 //! `COMMAND INFO` gives them); one module per command family: strings, keys, lists, hashes,
-//! sets, sorted sets, transactions (MULTI/EXEC/WATCH), connection and server commands.
+//! sets, sorted sets, transactions (MULTI/EXEC/WATCH), connection and server commands;
+//! `resp3.rs` rewrites the replies of sessions that chose RESP3 with `HELLO 3`.
 //! Databases: [`EngineConfig::databases`] (16 by default, as Redis), chosen per session with
 //! SELECT. docs/redis-compat.md lists what is supported and what differs from Redis.
 
@@ -19,6 +20,7 @@ mod keyspace;
 mod list;
 mod list_edit;
 mod multi;
+mod resp3;
 mod set;
 mod string;
 mod string_range;
@@ -38,6 +40,7 @@ use keyspace::*;
 use list::*;
 use list_edit::*;
 use multi::*;
+use resp3::*;
 use set::*;
 use string::*;
 use string_range::*;
@@ -99,6 +102,8 @@ pub struct Session {
     pub lib: (Option<Vec<u8>>, Option<Vec<u8>>),
     /// The selected database (SELECT).
     pub db: usize,
+    /// The protocol version HELLO chose: 2 (RESP2, the default) or 3 (RESP3).
+    pub proto: u8,
     /// The open transaction (between MULTI and EXEC/DISCARD).
     multi: Option<Multi>,
     /// Watched keys: (database, key, version when watched).
@@ -112,6 +117,7 @@ impl Session {
             name: None,
             lib: (None, None),
             db: 0,
+            proto: 2,
             multi: None,
             watched: Vec::new(),
         }
@@ -391,14 +397,20 @@ impl Engine {
             return Flow::Continue;
         }
         self.select_db(sess.db);
-        match c.run {
+        let start = out.len();
+        let flow = match c.run {
             Run::Full(run) => run(self, sess, argv, now, out),
             Run::Plain(run) => {
                 run(self, argv, now, out);
                 Flow::Continue
             }
             Run::Subs => Flow::Continue,
+        };
+        // EXEC's elements were converted as they ran; its own null is converted here.
+        if sess.proto == 3 && (full != "exec" || out[start..] == *b"*-1\r\n") {
+            to_resp3(&full, argv, out, start);
         }
+        flow
     }
 
     /// The live value of `key`, or a WRONGTYPE reply when it is not a string. `Ok(None)`:

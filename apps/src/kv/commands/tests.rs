@@ -51,7 +51,7 @@ fn kv_errors_word_for_word() {
         ),
         (&[b"select", b"16"], b"-ERR DB index is out of range\r\n"),
         (
-            &[b"hello", b"3"],
+            &[b"hello", b"4"],
             b"-NOPROTO unsupported protocol version\r\n",
         ),
         (

@@ -518,3 +518,32 @@ fn kv_random_picks_and_encodings() {
     assert_eq!(enc(&mut e, &mut s, b"hs"), b"$9\r\nhashtable\r\n");
     assert_eq!(enc(&mut e, &mut s, b"none"), b"$-1\r\n");
 }
+
+#[test]
+fn kv_resp3_after_hello_3() {
+    let (mut e, mut s) = engine();
+    run(&mut e, &mut s, &[b"hset", b"h", b"f", b"v"]);
+    run(&mut e, &mut s, &[b"zadd", b"z", b"1.5", b"m"]);
+    let hello = run(&mut e, &mut s, &[b"hello", b"3"]);
+    assert!(hello.starts_with(b"%7\r\n") && s.proto == 3);
+    assert_eq!(run(&mut e, &mut s, &[b"get", b"nokey"]), b"_\r\n");
+    assert_eq!(
+        run(&mut e, &mut s, &[b"hgetall", b"h"]),
+        b"%1\r\n$1\r\nf\r\n$1\r\nv\r\n"
+    );
+    assert_eq!(run(&mut e, &mut s, &[b"zscore", b"z", b"m"]), b",1.5\r\n");
+    assert_eq!(
+        run(
+            &mut e,
+            &mut s,
+            &[b"zrange", b"z", b"0", b"-1", b"withscores"]
+        ),
+        b"*1\r\n*2\r\n$1\r\nm\r\n,1.5\r\n"
+    );
+    run(&mut e, &mut s, &[b"multi"]);
+    run(&mut e, &mut s, &[b"zscore", b"z", b"m"]);
+    run(&mut e, &mut s, &[b"get", b"nokey"]);
+    assert_eq!(run(&mut e, &mut s, &[b"exec"]), b"*2\r\n,1.5\r\n_\r\n");
+    assert!(run(&mut e, &mut s, &[b"hello", b"2"]).starts_with(b"*14\r\n"));
+    assert_eq!(run(&mut e, &mut s, &[b"get", b"nokey"]), b"$-1\r\n");
+}
