@@ -28,6 +28,7 @@ mod table;
 mod zset;
 mod zset_range;
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use access::*;
@@ -147,7 +148,12 @@ pub struct EngineStats {
     pub protocol_errors: u64,
 }
 
+/// The command of `table` named `name` (any case): a hash lookup in the top-level table
+/// (every request does one), a scan of the few subcommands.
 fn find<'a>(table: &'a [Cmd], name: &[u8]) -> Option<&'a Cmd> {
+    if std::ptr::eq(table, COMMANDS) {
+        return find_command(name);
+    }
     table
         .iter()
         .find(|c| c.name.as_bytes().eq_ignore_ascii_case(name))
@@ -312,13 +318,13 @@ impl Engine {
 
     /// The command `argv` names, with its full name (`config|get`); writes the unknown
     /// command / subcommand / arity error and returns `None` when there is none.
-    fn lookup(argv: &[Vec<u8>], out: &mut Vec<u8>) -> Option<(&'static Cmd, String)> {
+    fn lookup(argv: &[Vec<u8>], out: &mut Vec<u8>) -> Option<(&'static Cmd, Cow<'static, str>)> {
         let name = argv.first()?;
         let base = find(COMMANDS, name);
         let (c, full) = match base {
-            Some(b) if argv.len() == 1 || b.subs.is_empty() => (b, b.name.to_string()),
+            Some(b) if argv.len() == 1 || b.subs.is_empty() => (b, Cow::Borrowed(b.name)),
             Some(b) => match find(b.subs, &argv[1]) {
-                Some(s) => (s, format!("{}|{}", b.name, s.name)),
+                Some(s) => (s, Cow::Owned(format!("{}|{}", b.name, s.name))),
                 None => {
                     let mut m = b"unknown subcommand '".to_vec();
                     m.extend_from_slice(trunc(cstr(&argv[1]), 128));
@@ -388,7 +394,7 @@ impl Engine {
         }
         if sess.in_multi()
             && !matches!(
-                full.as_str(),
+                full.as_ref(),
                 "exec" | "discard" | "multi" | "watch" | "quit" | "reset"
             )
         {

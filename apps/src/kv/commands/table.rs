@@ -2,6 +2,9 @@
 //! included), flags and key positions of each command, as Redis 7.0's `COMMAND INFO`
 //! reports them.
 
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
 use super::*;
 
 /// A handler that sees the session (connection and transaction commands).
@@ -109,6 +112,23 @@ static COMMAND_SUBS: [Cmd; 4] = [
     cmd("list", -2, 0, NOKEYS, command_list),
 ];
 static OBJECT_SUBS: [Cmd; 1] = [plain("encoding", 3, R, (2, 2, 1), object_encoding)];
+
+/// The top-level command named `name` (any case), through a hash index built on first use.
+pub(super) fn find_command(name: &[u8]) -> Option<&'static Cmd> {
+    static INDEX: OnceLock<HashMap<&'static [u8], usize>> = OnceLock::new();
+    let index = INDEX.get_or_init(|| {
+        COMMANDS
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (c.name.as_bytes(), i))
+            .collect()
+    });
+    let mut buf = [0u8; 24];
+    let low = buf.get_mut(..name.len())?;
+    low.copy_from_slice(name);
+    low.make_ascii_lowercase();
+    index.get(&low[..]).map(|&i| &COMMANDS[i])
+}
 
 /// Every command.
 pub(super) static COMMANDS: &[Cmd] = &[
