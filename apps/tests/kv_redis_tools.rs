@@ -43,8 +43,11 @@ fn client(engine: Arc<Mutex<Engine>>, mut s: UnixStream) {
 }
 
 fn serve() -> Served {
+    // Tests run in parallel: a counter keeps their directories apart.
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let dir = std::env::temp_dir().join(format!(
-        "nicemu-kv-tools-{}-{}",
+        "nicemu-kv-tools-{}-{}-{n}",
         std::process::id(),
         unix_ms()
     ));
@@ -123,4 +126,71 @@ fn kv_redis_cli_and_benchmark_run_against_the_engine() {
     assert!(e.stats.commands > 10_000);
     drop(e);
     std::thread::sleep(Duration::from_millis(10));
+}
+
+/// `redis-benchmark`'s default run (no `-t`: PING_INLINE, PING_MBULK, SET, GET, INCR, LPUSH,
+/// RPUSH, LPOP, RPOP, SADD, HSET, SPOP, ZADD, ZPOPMIN, LRANGE_100..600, MSET), small, in three
+/// shapes: plain, pipelined (`-P 16`) and one connection per request (`-k 0`). Each must exit
+/// 0, report every test, and cause no error reply.
+#[test]
+fn kv_redis_benchmark_default_run_has_no_errors() {
+    let s = serve();
+    let sock = s.sock.to_str().unwrap();
+    let tests = [
+        "PING_INLINE",
+        "PING_MBULK",
+        "SET",
+        "GET",
+        "INCR",
+        "LPUSH",
+        "RPUSH",
+        "LPOP",
+        "RPOP",
+        "SADD",
+        "HSET",
+        "SPOP",
+        "ZADD",
+        "ZPOPMIN",
+        "LRANGE_100",
+        "LRANGE_300",
+        "LRANGE_500",
+        "LRANGE_600",
+        "MSET",
+    ];
+    for extra in [&[][..], &["-P", "16"], &["-k", "0"]] {
+        let mut args = vec!["-s", sock, "-n", "2000", "-c", "20", "-q"];
+        args.extend_from_slice(extra);
+        let out = tool("redis-benchmark", &args);
+        eprintln!("{extra:?}:\n{out}");
+        assert!(!out.to_lowercase().contains("error"), "{out}");
+        // Final lines (progress lines are overwritten after a carriage return).
+        let done: Vec<&str> = out
+            .split(['\r', '\n'])
+            .map(str::trim)
+            .filter(|l| l.contains("requests per second"))
+            .collect();
+        for t in tests {
+            assert!(
+                done.iter()
+                    .any(|l| l.starts_with(&format!("{t}:")) || l.starts_with(&format!("{t} ("))),
+                "{extra:?}: no {t} result in\n{out}"
+            );
+        }
+    }
+    let e = s.engine.lock().unwrap();
+    assert_eq!(e.stats.errors, 0, "{:?}", e.stats.errors_by_kind);
+    // The workloads left their keys: a hash, a list, a counter and a string (SPOP and
+    // ZPOPMIN emptied the set and the sorted set, which deleted them).
+    for (k, t) in [
+        (&b"key:__rand_int__"[..], "string"),
+        (b"myhash", "hash"),
+        (b"mylist", "list"),
+        (b"counter:__rand_int__", "string"),
+    ] {
+        let got = e.store().peek(k).map(|en| en.value.type_name());
+        assert_eq!(got, Some(t), "{}", String::from_utf8_lossy(k));
+    }
+    for k in [&b"myset"[..], b"myzset"] {
+        assert!(e.store().peek(k).is_none());
+    }
 }

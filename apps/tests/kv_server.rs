@@ -289,15 +289,55 @@ fn kv_server_closes_after_a_protocol_error() {
     let mut p = pair();
     let mut server = KvServer::new(&mut p.a.host, KvConfig::default()).unwrap();
     let mut c = Client::open(&mut p, b"PING\r\n*1\r\n$x\r\nPING\r\n".to_vec());
-    assert!(p.run_until(2_000_000, 20_000, |p| {
-        let now = now_ms(p);
-        server.step(&mut p.a.host, now);
-        c.step(p);
-        c.eof
-    }));
+    assert!(serve_until_eof(&mut p, &mut server, &mut c));
     assert_eq!(
         c.got,
         b"+PONG\r\n-ERR Protocol error: invalid bulk length\r\n"
     );
     assert_eq!(server.engine().stats.protocol_errors, 1);
+}
+
+/// Steps the server and `c` until the server closes `c`'s connection.
+fn serve_until_eof(p: &mut Pair, server: &mut KvServer, c: &mut Client) -> bool {
+    p.run_until(2_000_000, 20_000, |p| {
+        let now = now_ms(p);
+        server.step(&mut p.a.host, now);
+        c.step(p);
+        c.eof
+    })
+}
+
+/// Past `maxclients`, a new connection is told Redis's error and closed; the connections
+/// held keep being served, and a slot freed is usable again.
+#[test]
+fn kv_server_refuses_past_max_clients_with_redis_error() {
+    let mut p = pair();
+    let cfg = KvConfig {
+        max_connections: 2,
+        ..KvConfig::default()
+    };
+    let mut server = KvServer::new(&mut p.a.host, cfg).unwrap();
+    let mut held: Vec<Client> = (0..2)
+        .map(|_| Client::open(&mut p, b"PING\r\n".to_vec()))
+        .collect();
+    assert!(p.run_until(2_000_000, 20_000, |p| {
+        let now = now_ms(p);
+        server.step(&mut p.a.host, now);
+        held.iter_mut().for_each(|c| c.step(p));
+        held.iter().all(|c| c.got == b"+PONG\r\n")
+    }));
+    // The extra client sends nothing: the error comes unasked, as from Redis.
+    let mut extra = Client::open(&mut p, Vec::new());
+    assert!(serve_until_eof(&mut p, &mut server, &mut extra));
+    assert_eq!(extra.got, b"-ERR max number of clients reached\r\n");
+    assert_eq!(server.stats.refused, 1, "{:?}", server.stats);
+    assert_eq!(server.connections(), 2);
+    // The held ones still work; closing one makes room for a new client.
+    held[0].out.extend_from_slice(b"QUIT\r\n");
+    assert!(serve_until_eof(&mut p, &mut server, &mut held[0]));
+    assert_eq!(held[0].got, b"+PONG\r\n+OK\r\n");
+    let mut next = Client::open(&mut p, b"PING\r\nQUIT\r\n".to_vec());
+    assert!(serve_until_eof(&mut p, &mut server, &mut next));
+    assert_eq!(next.got, b"+PONG\r\n+OK\r\n");
+    assert_eq!(server.stats.refused, 1, "{:?}", server.stats);
 }

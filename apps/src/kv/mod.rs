@@ -1,12 +1,17 @@
-//! `nicemu kv`: an in-memory key-value server that speaks the Redis protocol (RESP2,
-//! <https://redis.io/docs/reference/protocol-spec/>) on the host stack, so that unmodified
-//! Redis clients (`redis-cli`, `redis-benchmark`, client libraries) can drive nicemu with a
-//! key-value workload, with and without AccelTCP's offloads.
+//! `nicemu kv`: an in-memory key-value server that speaks the Redis protocol (RESP2, and
+//! RESP3 after `HELLO 3`, <https://redis.io/docs/reference/protocol-spec/>) on the host
+//! stack, so that unmodified Redis clients (`redis-cli`, `redis-benchmark`, client
+//! libraries) can drive nicemu with a key-value workload, with and without AccelTCP's
+//! offloads.
 //!
 //! - [`resp`]: the sans-I/O request parser (multibulk and inline, pipelined, bounded) and the
 //!   reply encoder;
-//! - [`store`]: the keyspace with lazy and active expiry and memory accounting;
-//! - [`commands`]: the command engine, word for word with Redis 7.0's replies and errors;
+//! - [`store`]: a database: the keyspace with lazy and active expiry, memory accounting and
+//!   versions of watched keys;
+//! - [`types`]: the collection values (list, hash, set, sorted set) that count their bytes;
+//! - [`commands`]: the command engine, word for word with Redis 7.0's replies and errors:
+//!   strings, keys, lists, hashes, sets, sorted sets, 16 databases, transactions
+//!   (docs/redis-compat.md lists what is supported and what differs);
 //! - [`Connection`]: parser + session of one client, the unit both the TCP server and the
 //!   differential test drive;
 //! - [`server`]: [`server::KvServer`], the epoll server over `hoststack::Context`.
@@ -15,6 +20,7 @@ pub mod commands;
 pub mod resp;
 pub mod server;
 pub mod store;
+pub mod types;
 
 #[cfg(test)]
 mod proptests;

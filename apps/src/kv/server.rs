@@ -39,7 +39,8 @@ pub struct KvConfig {
     pub max_output: usize,
     /// Bytes taken from a socket per read (Redis reads 16 KB at a time).
     pub read_chunk: usize,
-    /// Connections held at most; more are accepted and closed at once.
+    /// Connections held at most (Redis's `maxclients`); more are accepted, told
+    /// `-ERR max number of clients reached` and closed.
     pub max_connections: usize,
     /// Listen backlog.
     pub backlog: usize,
@@ -99,6 +100,8 @@ impl Client {
 }
 
 const LISTENER: u64 = u64::MAX;
+/// What a connection past [`KvConfig::max_connections`] is told before it is closed.
+pub const MAX_CLIENTS_REPLY: &[u8] = b"-ERR max number of clients reached\r\n";
 /// Active expiry runs at most this often (Redis's default `hz` 10).
 const EXPIRE_PERIOD_MS: i64 = 100;
 
@@ -222,7 +225,9 @@ impl KvServer {
         while let Ok((fd, _)) = ctx.accept(self.listener) {
             self.stats.accepted += 1;
             if self.clients.len() >= self.cfg.max_connections {
+                // Redis's acceptCommonHandler: one error line, best effort, then close.
                 self.stats.refused += 1;
+                let _ = ctx.write(fd, MAX_CLIENTS_REPLY);
                 let _ = ctx.close(fd);
                 self.stats.closed += 1;
                 continue;

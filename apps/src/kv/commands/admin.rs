@@ -59,7 +59,7 @@ pub(super) fn info(
             }
             "memory" => {
                 s.push_str("# Memory\r\n");
-                s.push_str(&format!("used_memory:{}\r\n", e.db.used_memory()));
+                s.push_str(&format!("used_memory:{}\r\n", e.used_memory()));
                 s.push_str(&format!("maxmemory:{}\r\n", e.cfg.maxmemory));
                 s.push_str("maxmemory_policy:noeviction\r\n");
             }
@@ -73,17 +73,21 @@ pub(super) fn info(
                     "total_commands_processed:{}\r\n",
                     e.stats.commands
                 ));
-                s.push_str(&format!("expired_keys:{}\r\n", e.db.expired_keys));
+                let expired: u64 = (0..e.dbs.len()).map(|i| e.store_at(i).expired_keys).sum();
+                s.push_str(&format!("expired_keys:{expired}\r\n"));
                 s.push_str(&format!("total_error_replies:{}\r\n", e.stats.errors));
             }
             _ => {
                 s.push_str("# Keyspace\r\n");
-                if !e.db.is_empty() {
-                    s.push_str(&format!(
-                        "db0:keys={},expires={},avg_ttl=0\r\n",
-                        e.db.len(),
-                        e.db.expires()
-                    ));
+                for i in 0..e.dbs.len() {
+                    let d = e.store_at(i);
+                    if !d.is_empty() {
+                        s.push_str(&format!(
+                            "db{i}:keys={},expires={},avg_ttl=0\r\n",
+                            d.len(),
+                            d.expires()
+                        ));
+                    }
                 }
             }
         }
@@ -92,9 +96,29 @@ pub(super) fn info(
     Flow::Continue
 }
 
-/// Redis's `stringmatch` (glob-style, case-insensitive here, as CONFIG GET uses it).
+/// Redis's `stringmatch`, case-insensitive (as CONFIG GET uses it).
 pub(super) fn glob(p: &[u8], s: &[u8]) -> bool {
-    fn m(p: &[u8], s: &[u8], depth: u32) -> bool {
+    glob_match(p, s, true)
+}
+
+/// Redis's `stringmatchlen`: glob-style `*`, `?`, `[...]` (with `^` and ranges) and `\`
+/// escapes; case-insensitive when `nocase` (KEYS and SCAN MATCH are case-sensitive).
+pub(super) fn glob_match(p: &[u8], s: &[u8], nocase: bool) -> bool {
+    let eq = |a: u8, b: u8| {
+        if nocase {
+            a.eq_ignore_ascii_case(&b)
+        } else {
+            a == b
+        }
+    };
+    let low = |a: u8| if nocase { a.to_ascii_lowercase() } else { a };
+    fn m(
+        p: &[u8],
+        s: &[u8],
+        depth: u32,
+        eq: &dyn Fn(u8, u8) -> bool,
+        low: &dyn Fn(u8) -> u8,
+    ) -> bool {
         if depth > 100 {
             return false;
         }
@@ -108,7 +132,7 @@ pub(super) fn glob(p: &[u8], s: &[u8]) -> bool {
                     if p.is_empty() {
                         return true;
                     }
-                    return (0..=s.len()).any(|i| m(p, &s[i..], depth + 1));
+                    return (0..=s.len()).any(|i| m(p, &s[i..], depth + 1, eq, low));
                 }
                 b'?' => {
                     if s.is_empty() {
@@ -130,15 +154,14 @@ pub(super) fn glob(p: &[u8], s: &[u8]) -> bool {
                             break;
                         }
                         if x == b'\\' && q.len() >= 2 {
-                            hit |= q[1].eq_ignore_ascii_case(&sc);
+                            hit |= eq(q[1], sc);
                             q = &q[2..];
                         } else if q.len() >= 3 && q[1] == b'-' {
                             let (lo, hi) = (q[0].min(q[2]), q[0].max(q[2]));
-                            let l = sc.to_ascii_lowercase();
-                            hit |= (lo.to_ascii_lowercase()..=hi.to_ascii_lowercase()).contains(&l);
+                            hit |= (low(lo)..=low(hi)).contains(&low(sc));
                             q = &q[3..];
                         } else {
-                            hit |= x.eq_ignore_ascii_case(&sc);
+                            hit |= eq(x, sc);
                             q = &q[1..];
                         }
                     }
@@ -149,14 +172,14 @@ pub(super) fn glob(p: &[u8], s: &[u8]) -> bool {
                     s = &s[1..];
                 }
                 b'\\' if p.len() >= 2 => {
-                    if s.first().is_none_or(|x| !x.eq_ignore_ascii_case(&p[1])) {
+                    if s.first().is_none_or(|&x| !eq(x, p[1])) {
                         return false;
                     }
                     p = &p[2..];
                     s = &s[1..];
                 }
                 _ => {
-                    if s.first().is_none_or(|x| !x.eq_ignore_ascii_case(&c)) {
+                    if s.first().is_none_or(|&x| !eq(x, c)) {
                         return false;
                     }
                     p = &p[1..];
@@ -166,7 +189,7 @@ pub(super) fn glob(p: &[u8], s: &[u8]) -> bool {
         }
         s.is_empty()
     }
-    m(p, s, 0)
+    m(p, s, 0, &eq, &low)
 }
 
 pub(super) fn config_params(e: &Engine) -> Vec<(&'static str, String)> {
@@ -175,7 +198,7 @@ pub(super) fn config_params(e: &Engine) -> Vec<(&'static str, String)> {
         ("appendonly", "no".into()),
         ("maxmemory", e.cfg.maxmemory.to_string()),
         ("maxmemory-policy", "noeviction".into()),
-        ("databases", "1".into()),
+        ("databases", e.cfg.databases.to_string()),
         ("proto-max-bulk-len", e.cfg.max_bulk_len.to_string()),
         ("port", e.cfg.port.to_string()),
         ("timeout", "0".into()),
@@ -263,7 +286,7 @@ pub(super) fn command_all(
     out: &mut Vec<u8>,
 ) -> Flow {
     resp::array_len(out, COMMANDS.len());
-    for c in &COMMANDS {
+    for c in COMMANDS {
         command_info_entry(c, c.name, out);
     }
     Flow::Continue
@@ -282,7 +305,7 @@ pub(super) fn command_count(
 
 pub(super) fn lookup_full(name: &[u8]) -> Option<(&'static Cmd, String)> {
     let mut parts = name.splitn(2, |&b| b == b'|');
-    let base = find(&COMMANDS, parts.next()?)?;
+    let base = find(COMMANDS, parts.next()?)?;
     match parts.next() {
         None => Some((base, base.name.to_string())),
         Some(sub) => {
@@ -319,11 +342,7 @@ pub(super) fn command_info(
 }
 
 pub(super) fn dummy_session() -> Session {
-    Session {
-        id: 0,
-        name: None,
-        lib: (None, None),
-    }
+    Session::new(0)
 }
 
 pub(super) fn command_docs(
@@ -355,7 +374,7 @@ pub(super) fn command_docs(
     };
     let mut found = Vec::new();
     if a.len() == 2 {
-        for c in &COMMANDS {
+        for c in COMMANDS {
             found.push((c, c.name.to_string()));
         }
     } else {
@@ -380,7 +399,7 @@ pub(super) fn command_list(
     out: &mut Vec<u8>,
 ) -> Flow {
     resp::array_len(out, COMMANDS.len());
-    for c in &COMMANDS {
+    for c in COMMANDS {
         resp::bulk(out, c.name.as_bytes());
     }
     Flow::Continue

@@ -56,16 +56,17 @@ pub(super) fn hello(
     out: &mut Vec<u8>,
 ) -> Flow {
     let mut j = 1;
+    let mut proto = None;
     if a.len() >= 2 {
         let Some(ver) = string2ll(&a[1]) else {
             resp::error(out, b"Protocol version is not an integer or out of range");
             return Flow::Continue;
         };
-        // RESP2 only: HELLO 3 is refused as Redis refuses versions it does not speak.
-        if ver != 2 {
+        if ver != 2 && ver != 3 {
             resp::error(out, b"-NOPROTO unsupported protocol version");
             return Flow::Continue;
         }
+        proto = Some(ver as u8);
         j = 2;
     }
     while j < a.len() {
@@ -92,13 +93,15 @@ pub(super) fn hello(
             return Flow::Continue;
         }
     }
+    // The protocol changes once the options are accepted; the reply is in the new one.
+    s.proto = proto.unwrap_or(s.proto);
     resp::array_len(out, 14);
     for (k, v) in [("server", "redis"), ("version", REDIS_VERSION)] {
         resp::bulk(out, k.as_bytes());
         resp::bulk(out, v.as_bytes());
     }
     resp::bulk(out, b"proto");
-    resp::int(out, 2);
+    resp::int(out, s.proto as i64);
     resp::bulk(out, b"id");
     resp::int(out, s.id as i64);
     for (k, v) in [("mode", "standalone"), ("role", "master")] {
@@ -127,8 +130,8 @@ pub(super) fn set_name(s: &mut Session, n: &[u8], out: &mut Vec<u8>) -> bool {
 }
 
 pub(super) fn select(
-    _: &mut Engine,
-    _: &mut Session,
+    e: &mut Engine,
+    s: &mut Session,
     a: &[Vec<u8>],
     _: i64,
     out: &mut Vec<u8>,
@@ -146,10 +149,11 @@ pub(super) fn select(
             )
             .as_bytes(),
         );
-    } else if id != 0 {
+    } else if id < 0 || id as usize >= e.cfg.databases {
         resp::error(out, b"DB index is out of range");
     } else {
-        out.extend_from_slice(b"+OK\r\n");
+        s.db = id as usize;
+        ok(out);
     }
     Flow::Continue
 }

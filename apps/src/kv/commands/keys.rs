@@ -1,15 +1,9 @@
-//! Keyspace commands: DEL, EXISTS, TYPE, EXPIRE and friends, TTL, PTTL, PERSIST, DBSIZE,
-//! FLUSHALL (Redis 7.0 `db.c`, `expire.c`).
+//! Keyspace commands: DEL, UNLINK, EXISTS, TOUCH, TYPE, EXPIRE and friends, TTL, PTTL,
+//! PERSIST, DBSIZE, FLUSHALL (Redis 7.0 `db.c`, `expire.c`).
 
 use super::*;
 
-pub(super) fn del(
-    e: &mut Engine,
-    _: &mut Session,
-    a: &[Vec<u8>],
-    now: i64,
-    out: &mut Vec<u8>,
-) -> Flow {
+pub(super) fn del(e: &mut Engine, a: &[Vec<u8>], now: i64, out: &mut Vec<u8>) {
     let mut n = 0;
     for k in &a[1..] {
         if e.db.contains(k, now) && e.db.remove(k) {
@@ -17,31 +11,16 @@ pub(super) fn del(
         }
     }
     resp::int(out, n);
-    Flow::Continue
 }
 
-pub(super) fn exists(
-    e: &mut Engine,
-    _: &mut Session,
-    a: &[Vec<u8>],
-    now: i64,
-    out: &mut Vec<u8>,
-) -> Flow {
+pub(super) fn exists(e: &mut Engine, a: &[Vec<u8>], now: i64, out: &mut Vec<u8>) {
     let n = a[1..].iter().filter(|k| e.db.contains(k, now)).count();
     resp::int(out, n as i64);
-    Flow::Continue
 }
 
-pub(super) fn type_cmd(
-    e: &mut Engine,
-    _: &mut Session,
-    a: &[Vec<u8>],
-    now: i64,
-    out: &mut Vec<u8>,
-) -> Flow {
+pub(super) fn type_cmd(e: &mut Engine, a: &[Vec<u8>], now: i64, out: &mut Vec<u8>) {
     let t = e.db.get(&a[1], now).map_or("none", |e| e.value.type_name());
     resp::simple(out, t.as_bytes());
-    Flow::Continue
 }
 
 /// Redis's expireGenericCommand; `base`: `now` for relative forms, 0 for the `*AT` ones.
@@ -52,7 +31,7 @@ pub(super) fn expire_generic(
     seconds: bool,
     now: i64,
     out: &mut Vec<u8>,
-) -> Flow {
+) {
     let (mut nx, mut xx, mut gt, mut lt) = (false, false, false, false);
     for o in &a[3..] {
         if is(o, "nx") {
@@ -67,7 +46,7 @@ pub(super) fn expire_generic(
             let mut m = b"Unsupported option ".to_vec();
             m.extend_from_slice(cstr(o));
             resp::error_fmt(out, &m);
-            return Flow::Continue;
+            return;
         }
     }
     if nx && (xx || gt || lt) {
@@ -75,35 +54,35 @@ pub(super) fn expire_generic(
             out,
             b"NX and XX, GT or LT options at the same time are not compatible",
         );
-        return Flow::Continue;
+        return;
     }
     if gt && lt {
         resp::error(
             out,
             b"GT and LT options at the same time are not compatible",
         );
-        return Flow::Continue;
+        return;
     }
     let Ok(mut when) = parse_i64(&a[2], out) else {
-        return Flow::Continue;
+        return;
     };
     let name = String::from_utf8_lossy(&a[0]).to_ascii_lowercase();
     if seconds {
         if !(i64::MIN / 1000..=i64::MAX / 1000).contains(&when) {
             expire_time_error(out, &name);
-            return Flow::Continue;
+            return;
         }
         when *= 1000;
     }
     if when > i64::MAX - base {
         expire_time_error(out, &name);
-        return Flow::Continue;
+        return;
     }
     when += base;
     let cur = match e.db.get(&a[1], now) {
         None => {
             resp::int(out, 0);
-            return Flow::Continue;
+            return;
         }
         Some(en) => en.expire_at,
     };
@@ -113,7 +92,7 @@ pub(super) fn expire_generic(
         || (lt && cur.is_some_and(|c| when >= c));
     if refuse {
         resp::int(out, 0);
-        return Flow::Continue;
+        return;
     }
     if when <= now {
         e.db.remove(&a[1]);
@@ -121,56 +100,25 @@ pub(super) fn expire_generic(
         e.db.set_expire(&a[1], when);
     }
     resp::int(out, 1);
-    Flow::Continue
 }
 
-pub(super) fn expire(
-    e: &mut Engine,
-    _: &mut Session,
-    a: &[Vec<u8>],
-    now: i64,
-    out: &mut Vec<u8>,
-) -> Flow {
+pub(super) fn expire(e: &mut Engine, a: &[Vec<u8>], now: i64, out: &mut Vec<u8>) {
     expire_generic(e, a, now, true, now, out)
 }
 
-pub(super) fn pexpire(
-    e: &mut Engine,
-    _: &mut Session,
-    a: &[Vec<u8>],
-    now: i64,
-    out: &mut Vec<u8>,
-) -> Flow {
+pub(super) fn pexpire(e: &mut Engine, a: &[Vec<u8>], now: i64, out: &mut Vec<u8>) {
     expire_generic(e, a, now, false, now, out)
 }
 
-pub(super) fn expireat(
-    e: &mut Engine,
-    _: &mut Session,
-    a: &[Vec<u8>],
-    now: i64,
-    out: &mut Vec<u8>,
-) -> Flow {
+pub(super) fn expireat(e: &mut Engine, a: &[Vec<u8>], now: i64, out: &mut Vec<u8>) {
     expire_generic(e, a, 0, true, now, out)
 }
 
-pub(super) fn pexpireat(
-    e: &mut Engine,
-    _: &mut Session,
-    a: &[Vec<u8>],
-    now: i64,
-    out: &mut Vec<u8>,
-) -> Flow {
+pub(super) fn pexpireat(e: &mut Engine, a: &[Vec<u8>], now: i64, out: &mut Vec<u8>) {
     expire_generic(e, a, 0, false, now, out)
 }
 
-pub(super) fn ttl_generic(
-    e: &mut Engine,
-    key: &[u8],
-    ms: bool,
-    now: i64,
-    out: &mut Vec<u8>,
-) -> Flow {
+pub(super) fn ttl_generic(e: &mut Engine, key: &[u8], ms: bool, now: i64, out: &mut Vec<u8>) {
     match e.db.get(key, now) {
         None => resp::int(out, -2),
         Some(en) => match en.expire_at {
@@ -189,64 +137,31 @@ pub(super) fn ttl_generic(
             }
         },
     }
-    Flow::Continue
 }
 
-pub(super) fn ttl(
-    e: &mut Engine,
-    _: &mut Session,
-    a: &[Vec<u8>],
-    now: i64,
-    out: &mut Vec<u8>,
-) -> Flow {
+pub(super) fn ttl(e: &mut Engine, a: &[Vec<u8>], now: i64, out: &mut Vec<u8>) {
     ttl_generic(e, &a[1], false, now, out)
 }
 
-pub(super) fn pttl(
-    e: &mut Engine,
-    _: &mut Session,
-    a: &[Vec<u8>],
-    now: i64,
-    out: &mut Vec<u8>,
-) -> Flow {
+pub(super) fn pttl(e: &mut Engine, a: &[Vec<u8>], now: i64, out: &mut Vec<u8>) {
     ttl_generic(e, &a[1], true, now, out)
 }
 
-pub(super) fn persist(
-    e: &mut Engine,
-    _: &mut Session,
-    a: &[Vec<u8>],
-    now: i64,
-    out: &mut Vec<u8>,
-) -> Flow {
+pub(super) fn persist(e: &mut Engine, a: &[Vec<u8>], now: i64, out: &mut Vec<u8>) {
     let n = e.db.contains(&a[1], now) && e.db.persist(&a[1]);
     resp::int(out, n as i64);
-    Flow::Continue
 }
 
-pub(super) fn dbsize(
-    e: &mut Engine,
-    _: &mut Session,
-    _: &[Vec<u8>],
-    _: i64,
-    out: &mut Vec<u8>,
-) -> Flow {
+pub(super) fn dbsize(e: &mut Engine, _: &[Vec<u8>], _: i64, out: &mut Vec<u8>) {
     resp::int(out, e.db.len() as i64);
-    Flow::Continue
 }
 
-pub(super) fn flushall(
-    e: &mut Engine,
-    _: &mut Session,
-    a: &[Vec<u8>],
-    _: i64,
-    out: &mut Vec<u8>,
-) -> Flow {
-    if a.len() == 1 || (a.len() == 2 && (is(&a[1], "sync") || is(&a[1], "async"))) {
+pub(super) fn flushall(e: &mut Engine, a: &[Vec<u8>], _: i64, out: &mut Vec<u8>) {
+    if flush_arg_ok(a, out) {
         e.db.clear();
-        out.extend_from_slice(b"+OK\r\n");
-    } else {
-        resp::error(out, SYNTAX);
+        for d in &mut e.dbs {
+            d.clear();
+        }
+        ok(out);
     }
-    Flow::Continue
 }

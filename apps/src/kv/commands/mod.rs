@@ -3,28 +3,54 @@
 //! wordings of Redis 7.0 (the version Debian ships), so unmodified Redis clients and tools
 //! (`redis-cli`, `redis-benchmark`, client libraries) work against it.
 //!
-//! Commands: PING ECHO QUIT HELLO SELECT CLIENT (ID GETNAME SETNAME SETINFO) GET SET (NX XX
-//! GET EX PX EXAT PXAT KEEPTTL) SETNX GETDEL DEL UNLINK EXISTS TYPE INCR INCRBY DECR DECRBY
-//! MGET MSET APPEND STRLEN EXPIRE PEXPIRE EXPIREAT PEXPIREAT (NX XX GT LT) TTL PTTL PERSIST
-//! LPUSH RPUSH LPOP RPOP LLEN LRANGE DBSIZE FLUSHALL FLUSHDB INFO CONFIG GET COMMAND (COUNT
-//! DOCS INFO LIST). One database (db 0).
+//! The command table is in `table.rs` (names, arities, flags and key positions as Redis 7.0's
+//! `COMMAND INFO` gives them); one module per command family: strings, keys, lists, hashes,
+//! sets, sorted sets, transactions (MULTI/EXEC/WATCH), connection and server commands;
+//! `resp3.rs` rewrites the replies of sessions that chose RESP3 with `HELLO 3`.
+//! Databases: [`EngineConfig::databases`] (16 by default, as Redis), chosen per session with
+//! SELECT. docs/redis-compat.md lists what is supported and what differs from Redis.
 
+mod access;
 mod admin;
 mod connection;
+mod float;
+mod hash;
 mod keys;
+mod keyspace;
 mod list;
+mod list_edit;
+mod multi;
+mod resp3;
+mod set;
 mod string;
+mod string_range;
+mod table;
+mod zset;
+mod zset_range;
 
-use std::collections::{BTreeMap, VecDeque};
+use std::borrow::Cow;
+use std::collections::BTreeMap;
 
+use access::*;
 use admin::*;
 use connection::*;
+use float::*;
+use hash::*;
 use keys::*;
+use keyspace::*;
 use list::*;
+use list_edit::*;
+use multi::*;
+use resp3::*;
+use set::*;
 use string::*;
+use string_range::*;
+use table::*;
+use zset::*;
+use zset_range::*;
 
 use super::resp::{self, string2ll};
-use super::store::{Store, Value};
+use super::store::{Hash, List, Set, Store, Value, ZSet};
 
 /// Settings of the engine.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -32,12 +58,14 @@ pub struct EngineConfig {
     /// `maxmemory` in bytes (0: unlimited). Commands that may grow memory are refused with
     /// `-OOM ...` while the approximate usage is above it (Redis's `noeviction` policy).
     pub maxmemory: u64,
-    /// Largest string a command may build (APPEND), Redis's `proto-max-bulk-len`.
+    /// Largest string a command may build (APPEND, SETRANGE), Redis's `proto-max-bulk-len`.
     pub max_bulk_len: u64,
     /// TCP port reported by INFO and CONFIG GET.
     pub port: u16,
-    /// Keys with a time to live examined per [`Engine::active_expire`] call.
+    /// Keys with a time to live examined per [`Engine::active_expire`] call (per database).
     pub active_expire_budget: usize,
+    /// Number of databases (SELECT 0 to `databases - 1`), Redis's `databases` (16).
+    pub databases: usize,
 }
 
 impl Default for EngineConfig {
@@ -47,6 +75,7 @@ impl Default for EngineConfig {
             max_bulk_len: 512 << 20,
             port: 6379,
             active_expire_budget: 20,
+            databases: 16,
         }
     }
 }
@@ -72,6 +101,33 @@ pub struct Session {
     pub name: Option<Vec<u8>>,
     /// Library name and version (`CLIENT SETINFO`).
     pub lib: (Option<Vec<u8>>, Option<Vec<u8>>),
+    /// The selected database (SELECT).
+    pub db: usize,
+    /// The protocol version HELLO chose: 2 (RESP2, the default) or 3 (RESP3).
+    pub proto: u8,
+    /// The open transaction (between MULTI and EXEC/DISCARD).
+    multi: Option<Multi>,
+    /// Watched keys: (database, key, version when watched).
+    watched: Vec<(usize, Vec<u8>, u64)>,
+}
+
+impl Session {
+    fn new(id: u64) -> Self {
+        Session {
+            id,
+            name: None,
+            lib: (None, None),
+            db: 0,
+            proto: 2,
+            multi: None,
+            watched: Vec::new(),
+        }
+    }
+
+    /// Whether a transaction is open (MULTI was called).
+    pub fn in_multi(&self) -> bool {
+        self.multi.is_some()
+    }
 }
 
 /// Counters of the engine.
@@ -92,128 +148,12 @@ pub struct EngineStats {
     pub protocol_errors: u64,
 }
 
-type Handler = fn(&mut Engine, &mut Session, &[Vec<u8>], i64, &mut Vec<u8>) -> Flow;
-
-const WRITE: u8 = 1;
-const READONLY: u8 = 2;
-const DENYOOM: u8 = 4;
-const FAST: u8 = 8;
-
-struct Cmd {
-    name: &'static str,
-    arity: i32,
-    flags: u8,
-    /// First key, last key, step (COMMAND INFO).
-    keys: (i32, i32, i32),
-    run: Option<Handler>,
-    subs: &'static [Cmd],
-}
-
-const fn cmd(
-    name: &'static str,
-    arity: i32,
-    flags: u8,
-    keys: (i32, i32, i32),
-    run: Handler,
-) -> Cmd {
-    Cmd {
-        name,
-        arity,
-        flags,
-        keys,
-        run: Some(run),
-        subs: &[],
-    }
-}
-
-const NOKEYS: (i32, i32, i32) = (0, 0, 0);
-const KEY1: (i32, i32, i32) = (1, 1, 1);
-
-static CLIENT_SUBS: [Cmd; 4] = [
-    cmd("id", 2, FAST, NOKEYS, client_id),
-    cmd("getname", 2, FAST, NOKEYS, client_getname),
-    cmd("setname", 3, FAST, NOKEYS, client_setname),
-    cmd("setinfo", 4, FAST, NOKEYS, client_setinfo),
-];
-static CONFIG_SUBS: [Cmd; 1] = [cmd("get", -3, 0, NOKEYS, config_get)];
-static COMMAND_SUBS: [Cmd; 4] = [
-    cmd("count", 2, 0, NOKEYS, command_count),
-    cmd("docs", -2, 0, NOKEYS, command_docs),
-    cmd("info", -2, 0, NOKEYS, command_info),
-    cmd("list", -2, 0, NOKEYS, command_list),
-];
-
-static COMMANDS: [Cmd; 46] = [
-    cmd("ping", -1, FAST, NOKEYS, ping),
-    cmd("echo", 2, FAST, NOKEYS, echo),
-    cmd("quit", -1, FAST, NOKEYS, quit),
-    cmd("hello", -1, FAST, NOKEYS, hello),
-    cmd("select", 2, FAST, NOKEYS, select),
-    Cmd {
-        name: "client",
-        arity: -2,
-        flags: 0,
-        keys: NOKEYS,
-        run: None,
-        subs: &CLIENT_SUBS,
-    },
-    Cmd {
-        name: "config",
-        arity: -2,
-        flags: 0,
-        keys: NOKEYS,
-        run: None,
-        subs: &CONFIG_SUBS,
-    },
-    Cmd {
-        name: "command",
-        arity: -1,
-        flags: 0,
-        keys: NOKEYS,
-        run: Some(command_all),
-        subs: &COMMAND_SUBS,
-    },
-    cmd("get", 2, READONLY | FAST, KEY1, get),
-    cmd("set", -3, WRITE | DENYOOM, KEY1, set),
-    cmd("setnx", 3, WRITE | DENYOOM | FAST, KEY1, setnx),
-    cmd("getdel", 2, WRITE | FAST, KEY1, getdel),
-    cmd("del", -2, WRITE, (1, -1, 1), del),
-    cmd("unlink", -2, WRITE | FAST, (1, -1, 1), del),
-    cmd("exists", -2, READONLY | FAST, (1, -1, 1), exists),
-    cmd("type", 2, READONLY | FAST, KEY1, type_cmd),
-    cmd("incr", 2, WRITE | DENYOOM | FAST, KEY1, incr),
-    cmd("decr", 2, WRITE | DENYOOM | FAST, KEY1, decr),
-    cmd("incrby", 3, WRITE | DENYOOM | FAST, KEY1, incrby),
-    cmd("decrby", 3, WRITE | DENYOOM | FAST, KEY1, decrby),
-    cmd("mget", -2, READONLY | FAST, (1, -1, 1), mget),
-    cmd("mset", -3, WRITE | DENYOOM, (1, -1, 2), mset),
-    cmd("append", 3, WRITE | DENYOOM | FAST, KEY1, append),
-    cmd("strlen", 2, READONLY | FAST, KEY1, strlen),
-    cmd("expire", -3, WRITE | FAST, KEY1, expire),
-    cmd("pexpire", -3, WRITE | FAST, KEY1, pexpire),
-    cmd("expireat", -3, WRITE | FAST, KEY1, expireat),
-    cmd("pexpireat", -3, WRITE | FAST, KEY1, pexpireat),
-    cmd("ttl", 2, READONLY | FAST, KEY1, ttl),
-    cmd("pttl", 2, READONLY | FAST, KEY1, pttl),
-    cmd("persist", 2, WRITE | FAST, KEY1, persist),
-    cmd("lpush", -3, WRITE | DENYOOM | FAST, KEY1, lpush),
-    cmd("rpush", -3, WRITE | DENYOOM | FAST, KEY1, rpush),
-    cmd("lpop", -2, WRITE | FAST, KEY1, lpop),
-    cmd("rpop", -2, WRITE | FAST, KEY1, rpop),
-    cmd("llen", 2, READONLY | FAST, KEY1, llen),
-    cmd("lrange", 4, READONLY, KEY1, lrange),
-    cmd("dbsize", 1, READONLY | FAST, NOKEYS, dbsize),
-    cmd("flushall", -1, WRITE, NOKEYS, flushall),
-    cmd("flushdb", -1, WRITE, NOKEYS, flushall),
-    cmd("info", -1, 0, NOKEYS, info),
-    cmd("time", 1, FAST, NOKEYS, time),
-    cmd("getset", 3, WRITE | DENYOOM | FAST, KEY1, getset),
-    cmd("setex", 4, WRITE | DENYOOM, KEY1, setex),
-    cmd("psetex", 4, WRITE | DENYOOM, KEY1, psetex),
-    cmd("msetnx", -3, WRITE | DENYOOM, (1, -1, 2), msetnx),
-];
-
+/// The command of `table` named `name` (any case): a hash lookup in the top-level table
+/// (every request does one), a scan of the few subcommands.
 fn find<'a>(table: &'a [Cmd], name: &[u8]) -> Option<&'a Cmd> {
+    if std::ptr::eq(table, COMMANDS) {
+        return find_command(name);
+    }
     table
         .iter()
         .find(|c| c.name.as_bytes().eq_ignore_ascii_case(name))
@@ -239,15 +179,23 @@ fn trunc(a: &[u8], n: usize) -> &[u8] {
 
 const WRONGTYPE: &[u8] = b"-WRONGTYPE Operation against a key holding the wrong kind of value";
 const NOT_INTEGER: &[u8] = b"value is not an integer or out of range";
+const NOT_FLOAT: &[u8] = b"value is not a valid float";
 const SYNTAX: &[u8] = b"syntax error";
 const OOM: &[u8] = b"-OOM command not allowed when used memory > 'maxmemory'.";
+const OUT_OF_RANGE_POSITIVE: &[u8] = b"value is out of range, must be positive";
 
 /// The keyspace and the commands over it. One engine serves all connections of a server
 /// (run to completion: one thread).
 #[derive(Debug)]
 pub struct Engine {
     cfg: EngineConfig,
+    /// The database of the session being served (index `cur`).
     db: Store,
+    /// All databases; slot `cur` is an empty stand-in while its store is in `db`.
+    dbs: Vec<Store>,
+    cur: usize,
+    /// EXEC is running its queue (memory was checked once, for the whole transaction).
+    in_exec: bool,
     next_id: u64,
     start_ms: i64,
     /// Counters.
@@ -256,10 +204,14 @@ pub struct Engine {
 
 impl Engine {
     /// An empty keyspace with settings `cfg`.
-    pub fn new(cfg: EngineConfig) -> Self {
+    pub fn new(mut cfg: EngineConfig) -> Self {
+        cfg.databases = cfg.databases.max(1);
         Engine {
+            dbs: (0..cfg.databases).map(|_| Store::new()).collect(),
             cfg,
             db: Store::new(),
+            cur: 0,
+            in_exec: false,
             next_id: 1,
             start_ms: 0,
             stats: EngineStats::default(),
@@ -271,9 +223,40 @@ impl Engine {
         &self.cfg
     }
 
-    /// The keyspace.
+    /// Database 0.
     pub fn store(&self) -> &Store {
-        &self.db
+        self.store_at(0)
+    }
+
+    /// Database `i` (`i < databases`).
+    pub fn store_at(&self, i: usize) -> &Store {
+        if i == self.cur {
+            &self.db
+        } else {
+            &self.dbs[i]
+        }
+    }
+
+    fn store_mut(&mut self, i: usize) -> &mut Store {
+        if i == self.cur {
+            &mut self.db
+        } else {
+            &mut self.dbs[i]
+        }
+    }
+
+    /// Makes database `i` the current one (`db`).
+    fn select_db(&mut self, i: usize) {
+        if i != self.cur && i < self.dbs.len() {
+            std::mem::swap(&mut self.db, &mut self.dbs[self.cur]);
+            std::mem::swap(&mut self.db, &mut self.dbs[i]);
+            self.cur = i;
+        }
+    }
+
+    /// Approximate bytes used by all databases.
+    pub fn used_memory(&self) -> usize {
+        self.db.used_memory() + self.dbs.iter().map(|d| d.used_memory()).sum::<usize>()
     }
 
     /// A new session (a client connection).
@@ -282,15 +265,12 @@ impl Engine {
         self.next_id += 1;
         self.stats.connections += 1;
         self.stats.connected += 1;
-        Session {
-            id,
-            name: None,
-            lib: (None, None),
-        }
+        Session::new(id)
     }
 
-    /// A session ends.
-    pub fn close_session(&mut self, _s: Session) {
+    /// A session ends (its watches go).
+    pub fn close_session(&mut self, mut s: Session) {
+        self.unwatch_all(&mut s);
         self.stats.connected = self.stats.connected.saturating_sub(1);
     }
 
@@ -299,9 +279,15 @@ impl Engine {
         self.start_ms = now_ms;
     }
 
-    /// One step of active expiry (Redis's `activeExpireCycle`): call it periodically.
+    /// One step of active expiry (Redis's `activeExpireCycle`) over every database: call it
+    /// periodically. Returns the keys deleted.
     pub fn active_expire(&mut self, now_ms: i64) -> usize {
-        self.db.active_expire(now_ms, self.cfg.active_expire_budget)
+        let budget = self.cfg.active_expire_budget;
+        let mut n = self.db.active_expire(now_ms, budget);
+        for d in &mut self.dbs {
+            n += d.active_expire(now_ms, budget);
+        }
+        n
     }
 
     /// Executes one request `argv` (non-empty) for `sess` at time `now_ms` (Unix ms), appending
@@ -330,26 +316,15 @@ impl Engine {
         flow
     }
 
-    fn dispatch(
-        &mut self,
-        sess: &mut Session,
-        argv: &[Vec<u8>],
-        now: i64,
-        out: &mut Vec<u8>,
-    ) -> Flow {
-        let Some(name) = argv.first() else {
-            return Flow::Continue;
-        };
-        // Cross-protocol scripting guard (Redis's securityWarningCommand): an HTTP request
-        // is not answered.
-        if is(name, "host:") || is(name, "post") {
-            return Flow::Close;
-        }
-        let base = find(&COMMANDS, name);
+    /// The command `argv` names, with its full name (`config|get`); writes the unknown
+    /// command / subcommand / arity error and returns `None` when there is none.
+    fn lookup(argv: &[Vec<u8>], out: &mut Vec<u8>) -> Option<(&'static Cmd, Cow<'static, str>)> {
+        let name = argv.first()?;
+        let base = find(COMMANDS, name);
         let (c, full) = match base {
-            Some(b) if argv.len() == 1 || b.subs.is_empty() => (b, b.name.to_string()),
+            Some(b) if argv.len() == 1 || b.subs.is_empty() => (b, Cow::Borrowed(b.name)),
             Some(b) => match find(b.subs, &argv[1]) {
-                Some(s) => (s, format!("{}|{}", b.name, s.name)),
+                Some(s) => (s, Cow::Owned(format!("{}|{}", b.name, s.name))),
                 None => {
                     let mut m = b"unknown subcommand '".to_vec();
                     m.extend_from_slice(trunc(cstr(&argv[1]), 128));
@@ -357,7 +332,7 @@ impl Engine {
                     m.extend(cstr(name).iter().map(|b| b.to_ascii_uppercase()));
                     m.extend_from_slice(b" HELP.");
                     error_mapped(out, &m);
-                    return Flow::Continue;
+                    return None;
                 }
             },
             None => {
@@ -376,54 +351,82 @@ impl Engine {
                 m.extend_from_slice(b"', with args beginning with: ");
                 m.extend_from_slice(&args);
                 error_mapped(out, &m);
-                return Flow::Continue;
+                return None;
             }
         };
         let n = argv.len() as i32;
-        if (c.arity > 0 && c.arity != n) || n < -c.arity {
+        if (c.arity > 0 && c.arity != n) || n < -c.arity || matches!(c.run, Run::Subs) {
             arity_error(out, &full);
-            return Flow::Continue;
+            return None;
         }
-        if c.flags & DENYOOM != 0
-            && self.cfg.maxmemory > 0
-            && self.db.used_memory() as u64 > self.cfg.maxmemory
-        {
+        Some((c, full))
+    }
+
+    fn over_maxmemory(&self) -> bool {
+        self.cfg.maxmemory > 0 && self.used_memory() as u64 > self.cfg.maxmemory
+    }
+
+    fn dispatch(
+        &mut self,
+        sess: &mut Session,
+        argv: &[Vec<u8>],
+        now: i64,
+        out: &mut Vec<u8>,
+    ) -> Flow {
+        let Some(name) = argv.first() else {
+            return Flow::Continue;
+        };
+        // Cross-protocol scripting guard (Redis's securityWarningCommand): an HTTP request
+        // is not answered.
+        if is(name, "host:") || is(name, "post") {
+            return Flow::Close;
+        }
+        // A command refused before it runs makes an open transaction fail at EXEC (Redis's
+        // flagTransaction).
+        let Some((c, full)) = Self::lookup(argv, out) else {
+            sess.flag_transaction();
+            return Flow::Continue;
+        };
+        if c.flags & DENYOOM != 0 && !self.in_exec && self.over_maxmemory() {
             resp::error(out, OOM);
+            sess.flag_transaction();
             return Flow::Continue;
         }
-        match c.run {
-            Some(run) => run(self, sess, argv, now, out),
-            None => {
-                arity_error(out, &full);
+        if sess.in_multi()
+            && !matches!(
+                full.as_ref(),
+                "exec" | "discard" | "multi" | "watch" | "quit" | "reset"
+            )
+        {
+            sess.queue(argv.to_vec(), c.flags);
+            out.extend_from_slice(b"+QUEUED\r\n");
+            return Flow::Continue;
+        }
+        self.select_db(sess.db);
+        let start = out.len();
+        let flow = match c.run {
+            Run::Full(run) => run(self, sess, argv, now, out),
+            Run::Plain(run) => {
+                run(self, argv, now, out);
                 Flow::Continue
             }
+            Run::Subs => Flow::Continue,
+        };
+        // EXEC's elements were converted as they ran; its own null is converted here.
+        if sess.proto == 3 && (full != "exec" || out[start..] == *b"*-1\r\n") {
+            to_resp3(&full, argv, out, start);
         }
+        flow
     }
 
     /// The live value of `key`, or a WRONGTYPE reply when it is not a string. `Ok(None)`:
     /// no such key.
     fn get_str(&mut self, key: &[u8], now: i64, out: &mut Vec<u8>) -> Result<Option<Vec<u8>>, ()> {
-        match self.db.get(key, now) {
-            None => Ok(None),
-            Some(e) => match &e.value {
-                Value::Str(s) => Ok(Some(s.clone())),
-                _ => {
-                    resp::error(out, WRONGTYPE);
-                    Err(())
-                }
-            },
-        }
+        Ok(self.read::<Vec<u8>>(key, now, out)?.cloned())
     }
 
     fn check_type_list(&mut self, key: &[u8], now: i64, out: &mut Vec<u8>) -> Result<bool, ()> {
-        match self.db.get(key, now) {
-            None => Ok(false),
-            Some(e) if matches!(e.value, Value::List(_)) => Ok(true),
-            Some(_) => {
-                resp::error(out, WRONGTYPE);
-                Err(())
-            }
-        }
+        Ok(self.read::<List>(key, now, out)?.is_some())
     }
 }
 
@@ -454,147 +457,6 @@ fn parse_i64(a: &[u8], out: &mut Vec<u8>) -> Result<i64, ()> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn run(e: &mut Engine, s: &mut Session, args: &[&[u8]]) -> Vec<u8> {
-        let argv: Vec<Vec<u8>> = args.iter().map(|a| a.to_vec()).collect();
-        let mut out = Vec::new();
-        e.execute(s, &argv, 1_700_000_000_000, &mut out);
-        out
-    }
-
-    #[test]
-    fn kv_errors_word_for_word() {
-        let mut e = Engine::new(EngineConfig::default());
-        let mut s = e.open_session();
-        let cases: &[(&[&[u8]], &[u8])] = &[
-            (
-                &[b"foo", b"a", b"b"],
-                b"-ERR unknown command 'foo', with args beginning with: 'a' 'b' \r\n",
-            ),
-            (
-                &[b"foo"],
-                b"-ERR unknown command 'foo', with args beginning with: \r\n",
-            ),
-            (
-                &[b"get"],
-                b"-ERR wrong number of arguments for 'get' command\r\n",
-            ),
-            (
-                &[b"client", b"nope"],
-                b"-ERR unknown subcommand 'nope'. Try CLIENT HELP.\r\n",
-            ),
-            (
-                &[b"config", b"get"],
-                b"-ERR wrong number of arguments for 'config|get' command\r\n",
-            ),
-            (
-                &[b"client"],
-                b"-ERR wrong number of arguments for 'client' command\r\n",
-            ),
-            (
-                &[b"set", b"k", b"v", b"ex", b"0"],
-                b"-ERR invalid expire time in 'set' command\r\n",
-            ),
-            (
-                &[b"set", b"k", b"v", b"nx", b"xx"],
-                b"-ERR syntax error\r\n",
-            ),
-            (
-                &[b"incrby", b"k", b"x"],
-                b"-ERR value is not an integer or out of range\r\n",
-            ),
-            (&[b"select", b"1"], b"-ERR DB index is out of range\r\n"),
-            (
-                &[b"hello", b"3"],
-                b"-NOPROTO unsupported protocol version\r\n",
-            ),
-            (
-                &[b"mset", b"a"],
-                b"-ERR wrong number of arguments for 'mset' command\r\n",
-            ),
-        ];
-        for (args, want) in cases {
-            assert_eq!(
-                String::from_utf8_lossy(&run(&mut e, &mut s, args)),
-                String::from_utf8_lossy(want)
-            );
-        }
-        run(&mut e, &mut s, &[b"rpush", b"l", b"x"]);
-        assert_eq!(
-            run(&mut e, &mut s, &[b"get", b"l"]),
-            b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"
-        );
-        run(&mut e, &mut s, &[b"set", b"n", b"9223372036854775807"]);
-        assert_eq!(
-            run(&mut e, &mut s, &[b"incr", b"n"]),
-            b"-ERR increment or decrement would overflow\r\n"
-        );
-        assert_eq!(e.stats.errors_by_kind.get("WRONGTYPE"), Some(&1));
-        assert_eq!(e.stats.errors_by_kind.get("NOPROTO"), Some(&1));
-    }
-
-    #[test]
-    fn kv_set_options_and_ttl() {
-        let mut e = Engine::new(EngineConfig::default());
-        let mut s = e.open_session();
-        assert_eq!(
-            run(&mut e, &mut s, &[b"set", b"k", b"v", b"EX", b"100"]),
-            b"+OK\r\n"
-        );
-        assert_eq!(run(&mut e, &mut s, &[b"ttl", b"k"]), b":100\r\n");
-        assert_eq!(
-            run(&mut e, &mut s, &[b"set", b"k", b"w", b"keepttl", b"get"]),
-            b"$1\r\nv\r\n"
-        );
-        assert_eq!(run(&mut e, &mut s, &[b"pttl", b"k"]), b":100000\r\n");
-        assert_eq!(
-            run(&mut e, &mut s, &[b"set", b"k", b"x", b"nx"]),
-            b"$-1\r\n"
-        );
-        assert_eq!(
-            run(&mut e, &mut s, &[b"set", b"k", b"x", b"xx"]),
-            b"+OK\r\n"
-        );
-        assert_eq!(run(&mut e, &mut s, &[b"ttl", b"k"]), b":-1\r\n");
-        assert_eq!(run(&mut e, &mut s, &[b"ttl", b"nokey"]), b":-2\r\n");
-        assert_eq!(run(&mut e, &mut s, &[b"dbsize"]), b":1\r\n");
-        assert_eq!(run(&mut e, &mut s, &[b"expire", b"k", b"-1"]), b":1\r\n");
-        assert_eq!(run(&mut e, &mut s, &[b"dbsize"]), b":0\r\n");
-        assert_eq!(
-            run(&mut e, &mut s, &[b"config", b"get", b"save"]),
-            b"*2\r\n$4\r\nsave\r\n$0\r\n\r\n"
-        );
-    }
-
-    #[test]
-    fn kv_maxmemory_refuses_writes() {
-        let mut e = Engine::new(EngineConfig {
-            maxmemory: 1000,
-            ..EngineConfig::default()
-        });
-        let mut s = e.open_session();
-        assert_eq!(
-            run(&mut e, &mut s, &[b"set", b"a", &[b'x'; 2000]]),
-            b"+OK\r\n"
-        );
-        assert_eq!(
-            run(&mut e, &mut s, &[b"set", b"b", b"1"]),
-            b"-OOM command not allowed when used memory > 'maxmemory'.\r\n"
-        );
-        assert_eq!(run(&mut e, &mut s, &[b"get", b"b"]), b"$-1\r\n");
-        assert_eq!(run(&mut e, &mut s, &[b"del", b"a"]), b":1\r\n");
-        assert_eq!(run(&mut e, &mut s, &[b"set", b"b", b"1"]), b"+OK\r\n");
-    }
-
-    #[test]
-    fn kv_glob() {
-        assert!(glob(b"max*", b"maxmemory"));
-        assert!(glob(b"*", b"save"));
-        assert!(glob(b"s?ve", b"save"));
-        assert!(glob(b"[a-s]ave", b"save"));
-        assert!(!glob(b"[^s]ave", b"save"));
-        assert!(!glob(b"x*", b"save"));
-    }
-}
+mod tests;
+#[cfg(test)]
+mod tests_types;

@@ -3,20 +3,13 @@
 
 use super::*;
 
-pub(super) fn get(
-    e: &mut Engine,
-    _: &mut Session,
-    a: &[Vec<u8>],
-    now: i64,
-    out: &mut Vec<u8>,
-) -> Flow {
+pub(super) fn get(e: &mut Engine, a: &[Vec<u8>], now: i64, out: &mut Vec<u8>) {
     if let Ok(v) = e.get_str(&a[1], now, out) {
         match v {
             Some(v) => resp::bulk(out, &v),
             None => resp::null(out),
         }
     }
-    Flow::Continue
 }
 
 #[derive(Default)]
@@ -114,13 +107,7 @@ pub(super) fn set_generic(
     }
 }
 
-pub(super) fn set(
-    e: &mut Engine,
-    _: &mut Session,
-    a: &[Vec<u8>],
-    now: i64,
-    out: &mut Vec<u8>,
-) -> Flow {
+pub(super) fn set(e: &mut Engine, a: &[Vec<u8>], now: i64, out: &mut Vec<u8>) {
     let mut f = SetFlags::default();
     let mut expire: Option<(&[u8], bool)> = None;
     let mut j = 3;
@@ -154,36 +141,22 @@ pub(super) fn set(
             j += 1;
         } else {
             resp::error(out, SYNTAX);
-            return Flow::Continue;
+            return;
         }
         j += 1;
     }
     set_generic(e, &f, &a[1], &a[2], expire, "set", now, out, None);
-    Flow::Continue
 }
 
-pub(super) fn setnx(
-    e: &mut Engine,
-    _: &mut Session,
-    a: &[Vec<u8>],
-    now: i64,
-    out: &mut Vec<u8>,
-) -> Flow {
+pub(super) fn setnx(e: &mut Engine, a: &[Vec<u8>], now: i64, out: &mut Vec<u8>) {
     let f = SetFlags {
         nx: true,
         ..SetFlags::default()
     };
     set_generic(e, &f, &a[1], &a[2], None, "setnx", now, out, Some((1, 0)));
-    Flow::Continue
 }
 
-pub(super) fn setex(
-    e: &mut Engine,
-    _: &mut Session,
-    a: &[Vec<u8>],
-    now: i64,
-    out: &mut Vec<u8>,
-) -> Flow {
+pub(super) fn setex(e: &mut Engine, a: &[Vec<u8>], now: i64, out: &mut Vec<u8>) {
     let f = SetFlags {
         ex: true,
         ..SetFlags::default()
@@ -199,16 +172,9 @@ pub(super) fn setex(
         out,
         None,
     );
-    Flow::Continue
 }
 
-pub(super) fn psetex(
-    e: &mut Engine,
-    _: &mut Session,
-    a: &[Vec<u8>],
-    now: i64,
-    out: &mut Vec<u8>,
-) -> Flow {
+pub(super) fn psetex(e: &mut Engine, a: &[Vec<u8>], now: i64, out: &mut Vec<u8>) {
     let f = SetFlags {
         px: true,
         ..SetFlags::default()
@@ -224,16 +190,9 @@ pub(super) fn psetex(
         out,
         None,
     );
-    Flow::Continue
 }
 
-pub(super) fn getset(
-    e: &mut Engine,
-    _: &mut Session,
-    a: &[Vec<u8>],
-    now: i64,
-    out: &mut Vec<u8>,
-) -> Flow {
+pub(super) fn getset(e: &mut Engine, a: &[Vec<u8>], now: i64, out: &mut Vec<u8>) {
     match e.get_str(&a[1], now, out) {
         Err(()) => {}
         Ok(v) => {
@@ -244,16 +203,9 @@ pub(super) fn getset(
             e.db.set(&a[1], Value::Str(a[2].clone()), false);
         }
     }
-    Flow::Continue
 }
 
-pub(super) fn getdel(
-    e: &mut Engine,
-    _: &mut Session,
-    a: &[Vec<u8>],
-    now: i64,
-    out: &mut Vec<u8>,
-) -> Flow {
+pub(super) fn getdel(e: &mut Engine, a: &[Vec<u8>], now: i64, out: &mut Vec<u8>) {
     match e.get_str(&a[1], now, out) {
         Err(()) => {}
         Ok(None) => resp::null(out),
@@ -262,16 +214,9 @@ pub(super) fn getdel(
             e.db.remove(&a[1]);
         }
     }
-    Flow::Continue
 }
 
-pub(super) fn mget(
-    e: &mut Engine,
-    _: &mut Session,
-    a: &[Vec<u8>],
-    now: i64,
-    out: &mut Vec<u8>,
-) -> Flow {
+pub(super) fn mget(e: &mut Engine, a: &[Vec<u8>], now: i64, out: &mut Vec<u8>) {
     resp::array_len(out, a.len() - 1);
     for k in &a[1..] {
         match e.db.get(k, now).map(|e| &e.value) {
@@ -279,43 +224,24 @@ pub(super) fn mget(
             _ => resp::null(out),
         }
     }
-    Flow::Continue
 }
 
-pub(super) fn mset(
-    e: &mut Engine,
-    _: &mut Session,
-    a: &[Vec<u8>],
-    now: i64,
-    out: &mut Vec<u8>,
-) -> Flow {
+pub(super) fn mset(e: &mut Engine, a: &[Vec<u8>], now: i64, out: &mut Vec<u8>) {
     mset_generic(e, a, now, out, false)
 }
 
-pub(super) fn msetnx(
-    e: &mut Engine,
-    _: &mut Session,
-    a: &[Vec<u8>],
-    now: i64,
-    out: &mut Vec<u8>,
-) -> Flow {
+pub(super) fn msetnx(e: &mut Engine, a: &[Vec<u8>], now: i64, out: &mut Vec<u8>) {
     mset_generic(e, a, now, out, true)
 }
 
-pub(super) fn mset_generic(
-    e: &mut Engine,
-    a: &[Vec<u8>],
-    now: i64,
-    out: &mut Vec<u8>,
-    nx: bool,
-) -> Flow {
+pub(super) fn mset_generic(e: &mut Engine, a: &[Vec<u8>], now: i64, out: &mut Vec<u8>, nx: bool) {
     if a.len().is_multiple_of(2) {
         arity_error(out, if nx { "msetnx" } else { "mset" });
-        return Flow::Continue;
+        return;
     }
     if nx && a[1..].chunks(2).any(|kv| e.db.contains(&kv[0], now)) {
         resp::int(out, 0);
-        return Flow::Continue;
+        return;
     }
     for kv in a[1..].chunks(2) {
         e.db.set(&kv[0], Value::Str(kv[1].clone()), false);
@@ -325,12 +251,11 @@ pub(super) fn mset_generic(
     } else {
         out.extend_from_slice(b"+OK\r\n");
     }
-    Flow::Continue
 }
 
-pub(super) fn incr_decr(e: &mut Engine, key: &[u8], by: i64, now: i64, out: &mut Vec<u8>) -> Flow {
+pub(super) fn incr_decr(e: &mut Engine, key: &[u8], by: i64, now: i64, out: &mut Vec<u8>) {
     let Ok(cur) = e.get_str(key, now, out) else {
-        return Flow::Continue;
+        return;
     };
     let old = match cur {
         None => 0,
@@ -338,13 +263,13 @@ pub(super) fn incr_decr(e: &mut Engine, key: &[u8], by: i64, now: i64, out: &mut
             Some(n) => n,
             None => {
                 resp::error(out, NOT_INTEGER);
-                return Flow::Continue;
+                return;
             }
         },
     };
     let Some(new) = old.checked_add(by) else {
         resp::error(out, b"increment or decrement would overflow");
-        return Flow::Continue;
+        return;
     };
     let s = new.to_string().into_bytes();
     if e.db
@@ -354,68 +279,35 @@ pub(super) fn incr_decr(e: &mut Engine, key: &[u8], by: i64, now: i64, out: &mut
         e.db.set(key, Value::Str(s), false);
     }
     resp::int(out, new);
-    Flow::Continue
 }
 
-pub(super) fn incr(
-    e: &mut Engine,
-    _: &mut Session,
-    a: &[Vec<u8>],
-    now: i64,
-    out: &mut Vec<u8>,
-) -> Flow {
+pub(super) fn incr(e: &mut Engine, a: &[Vec<u8>], now: i64, out: &mut Vec<u8>) {
     incr_decr(e, &a[1], 1, now, out)
 }
 
-pub(super) fn decr(
-    e: &mut Engine,
-    _: &mut Session,
-    a: &[Vec<u8>],
-    now: i64,
-    out: &mut Vec<u8>,
-) -> Flow {
+pub(super) fn decr(e: &mut Engine, a: &[Vec<u8>], now: i64, out: &mut Vec<u8>) {
     incr_decr(e, &a[1], -1, now, out)
 }
 
-pub(super) fn incrby(
-    e: &mut Engine,
-    _: &mut Session,
-    a: &[Vec<u8>],
-    now: i64,
-    out: &mut Vec<u8>,
-) -> Flow {
-    match parse_i64(&a[2], out) {
-        Ok(by) => incr_decr(e, &a[1], by, now, out),
-        Err(()) => Flow::Continue,
+pub(super) fn incrby(e: &mut Engine, a: &[Vec<u8>], now: i64, out: &mut Vec<u8>) {
+    if let Ok(by) = parse_i64(&a[2], out) {
+        incr_decr(e, &a[1], by, now, out)
     }
 }
 
-pub(super) fn decrby(
-    e: &mut Engine,
-    _: &mut Session,
-    a: &[Vec<u8>],
-    now: i64,
-    out: &mut Vec<u8>,
-) -> Flow {
+pub(super) fn decrby(e: &mut Engine, a: &[Vec<u8>], now: i64, out: &mut Vec<u8>) {
     match parse_i64(&a[2], out) {
         Ok(i64::MIN) => {
             resp::error(out, b"decrement would overflow");
-            Flow::Continue
         }
         Ok(by) => incr_decr(e, &a[1], -by, now, out),
-        Err(()) => Flow::Continue,
+        Err(()) => {}
     }
 }
 
-pub(super) fn append(
-    e: &mut Engine,
-    _: &mut Session,
-    a: &[Vec<u8>],
-    now: i64,
-    out: &mut Vec<u8>,
-) -> Flow {
+pub(super) fn append(e: &mut Engine, a: &[Vec<u8>], now: i64, out: &mut Vec<u8>) {
     let Ok(cur) = e.get_str(&a[1], now, out) else {
-        return Flow::Continue;
+        return;
     };
     match cur {
         None => {
@@ -429,7 +321,7 @@ pub(super) fn append(
                     out,
                     b"string exceeds maximum allowed size (proto-max-bulk-len)",
                 );
-                return Flow::Continue;
+                return;
             }
             let add = &a[2];
             e.db.modify(&a[1], now, |v| {
@@ -440,18 +332,10 @@ pub(super) fn append(
             resp::int(out, total as i64);
         }
     }
-    Flow::Continue
 }
 
-pub(super) fn strlen(
-    e: &mut Engine,
-    _: &mut Session,
-    a: &[Vec<u8>],
-    now: i64,
-    out: &mut Vec<u8>,
-) -> Flow {
+pub(super) fn strlen(e: &mut Engine, a: &[Vec<u8>], now: i64, out: &mut Vec<u8>) {
     if let Ok(v) = e.get_str(&a[1], now, out) {
         resp::int(out, v.map_or(0, |v| v.len() as i64));
     }
-    Flow::Continue
 }
