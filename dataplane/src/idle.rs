@@ -67,8 +67,15 @@ pub struct IdlePolicy {
     pub yield_iterations: u32,
     /// The first sleep; each further idle sleep doubles it.
     pub min_sleep: Duration,
-    /// The longest sleep: the most a quiet loop adds to the next packet's latency.
+    /// The longest sleep of a loop that was busy lately: what a quiet spell of a loaded
+    /// server adds to the next packet's latency.
     pub max_sleep: Duration,
+    /// After this many sleeps of `max_sleep` in a row (a loop idle for a while), sleeps
+    /// grow to `deep_sleep`: an idle server's wake-ups, and so its CPU, fall by that ratio.
+    pub deep_after: u32,
+    /// The sleep of a loop idle for long (at least `max_sleep`): the most an idle server
+    /// adds to its first packet.
+    pub deep_sleep: Duration,
 }
 
 impl Default for IdlePolicy {
@@ -78,6 +85,8 @@ impl Default for IdlePolicy {
             yield_iterations: 64,
             min_sleep: Duration::from_micros(8),
             max_sleep: Duration::from_micros(200),
+            deep_after: 100,
+            deep_sleep: Duration::from_micros(500),
         }
     }
 }
@@ -126,6 +135,8 @@ pub struct Backoff {
     policy: IdlePolicy,
     streak: u32,
     next_sleep: Duration,
+    /// Sleeps of `max_sleep` in a row.
+    at_max: u32,
     doorbell: Option<Arc<Doorbell>>,
     /// What the loop did not poll.
     pub stats: IdleStats,
@@ -139,6 +150,7 @@ impl Backoff {
             policy,
             streak: 0,
             next_sleep: policy.min_sleep,
+            at_max: 0,
             doorbell: None,
             stats: IdleStats::default(),
         }
@@ -159,8 +171,7 @@ impl Backoff {
     /// The action after an iteration that did `busy` work (sans I/O).
     pub fn next(&mut self, busy: bool) -> IdleAction {
         if busy || !self.adaptive {
-            self.streak = 0;
-            self.next_sleep = self.policy.min_sleep;
+            self.restart();
             return IdleAction::Spin;
         }
         self.streak = self.streak.saturating_add(1);
@@ -171,9 +182,22 @@ impl Backoff {
             IdleAction::Yield
         } else {
             let d = self.next_sleep;
+            if d >= p.max_sleep {
+                self.at_max = self.at_max.saturating_add(1);
+                if self.at_max > p.deep_after {
+                    return IdleAction::Sleep(p.deep_sleep.max(p.max_sleep));
+                }
+            }
             self.next_sleep = (d * 2).min(p.max_sleep);
             IdleAction::Sleep(d)
         }
+    }
+
+    /// Back to the bottom of the ladder (work was found, or is on its way).
+    fn restart(&mut self) {
+        self.streak = 0;
+        self.at_max = 0;
+        self.next_sleep = self.policy.min_sleep;
     }
 
     /// Runs the action for an iteration that did `busy` work: nothing after work, a pause
@@ -207,8 +231,7 @@ impl Backoff {
                     // Work is waiting: the next iteration will find it and reset the streak;
                     // until then, poll without sleeping.
                     self.stats.woken += 1;
-                    self.streak = 0;
-                    self.next_sleep = self.policy.min_sleep;
+                    self.restart();
                 }
                 true
             }
@@ -226,6 +249,8 @@ mod tests {
             yield_iterations: 2,
             min_sleep: Duration::from_micros(10),
             max_sleep: Duration::from_micros(35),
+            deep_after: 2,
+            deep_sleep: Duration::from_micros(90),
         }
     }
 
@@ -239,7 +264,7 @@ mod tests {
     }
 
     #[test]
-    fn an_idle_streak_steps_from_spin_to_yield_to_growing_bounded_sleeps() {
+    fn an_idle_streak_steps_from_spin_to_yield_to_growing_bounded_sleeps_then_deep_ones() {
         let mut b = Backoff::new(PollMode::Adaptive, policy());
         let got: Vec<IdleAction> = (0..10).map(|_| b.next(false)).collect();
         let us = |n| IdleAction::Sleep(Duration::from_micros(n));
@@ -255,9 +280,16 @@ mod tests {
                 us(20),
                 us(35),
                 us(35),
-                us(35),
+                us(90),
             ]
         );
+        assert_eq!(b.next(false), us(90));
+        // Work brings it back to the bottom, deep sleep forgotten.
+        assert_eq!(b.next(true), IdleAction::Spin);
+        for _ in 0..5 {
+            b.next(false);
+        }
+        assert_eq!(b.next(false), us(10));
     }
 
     #[test]
@@ -291,6 +323,7 @@ mod tests {
             yield_iterations: 0,
             min_sleep: Duration::from_secs(5),
             max_sleep: Duration::from_secs(5),
+            ..IdlePolicy::default()
         };
         let mut b = Backoff::new(PollMode::Adaptive, long).with_doorbell(bell.clone());
         let ringer = {
