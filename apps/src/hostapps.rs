@@ -265,16 +265,7 @@ mod with_dpdk {
             crate::report::summary(&out.nic, out.elapsed, out.tsc_hz)
         );
         print!("{}", host_lines(&out.hosts));
-        let cpu: Vec<_> = out.hosts.iter().map(|h| h.cpu).collect();
-        print!(
-            "{}",
-            crate::runtime::cpu_summary(&out.nic, &cpu, out.tsc_hz)
-        );
-        let idle: Vec<_> = out.hosts.iter().map(|h| h.idle).collect();
-        print!(
-            "{}",
-            crate::runtime::idle_summary(out.poll, &out.nic, &idle, out.elapsed)
-        );
+        print!("{}", crate::runtime::outcome_cpu_lines(out));
     }
 
     fn spec<'a>(

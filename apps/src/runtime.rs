@@ -197,6 +197,15 @@ pub fn cpu_summary(
     s
 }
 
+/// The CPU part of a host application's summary ([`cpu_summary`]) followed by its polling
+/// line ([`idle_summary`]).
+#[cfg(feature = "dpdk")]
+pub fn outcome_cpu_lines<S>(out: &Outcome<S>) -> String {
+    let cpu: Vec<_> = out.hosts.iter().map(|h| h.cpu).collect();
+    let idle: Vec<_> = out.hosts.iter().map(|h| h.idle).collect();
+    cpu_summary(&out.nic, &cpu, out.tsc_hz) + &idle_summary(out.poll, &out.nic, &idle, out.elapsed)
+}
+
 /// The polling line of the summary: the mode, and for each loop that backed off the time it
 /// slept (as a share of the run), its sleeps and how many of them a doorbell cut short.
 pub fn idle_summary(
@@ -506,11 +515,7 @@ mod dpdk_run {
         // source ports for it (mTCP's `mtcp_init_rss`). Virtual devices steer by queue
         // instead (net_memif: client queue i is server queue i; net_af_packet: the kernel's
         // fanout), and with RSS off nothing hashes: any source port works, so no map.
-        let hashes = cfg.ports[0].rss.key().is_some()
-            && cfg.ports[0]
-                .device
-                .as_deref()
-                .is_some_and(|d| !d.starts_with("net_"));
+        let hashes = cfg.ports[0].rss.key().is_some() && cfg.ports[0].is_physical();
         let flow_core = (queues > 1 && hashes)
             .then(|| apps::node::rss_flow_core(cfg.ports[0].rss, queues as u16));
         let host_cfg = Arc::new(host_cfg);

@@ -177,6 +177,20 @@ pub struct PortConfig {
     pub rss: RssMode,
 }
 
+impl PortConfig {
+    /// Whether this port is a physical NIC: a DPDK device that is not a virtual one (DPDK
+    /// names those `net_*`: net_memif, net_af_packet, net_ring, net_null, ...). Only a
+    /// physical NIC hashes flows to queues with RSS, and only on one may the runtime assume
+    /// dedicated cores.
+    pub fn is_physical(&self) -> bool {
+        self.driver == Driver::Dpdk
+            && self
+                .device
+                .as_deref()
+                .is_some_and(|d| !d.starts_with("net_"))
+    }
+}
+
 fn default_mtu() -> u16 {
     1500
 }

@@ -101,10 +101,7 @@ impl Default for RunOptions {
 pub fn polling(cfg: &Config, threads: usize, pin: bool) -> (crate::idle::PollMode, Vec<String>) {
     use crate::idle::PollMode;
     let cpus = crate::sys::allowed_cores().map_or(1, |c| c.len().max(1));
-    let physical = cfg.ports.iter().all(|p| {
-        p.driver == crate::config::Driver::Dpdk
-            && p.device.as_deref().is_some_and(|d| !d.starts_with("net_"))
-    });
+    let physical = cfg.ports.iter().all(|p| p.is_physical());
     let mode = cfg.runtime.poll.resolve(physical, threads, cpus);
     let mut warnings = Vec::new();
     if mode == PollMode::Spin && threads >= cpus {
