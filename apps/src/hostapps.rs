@@ -272,6 +272,7 @@ mod with_dpdk {
         c: &'a HostCommon,
         interval: Option<Duration>,
         wait_link: Option<Duration>,
+        ready: Option<String>,
     ) -> Result<RunSpec<'a>, String> {
         Ok(RunSpec {
             duration: secs(c.duration, "--duration")?,
@@ -279,6 +280,7 @@ mod with_dpdk {
             pin: !c.no_pin,
             eal: &c.eal,
             wait_link,
+            ready,
         })
     }
 
@@ -329,7 +331,8 @@ mod with_dpdk {
             teardown: !a.no_offload,
         };
         let port = a.port;
-        println!(
+        // Printed once the port is up and the listener bound.
+        let ready = format!(
             "nicemu echo: listening on {}:{port}, offloads {}",
             Ipv4Addr::from(cfg.ports[0].ipv4[0].0),
             if a.no_offload {
@@ -343,7 +346,7 @@ mod with_dpdk {
         let mut warned = false;
         let out = crate::runtime::run(
             &cfg,
-            &spec(&a.common, interval, None)?,
+            &spec(&a.common, interval, None, Some(ready))?,
             stop,
             move |_, hc| conn_limits(hc, max_conns, max_conns),
             move |_, ctx| {
@@ -545,6 +548,7 @@ mod with_dpdk {
                 &a.common,
                 Some(Duration::from_secs(1)),
                 Some(Duration::from_secs(10)),
+                None,
             )?,
             stop,
             move |_, hc| {
@@ -724,7 +728,8 @@ mod with_dpdk {
         };
         kc.engine.maxmemory = a.maxmemory;
         kc.engine.port = a.port;
-        println!(
+        // Printed once the port is up and the listener bound.
+        let ready = format!(
             "nicemu kv: listening on {}:{}, offloads {}, maxmemory {}",
             Ipv4Addr::from(cfg.ports[0].ipv4[0].0),
             a.port,
@@ -737,7 +742,7 @@ mod with_dpdk {
         );
         let out = crate::runtime::run(
             &cfg,
-            &spec(&a.common, interval, None)?,
+            &spec(&a.common, interval, None, Some(ready))?,
             stop,
             |_, _| {},
             move |_, ctx| {

@@ -326,6 +326,10 @@ mod dpdk_run {
         /// Before starting, wait up to this long for every port's link to be up (a client
         /// on net_memif waits for its server); a port still down then gets a warning.
         pub wait_link: Option<Duration>,
+        /// Printed on standard output once every host context's application is set up:
+        /// the ports are started and the listeners bound, so a peer that waits for this
+        /// line (a client on net_memif, a test) finds the server there.
+        pub ready: Option<String>,
     }
 
     /// What [`run`] returns.
@@ -535,6 +539,8 @@ mod dpdk_run {
         let hosts = std::mem::take(&mut topo.host);
         let nhosts = hosts.len();
         let done = Arc::new(AtomicUsize::new(0));
+        // Host contexts whose application is set up (`spec.ready` is printed at nhosts).
+        let made = Arc::new(AtomicUsize::new(0));
         let start = Instant::now();
         let mut nic_only: Vec<NicLcore<DpdkQueue>> = Vec::new();
         let mut shared_reports = Vec::new();
@@ -572,6 +578,7 @@ mod dpdk_run {
             let snap = Arc::new(Mutex::new(HostResult::<A::Stats>::default()));
             snaps.push(snap.clone());
             let (stop, hc, make, done) = (stop.clone(), mk_cfg(k), make.clone(), done.clone());
+            let made = made.clone();
             let clock = lcore.clock().clone();
             let pin = opts.pin;
             let shared = roles[k] == Role::Shared;
@@ -599,6 +606,7 @@ mod dpdk_run {
                             dataplane::runtime_dpdk::thread_init()()?;
                         }
                         let mut h = host_loop(hc, end, clock, k, &*make, snap, (poll, idle))?;
+                        made.fetch_add(1, Ordering::Relaxed);
                         let mut nic = |call: NicCall| {
                             let l = nic_lcore.as_mut()?;
                             Some(match call {
@@ -638,12 +646,18 @@ mod dpdk_run {
         let nic_stop = Arc::new(AtomicBool::new(false));
         let conductor = {
             let (stop, nic_stop, duration) = (stop.clone(), nic_stop.clone(), spec.duration);
+            let mut ready = spec.ready.clone();
             std::thread::Builder::new()
                 .name("conductor".into())
                 .spawn(move || {
                     while !stop.load(Ordering::Relaxed)
                         && duration.is_none_or(|d| start.elapsed() < d)
                     {
+                        if made.load(Ordering::Relaxed) >= nhosts {
+                            if let Some(line) = ready.take() {
+                                println!("{line}");
+                            }
+                        }
                         std::thread::sleep(Duration::from_millis(5));
                     }
                     stop.store(true, Ordering::Relaxed);

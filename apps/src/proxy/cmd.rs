@@ -130,18 +130,9 @@ fn run_dpdk(
 ) -> Result<(), String> {
     use crate::runtime::{secs, RunSpec};
 
-    let spec = RunSpec {
-        duration: secs(args.duration, "--duration")?,
-        stats_interval: secs(
-            args.stats_interval.or(Some(cfg.runtime.stats_interval_s)),
-            "--stats-interval",
-        )?,
-        pin: !args.no_pin,
-        eal: &args.eal,
-        wait_link: None,
-    };
     let ip = cfg.ports[0].ipv4[0].0;
-    println!(
+    // Printed once the port is up and the listener bound.
+    let ready = format!(
         "nicemu proxy: listening on {}:{}, {} backend(s), policy {}, {}",
         std::net::Ipv4Addr::from(ip),
         pcfg.listen,
@@ -153,6 +144,17 @@ fn run_dpdk(
             "relaying on the host"
         }
     );
+    let spec = RunSpec {
+        duration: secs(args.duration, "--duration")?,
+        stats_interval: secs(
+            args.stats_interval.or(Some(cfg.runtime.stats_interval_s)),
+            "--stats-interval",
+        )?,
+        pin: !args.no_pin,
+        eal: &args.eal,
+        wait_link: None,
+        ready: Some(ready),
+    };
     let mut printer = crate::topo::IntervalPrinter::new();
     let out = crate::runtime::run(
         cfg,

@@ -185,6 +185,8 @@ pub struct ProxyProc {
     err: Option<JoinHandle<String>>,
     prefix: String,
     status: Option<ExitStatus>,
+    /// `nicemu` and its subcommand, for messages.
+    what: String,
 }
 
 impl ProxyProc {
@@ -218,6 +220,7 @@ impl ProxyProc {
             err: Some(err),
             prefix: prefix.into(),
             status: None,
+            what: format!("nicemu {}", args.first().copied().unwrap_or_default()),
         }
     }
 
@@ -265,7 +268,8 @@ impl ProxyProc {
             "(still running)".into()
         };
         format!(
-            "nicemu proxy exit {:?}\n--- stdout:\n{}\n--- stderr:\n{err}",
+            "{} exit {:?}\n--- stdout:\n{}\n--- stderr:\n{err}",
+            self.what,
             self.status,
             self.stdout()
         )
