@@ -518,7 +518,10 @@ fn splice_netns_closure_reports_match_the_peers() {
     );
 }
 
-/// The reset backend: `GET /rst` → headers and 100 KB, then a RST (SO_LINGER 0); `GET
+/// The reset backend: `GET /rst` → headers and 100 KB, then a RST (SO_LINGER 0) and no FIN
+/// (the handler closes the socket itself: socketserver would shut it down for writing
+/// first, a FIN, and a proxy that relays that FIN before the RST arrives rightly ends the
+/// client's side with a FIN, as Linux's recv returns end of stream after a FIN); `GET
 /// /stream` → a 50 MB response sent until the client goes, recording how sending ended in
 /// `DIR/stream.end`; `GET /die` → headers and 100 KB, then the backend waits to be killed
 /// (that socket has SO_LINGER 0: a killed process resets it); anything else → a 2-byte
@@ -554,6 +557,7 @@ class H(socketserver.BaseRequestHandler):
         if path == b'/die':
             open(d + '/die.ready', 'w').write('1')
             time.sleep(600)
+        s.close()
 class S(socketserver.ThreadingTCPServer):
     allow_reuse_address = True
     daemon_threads = True
