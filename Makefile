@@ -3,7 +3,7 @@ CARGO    ?= cargo
 FEATURES ?= --features dpdk
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: deps build demo test lint bench clean-runtime
+.PHONY: deps build demo test lint bench fuzz clean-runtime
 
 deps:
 	@bash ci/install-deps.sh
@@ -37,6 +37,19 @@ lint:
 test: deps lint
 	$(CARGO) build -p apps $(FEATURES)
 	$(CARGO) nextest run --workspace $(FEATURES); rc=$$?; bash ci/cleanup.sh; exit $$rc
+
+## Every fuzz target (fuzzing/, see docs/fuzzing.md) under libFuzzer for FUZZ_SECONDS each,
+## from the targets' seeds; needs nightly Rust and cargo-fuzz (installed when missing). A
+## finding stops the run and leaves its input under fuzz/artifacts/<target>/.
+FUZZ_SECONDS ?= 60
+fuzz:
+	@command -v cargo-fuzz >/dev/null || $(CARGO) install cargo-fuzz --locked
+	@rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
+	$(CARGO) run -q -p nicemu-fuzzing --example seeds fuzz/corpus
+	cd fuzz && for t in $$($(CARGO) +nightly fuzz list); do \
+	  echo "== fuzz $$t ($(FUZZ_SECONDS) s)"; \
+	  $(CARGO) +nightly fuzz run -O $$t corpus/$$t -- -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -print_final_stats=1 || exit 1; \
+	done
 
 ## The nicemu-vs-testpmd forwarding benchmark of BENCHMARKS.md.
 bench: build
