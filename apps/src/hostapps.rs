@@ -753,11 +753,12 @@ mod with_dpdk {
             |_, hosts: &[HostResult<KvSnap>], t| {
                 for h in hosts {
                     println!(
-                        "[{:7.1} s] kv: commands {} connected {} errors {}",
+                        "[{:7.1} s] kv: commands {} connected {} errors {} open {}",
                         t.as_secs_f64(),
                         h.app.commands,
                         h.app.connected,
-                        h.app.errors
+                        h.app.errors,
+                        h.conns
                     );
                 }
             },

@@ -170,12 +170,13 @@ fn run_dpdk(
             for (k, h) in hosts.iter().enumerate() {
                 let p = &h.app;
                 println!(
-                    "           host {k}: requests {} active {} spliced {} relayed {} errors {}",
+                    "           host {k}: requests {} active {} spliced {} relayed {} errors {} open {}",
                     p.requests,
                     p.active,
                     p.spliced,
                     p.relayed,
-                    p.errors.values().sum::<u64>()
+                    p.errors.values().sum::<u64>(),
+                    h.conns
                 );
             }
         },
