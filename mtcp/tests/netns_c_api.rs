@@ -1,0 +1,356 @@
+//! libmtcp from C, against the Linux kernel over net_af_packet.
+//!
+//! - [`c_echo_server_echoes_kernel_clients`]: `tests/c/echo_server.c`, written against
+//!   `mtcp_api.h` / `mtcp_epoll.h` only and built with `gcc -Wall -Werror -lmtcp`, serves
+//!   python clients in a namespace this test creates; every connection's bytes come back
+//!   exactly and the server exits 0 after the last one closed.
+//! - [`c_error_paths`]: `tests/c/errors.c` checks the errno of the API's error paths (EBADF,
+//!   ENOTCONN, EAGAIN, EINVAL, EFAULT, EINPROGRESS, ECONNREFUSED, EISCONN, ...) and the
+//!   working calls around them against a kernel echo server; its exit status is the number
+//!   of failed checks.
+//!
+//! Bounded: every wait has a limit, child processes are killed, and the namespace, temporary
+//! files and DPDK's runtime directory are removed also when a test fails. Needs root,
+//! iproute2, ethtool, python3, gcc (`ci/install-deps.sh`).
+#![cfg(feature = "dpdk")]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use dataplane::netns::Netns;
+
+const NIC_IP: &str = "192.0.2.1";
+const PEER_IP: &str = "192.0.2.2";
+
+/// A temporary directory, removed when dropped.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> TempDir {
+        let p = std::env::temp_dir().join(format!("nicemu-mtcp-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).unwrap();
+        TempDir(p)
+    }
+    fn path(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A child process whose output goes to a file; killed when dropped.
+struct Proc {
+    child: Child,
+    out: PathBuf,
+    name: String,
+}
+
+impl Proc {
+    fn spawn(mut cmd: Command, out: PathBuf, name: &str) -> Proc {
+        let f = std::fs::File::create(&out).unwrap();
+        let child = cmd
+            .stdin(Stdio::null())
+            .stdout(f.try_clone().unwrap())
+            .stderr(f)
+            .spawn()
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        Proc {
+            child,
+            out,
+            name: name.into(),
+        }
+    }
+    fn output(&self) -> String {
+        std::fs::read_to_string(&self.out).unwrap_or_default()
+    }
+    /// Waits up to `limit` for the exit; its status code (None: still running).
+    fn wait(&mut self, limit: Duration) -> Option<i32> {
+        let end = Instant::now() + limit;
+        while Instant::now() < end {
+            if let Ok(Some(s)) = self.child.try_wait() {
+                return Some(s.code().unwrap_or(-1));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+    fn describe(&self) -> String {
+        format!("{} output:\n{}", self.name, self.output())
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn wait_for(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let end = Instant::now() + limit;
+    while Instant::now() < end {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    f()
+}
+
+/// The directory with libmtcp.so: this test's profile directory (`target/<profile>`), after
+/// building the library there (fresh after the test build: it only copies the artefacts).
+fn lib_dir() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().and_then(Path::parent).unwrap().to_path_buf();
+    let mut cmd = Command::new(option_env!("CARGO").unwrap_or("cargo"));
+    cmd.args(["build", "-p", "nicemu-mtcp", "--features", "dpdk"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
+    if dir.file_name().is_some_and(|n| n == "release") {
+        cmd.arg("--release");
+    }
+    let out = cmd.output().expect("cargo build");
+    assert!(
+        out.status.success(),
+        "cargo build -p nicemu-mtcp: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        dir.join("libmtcp.so").exists(),
+        "no libmtcp.so in {}",
+        dir.display()
+    );
+    dir
+}
+
+/// Builds `tests/c/<name>.c` against the headers and libmtcp.so with warnings as errors.
+fn compile(name: &str, tmp: &TempDir) -> PathBuf {
+    let lib = lib_dir();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/c/{name}.c"));
+    let include = Path::new(env!("CARGO_MANIFEST_DIR")).join("include");
+    let exe = tmp.path(name);
+    let out = Command::new("gcc")
+        .args(["-Wall", "-Wextra", "-Werror", "-O1", "-g", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .arg(format!("-I{}", include.display()))
+        .arg(format!("-L{}", lib.display()))
+        .arg("-lmtcp")
+        .arg(format!("-Wl,-rpath,{}", lib.display()))
+        .output()
+        .expect("gcc (ci/install-deps.sh installs it)");
+    assert!(
+        out.status.success(),
+        "gcc {name}.c:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    exe
+}
+
+/// A namespace `tag` with the kernel at PEER_IP/24, and in `tmp` an mTCP configuration
+/// file whose `nicemu_config` names a nicemu TOML: net_af_packet on the namespace's outer
+/// veth, one `shared` lcore, DPDK file prefix `prefix`. Returns the namespace and the mTCP
+/// file's path.
+fn topology(tag: &str, tmp: &TempDir, prefix: &str) -> (Netns, PathBuf) {
+    let net = Netns::for_test(tag).unwrap_or_else(|e| panic!("{e}"));
+    net.configure(&format!("{PEER_IP}/24"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let core = dataplane::sys::allowed_cores().unwrap()[0];
+    let toml = format!(
+        r#"
+[eal]
+args = ["--no-huge", "--no-pci", "-m", "256", "-l", "{core}", "--file-prefix={prefix}",
+        "--vdev=net_af_packet0,iface={iface}"]
+[runtime]
+stats_interval_s = 0.0
+[[port]]
+name = "p0"
+driver = "dpdk"
+device = "net_af_packet0"
+ipv4 = ["{NIC_IP}/24"]
+rss = "off"
+[[lcore]]
+core = {core}
+role = "shared"
+"#,
+        iface = net.outer()
+    );
+    std::fs::write(tmp.path("nicemu.toml"), toml).unwrap();
+    let conf = tmp.path("mtcp.conf");
+    std::fs::write(
+        &conf,
+        "############ mTCP configuration (nicemu) ############\n\
+         io = dpdk\n\
+         num_cores = 1\n\
+         num_mem_ch = 4\n\
+         port = dpdk0\n\
+         max_concurrency = 1024\n\
+         max_num_buffers = 1024\n\
+         rcvbuf = 65536\n\
+         sndbuf = 65536\n\
+         tcp_timeout = 30\n\
+         tcp_timewait = 0\n\
+         stat_print = dpdk0\n\
+         nicemu_config = nicemu.toml   # relative to this file\n",
+    )
+    .unwrap();
+    (net, conf)
+}
+
+/// Removes DPDK's runtime directory of `prefix` when dropped (the program removes it
+/// itself in mtcp_destroy; this covers a program that was killed).
+struct RuntimeDir(String);
+
+impl Drop for RuntimeDir {
+    fn drop(&mut self) {
+        dataplane::runtime_dpdk::remove_runtime_dir(&self.0);
+    }
+}
+
+/// N concurrent connections, each sending its own pattern in pieces and reading it all
+/// back; prints `ok N` when every byte matched.
+const PY_CLIENT: &str = r#"
+import socket, sys, threading
+ip, port, n, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+results = [None] * n
+def run(k):
+    try:
+        s = socket.create_connection((ip, port), timeout=10)
+        data = bytes((k * 7 + i) % 251 for i in range(size))
+        got = bytearray()
+        for off in range(0, size, 1000):
+            s.sendall(data[off:off + 1000])
+        while len(got) < size:
+            d = s.recv(65536)
+            if not d:
+                break
+            got += d
+        s.close()
+        results[k] = "ok" if bytes(got) == data else "conn %d: %d bytes back, mismatch" % (k, len(got))
+    except Exception as e:
+        results[k] = "conn %d: %r" % (k, e)
+ts = [threading.Thread(target=run, args=(k,)) for k in range(n)]
+for t in ts: t.start()
+for t in ts: t.join(20)
+bad = [r for r in results if r != "ok"]
+print("ok %d" % n if not bad else "\n".join(str(b) for b in bad), flush=True)
+sys.exit(1 if bad else 0)
+"#;
+
+#[test]
+fn c_echo_server_echoes_kernel_clients() {
+    const CONNS: usize = 8;
+    const SIZE: usize = 50_000;
+    let tmp = TempDir::new("echo");
+    let exe = compile("echo_server", &tmp);
+    let prefix = format!("nicemu-test-mtcp-echo-{}", std::process::id());
+    let _dir = RuntimeDir(prefix.clone());
+    let (net, conf) = topology("c", &tmp, &prefix);
+    let mut cmd = Command::new(&exe);
+    cmd.arg(&conf).arg("8000").arg(CONNS.to_string()).arg("30");
+    let mut server = Proc::spawn(cmd, tmp.path("server.out"), "echo_server");
+    assert!(
+        wait_for(Duration::from_secs(20), || server
+            .output()
+            .contains("listening")
+            || server.child.try_wait().ok().flatten().is_some()),
+        "{}",
+        server.describe()
+    );
+    assert!(
+        server.output().contains("listening"),
+        "{}",
+        server.describe()
+    );
+    let mut client = Proc::spawn(
+        net.command(&[
+            "python3",
+            "-c",
+            PY_CLIENT,
+            NIC_IP,
+            "8000",
+            &CONNS.to_string(),
+            &SIZE.to_string(),
+        ]),
+        tmp.path("client.out"),
+        "python client",
+    );
+    let rc = client.wait(Duration::from_secs(30));
+    assert_eq!(rc, Some(0), "{}\n{}", client.describe(), server.describe());
+    assert!(
+        client.output().contains(&format!("ok {CONNS}")),
+        "{}",
+        client.describe()
+    );
+    // The server saw every connection end and exits on its own.
+    assert_eq!(
+        server.wait(Duration::from_secs(20)),
+        Some(0),
+        "{}",
+        server.describe()
+    );
+    let out = server.output();
+    assert!(
+        out.contains(&format!(
+            "served {CONNS} of {CONNS} connections ({CONNS} accepted), {} bytes",
+            CONNS * SIZE
+        )),
+        "{out}"
+    );
+}
+
+/// A threaded python echo server on 0.0.0.0:7; prints `ready`.
+const PY_ECHO: &str = r#"
+import socket, threading
+l = socket.socket()
+l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+l.bind(("0.0.0.0", 7))
+l.listen(16)
+print("ready", flush=True)
+def serve(c):
+    while True:
+        d = c.recv(65536)
+        if not d:
+            break
+        c.sendall(d)
+    c.close()
+while True:
+    c, _ = l.accept()
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
+"#;
+
+#[test]
+fn c_error_paths() {
+    let tmp = TempDir::new("errors");
+    let exe = compile("errors", &tmp);
+    let prefix = format!("nicemu-test-mtcp-errors-{}", std::process::id());
+    let _dir = RuntimeDir(prefix.clone());
+    let (net, conf) = topology("e", &tmp, &prefix);
+    let peer = Proc::spawn(
+        net.command(&["python3", "-c", PY_ECHO]),
+        tmp.path("echo.out"),
+        "python echo",
+    );
+    assert!(
+        wait_for(Duration::from_secs(10), || peer.output().contains("ready")),
+        "{}",
+        peer.describe()
+    );
+    let mut cmd = Command::new(&exe);
+    cmd.arg(&conf).arg(PEER_IP);
+    let mut p = Proc::spawn(cmd, tmp.path("errors.out"), "errors");
+    let rc = p.wait(Duration::from_secs(40));
+    assert_eq!(rc, Some(0), "{}", p.describe());
+    assert!(
+        p.output().contains("errors: 0 failed checks"),
+        "{}",
+        p.describe()
+    );
+    // mtcp_destroy removed DPDK's runtime directory.
+    assert!(!Path::new(&format!("/var/run/dpdk/{prefix}")).exists());
+}
