@@ -51,6 +51,7 @@ impl Handle {
 static HANDLES: RwLock<Vec<&'static Handle>> = RwLock::new(Vec::new());
 
 /// Records `h` as a valid `mctx_t`.
+#[cfg_attr(not(feature = "dpdk"), allow(dead_code))]
 pub(crate) fn register_handle(h: &'static Handle) {
     if let Ok(mut v) = HANDLES.write() {
         v.push(h);

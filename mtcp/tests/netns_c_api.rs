@@ -4,6 +4,9 @@
 //!   `mtcp_api.h` / `mtcp_epoll.h` only and built with `gcc -Wall -Werror -lmtcp`, serves
 //!   python clients in a namespace this test creates; every connection's bytes come back
 //!   exactly and the server exits 0 after the last one closed.
+//! - [`c_echo_server_two_contexts`]: the same server with two threads and contexts on two
+//!   `shared` lcores, against `nicemu loadgen` over net_memif's two queue pairs: each context
+//!   serves its queue's 8 connections, the load generator checks every echo.
 //! - [`c_error_paths`]: `tests/c/errors.c` checks the errno of the API's error paths (EBADF,
 //!   ENOTCONN, EAGAIN, EINVAL, EFAULT, EINPROGRESS, ECONNREFUSED, EISCONN, ...) and the
 //!   working calls around them against a kernel echo server; its exit status is the number
@@ -11,7 +14,8 @@
 //!
 //! Bounded: every wait has a limit, child processes are killed, and the namespace, temporary
 //! files and DPDK's runtime directory are removed also when a test fails. Needs root,
-//! iproute2, ethtool, python3, gcc (`ci/install-deps.sh`).
+//! iproute2, ethtool, python3, gcc (`ci/install-deps.sh`), two usable cores for the two-context
+//! test.
 #![cfg(feature = "dpdk")]
 
 use std::path::{Path, PathBuf};
@@ -135,7 +139,7 @@ fn compile(name: &str, tmp: &TempDir) -> PathBuf {
     let include = Path::new(env!("CARGO_MANIFEST_DIR")).join("include");
     let exe = tmp.path(name);
     let out = Command::new("gcc")
-        .args(["-Wall", "-Wextra", "-Werror", "-O1", "-g", "-o"])
+        .args(["-Wall", "-Wextra", "-Werror", "-O1", "-g", "-pthread", "-o"])
         .arg(&exe)
         .arg(&src)
         .arg(format!("-I{}", include.display()))
@@ -154,18 +158,28 @@ fn compile(name: &str, tmp: &TempDir) -> PathBuf {
 
 /// A namespace `tag` with the kernel at PEER_IP/24, and in `tmp` an mTCP configuration
 /// file whose `nicemu_config` names a nicemu TOML: net_af_packet on the namespace's outer
-/// veth, one `shared` lcore, DPDK file prefix `prefix`. Returns the namespace and the mTCP
-/// file's path.
-fn topology(tag: &str, tmp: &TempDir, prefix: &str) -> (Netns, PathBuf) {
+/// veth with `contexts` queue pairs (the kernel's fanout spreads flows over them), one
+/// `shared` lcore per queue on this process's cores, DPDK file prefix `prefix`. Returns the
+/// namespace and the mTCP file's path.
+fn topology(tag: &str, tmp: &TempDir, prefix: &str, contexts: usize) -> (Netns, PathBuf) {
     let net = Netns::for_test(tag).unwrap_or_else(|e| panic!("{e}"));
     net.configure(&format!("{PEER_IP}/24"))
         .unwrap_or_else(|e| panic!("{e}"));
-    let core = dataplane::sys::allowed_cores().unwrap()[0];
+    let cores = dataplane::sys::allowed_cores().unwrap();
+    let used: Vec<usize> = (0..contexts).map(|k| cores[k % cores.len()]).collect();
+    let mut list = used.clone();
+    list.sort_unstable();
+    list.dedup();
+    let list: Vec<String> = list.iter().map(|c| c.to_string()).collect();
+    let lcores: String = used
+        .iter()
+        .map(|c| format!("[[lcore]]\ncore = {c}\nrole = \"shared\"\n"))
+        .collect();
     let toml = format!(
         r#"
 [eal]
-args = ["--no-huge", "--no-pci", "-m", "256", "-l", "{core}", "--file-prefix={prefix}",
-        "--vdev=net_af_packet0,iface={iface}"]
+args = ["--no-huge", "--no-pci", "-m", "256", "-l", "{list}", "--file-prefix={prefix}",
+        "--vdev=net_af_packet0,iface={iface},qpairs={contexts}"]
 [runtime]
 stats_interval_s = 0.0
 [[port]]
@@ -174,11 +188,9 @@ driver = "dpdk"
 device = "net_af_packet0"
 ipv4 = ["{NIC_IP}/24"]
 rss = "off"
-[[lcore]]
-core = {core}
-role = "shared"
-"#,
-        iface = net.outer()
+{lcores}"#,
+        iface = net.outer(),
+        list = list.join(",")
     );
     std::fs::write(tmp.path("nicemu.toml"), toml).unwrap();
     let conf = tmp.path("mtcp.conf");
@@ -186,7 +198,7 @@ role = "shared"
         &conf,
         "############ mTCP configuration (nicemu) ############\n\
          io = dpdk\n\
-         num_cores = 1\n\
+         num_cores = {contexts}\n\
          num_mem_ch = 4\n\
          port = dpdk0\n\
          max_concurrency = 1024\n\
@@ -196,7 +208,8 @@ role = "shared"
          tcp_timeout = 30\n\
          tcp_timewait = 0\n\
          stat_print = dpdk0\n\
-         nicemu_config = nicemu.toml   # relative to this file\n",
+         nicemu_config = nicemu.toml   # relative to this file\n"
+            .replace("{contexts}", &contexts.to_string()),
     )
     .unwrap();
     (net, conf)
@@ -242,17 +255,21 @@ print("ok %d" % n if not bad else "\n".join(str(b) for b in bad), flush=True)
 sys.exit(1 if bad else 0)
 "#;
 
-#[test]
-fn c_echo_server_echoes_kernel_clients() {
-    const CONNS: usize = 8;
-    const SIZE: usize = 50_000;
-    let tmp = TempDir::new("echo");
+/// Runs `echo_server` with `contexts` threads (one context each) and the python client
+/// with `conns` connections of `size` bytes; returns the server's output after checking
+/// every echo and the server's clean exit.
+fn echo_run(tag: &str, contexts: usize, conns: usize, size: usize) -> String {
+    let tmp = TempDir::new(&format!("echo{contexts}"));
     let exe = compile("echo_server", &tmp);
-    let prefix = format!("nicemu-test-mtcp-echo-{}", std::process::id());
+    let prefix = format!("nicemu-test-mtcp-echo{contexts}-{}", std::process::id());
     let _dir = RuntimeDir(prefix.clone());
-    let (net, conf) = topology("c", &tmp, &prefix);
+    let (net, conf) = topology(tag, &tmp, &prefix, contexts);
     let mut cmd = Command::new(&exe);
-    cmd.arg(&conf).arg("8000").arg(CONNS.to_string()).arg("30");
+    cmd.arg(&conf)
+        .arg("8000")
+        .arg(conns.to_string())
+        .arg("30")
+        .arg(contexts.to_string());
     let mut server = Proc::spawn(cmd, tmp.path("server.out"), "echo_server");
     assert!(
         wait_for(Duration::from_secs(20), || server
@@ -274,8 +291,8 @@ fn c_echo_server_echoes_kernel_clients() {
             PY_CLIENT,
             NIC_IP,
             "8000",
-            &CONNS.to_string(),
-            &SIZE.to_string(),
+            &conns.to_string(),
+            &size.to_string(),
         ]),
         tmp.path("client.out"),
         "python client",
@@ -283,7 +300,7 @@ fn c_echo_server_echoes_kernel_clients() {
     let rc = client.wait(Duration::from_secs(30));
     assert_eq!(rc, Some(0), "{}\n{}", client.describe(), server.describe());
     assert!(
-        client.output().contains(&format!("ok {CONNS}")),
+        client.output().contains(&format!("ok {conns}")),
         "{}",
         client.describe()
     );
@@ -297,9 +314,167 @@ fn c_echo_server_echoes_kernel_clients() {
     let out = server.output();
     assert!(
         out.contains(&format!(
-            "served {CONNS} of {CONNS} connections ({CONNS} accepted), {} bytes",
-            CONNS * SIZE
+            "served {conns} of {conns} connections ({conns} accepted), {} bytes",
+            conns * size
         )),
+        "{out}"
+    );
+    out
+}
+
+#[test]
+fn c_echo_server_echoes_kernel_clients() {
+    echo_run("c", 1, 8, 50_000);
+}
+
+/// The `nicemu` binary of this profile (built here when missing or stale; `make test` has
+/// built it already).
+fn nicemu_bin() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().and_then(Path::parent).unwrap().to_path_buf();
+    let mut cmd = Command::new(option_env!("CARGO").unwrap_or("cargo"));
+    cmd.args([
+        "build",
+        "-p",
+        "apps",
+        "--features",
+        "dpdk",
+        "--bin",
+        "nicemu",
+    ])
+    .current_dir(env!("CARGO_MANIFEST_DIR"));
+    if dir.file_name().is_some_and(|n| n == "release") {
+        cmd.arg("--release");
+    }
+    let out = cmd.output().expect("cargo build");
+    assert!(
+        out.status.success(),
+        "cargo build -p apps: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    dir.join("nicemu")
+}
+
+/// Two contexts on two `shared` lcores, one thread each with its own listener on the same
+/// port (as mTCP's epserver runs one per core), served over net_memif with two queue pairs
+/// by `nicemu loadgen` with two contexts of its own: memif pairs client queue i with server
+/// queue i, so each server context serves the connections of one client context (8 of the
+/// 16), and the load generator checks every echo.
+///
+/// (Over net_af_packet with `qpairs=2` the kernel's fanout sends every ARP reply to one
+/// queue, so only that queue's lcore learns the kernel's MAC; that is why this test uses
+/// memif.)
+#[test]
+fn c_echo_server_two_contexts() {
+    let cores = dataplane::sys::allowed_cores().unwrap();
+    assert!(
+        cores.len() >= 2,
+        "this test needs two usable cores, found {cores:?}"
+    );
+    let tmp = TempDir::new("two");
+    let exe = compile("echo_server", &tmp);
+    let nicemu = nicemu_bin();
+    let pid = std::process::id();
+    let sock = tmp.path("memif.sock");
+    let side = |k: usize, role: &str, name: &str| {
+        let prefix = format!("nicemu-test-mtcp-{name}-{pid}");
+        let toml = format!(
+            r#"
+[eal]
+args = ["--no-huge", "--no-pci", "-m", "256", "-l", "{c0},{c1}", "--file-prefix={prefix}",
+        "--vdev=net_memif0,role={role},socket={sock},socket-abstract=no,id=0,mac=02:00:00:00:00:0{m}"]
+[runtime]
+stats_interval_s = 0.0
+[[port]]
+name = "p0"
+driver = "dpdk"
+device = "net_memif0"
+ipv4 = ["10.99.0.{m}/24"]
+rss = "off"
+[[lcore]]
+core = {c0}
+role = "shared"
+[[lcore]]
+core = {c1}
+role = "shared"
+"#,
+            c0 = cores[0],
+            c1 = cores[1],
+            sock = sock.display(),
+            m = k + 1
+        );
+        let path = tmp.path(&format!("{name}.toml"));
+        std::fs::write(&path, toml).unwrap();
+        (prefix, path)
+    };
+    let (server_prefix, server_toml) = side(0, "server", "s");
+    let (lg_prefix, lg_toml) = side(1, "client", "l");
+    let _dirs = (RuntimeDir(server_prefix), RuntimeDir(lg_prefix));
+    let conf = tmp.path("mtcp.conf");
+    std::fs::write(
+        &conf,
+        format!("num_cores = 2\nnicemu_config = {}\n", server_toml.display()),
+    )
+    .unwrap();
+    let mut cmd = Command::new(&exe);
+    cmd.arg(&conf).args(["8000", "16", "60", "2"]);
+    let mut server = Proc::spawn(cmd, tmp.path("server.out"), "echo_server");
+    assert!(
+        wait_for(Duration::from_secs(20), || server
+            .output()
+            .contains("listening")
+            || server.child.try_wait().ok().flatten().is_some()),
+        "{}",
+        server.describe()
+    );
+    let mut cmd = Command::new(&nicemu);
+    cmd.arg("loadgen")
+        .arg("-c")
+        .arg(&lg_toml)
+        .args([
+            "--server",
+            "10.99.0.1:8000",
+            "--size",
+            "64",
+            "--conns",
+            "16",
+        ])
+        .args(["--count", "2000", "--connect-timeout-ms", "10000"]);
+    let mut lg = Proc::spawn(cmd, tmp.path("loadgen.out"), "nicemu loadgen");
+    assert_eq!(
+        lg.wait(Duration::from_secs(90)),
+        Some(0),
+        "{}\n{}",
+        lg.describe(),
+        server.describe()
+    );
+    let lg_out = lg.output();
+    assert!(
+        lg_out
+            .lines()
+            .any(|l| l.starts_with("loadgen: transactions 2000")),
+        "{lg_out}"
+    );
+    assert!(
+        lg_out.lines().any(|l| l.starts_with("loadgen: errors 0")),
+        "{lg_out}"
+    );
+    assert_eq!(
+        server.wait(Duration::from_secs(20)),
+        Some(0),
+        "{}\n{lg_out}",
+        server.describe()
+    );
+    let out = server.output();
+    for k in 0..2 {
+        assert!(
+            out.lines()
+                .any(|l| l.starts_with(&format!("context {k}: served 8 connections, "))),
+            "context {k}:\n{out}\n{lg_out}"
+        );
+    }
+    assert!(
+        out.contains("served 16 of 16 connections (16 accepted)"),
         "{out}"
     );
 }
@@ -330,7 +505,7 @@ fn c_error_paths() {
     let exe = compile("errors", &tmp);
     let prefix = format!("nicemu-test-mtcp-errors-{}", std::process::id());
     let _dir = RuntimeDir(prefix.clone());
-    let (net, conf) = topology("e", &tmp, &prefix);
+    let (net, conf) = topology("e", &tmp, &prefix, 1);
     let peer = Proc::spawn(
         net.command(&["python3", "-c", PY_ECHO]),
         tmp.path("echo.out"),

@@ -1,16 +1,21 @@
 /*
  * An epoll echo server written against mTCP's API only (mtcp_api.h, mtcp_epoll.h), as
- * mTCP's own examples are: non-blocking sockets, one context, edge of nothing (level
- * triggered). Usage: echo_server MTCP_CONF PORT CONNS SECONDS
- * Serves until CONNS connections have been closed by their peers (exit 0), or SECONDS have
- * passed (exit 2). Prints "listening" once the listener is registered.
+ * mTCP's own examples are: non-blocking sockets, level-triggered epoll, one thread per
+ * context, each with its own listener on the same port (mTCP's epserver does the same).
+ * Usage: echo_server MTCP_CONF PORT CONNS SECONDS [THREADS]
+ * Serves until CONNS connections (all contexts together) have been closed by their peers
+ * (exit 0), or SECONDS have passed (exit 2). Prints "listening" once every context's
+ * listener is registered, and per context the connections it served.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <arpa/inet.h>
 
 #include <mtcp_api.h>
@@ -25,8 +30,10 @@ struct conn {
 	int off; /* of them, written already */
 };
 
-static struct conn *conns[MAX_FDS];
 static volatile int stop;
+static int want, port, nthreads;
+static double limit;
+static atomic_int closed_total, ready;
 
 static void on_signal(int sig)
 {
@@ -64,35 +71,31 @@ static void watch(mctx_t mctx, int ep, int op, int s, uint32_t events)
 		perror("mtcp_epoll_ctl");
 }
 
-int main(int argc, char **argv)
+struct worker {
+	int core;
+	int closed, accepted;
+	long bytes;
+	int ok;
+};
+
+/* One context: its listener, its connections, its epoll loop. */
+static void *serve(void *arg)
 {
-	if (argc != 5) {
-		fprintf(stderr, "usage: %s MTCP_CONF PORT CONNS SECONDS\n", argv[0]);
-		return 1;
-	}
-	int port = atoi(argv[2]), want = atoi(argv[3]);
-	double limit = atof(argv[4]);
-	if (mtcp_init(argv[1]) < 0) {
-		fprintf(stderr, "mtcp_init failed\n");
-		return 1;
-	}
-	mtcp_register_signal(SIGINT, on_signal);
-	struct mtcp_conf conf;
-	if (mtcp_getconf(&conf) < 0 || conf.num_cores != 1) {
-		fprintf(stderr, "mtcp_getconf: num_cores %d\n", conf.num_cores);
-		return 1;
-	}
-	mtcp_core_affinitize(0);
-	mctx_t mctx = mtcp_create_context(0);
-	if (!mctx) {
+	struct worker *w = arg;
+	struct conn **conns = calloc(MAX_FDS, sizeof(*conns));
+	mtcp_core_affinitize(w->core);
+	mctx_t mctx = mtcp_create_context(w->core);
+	if (!mctx || !conns) {
 		perror("mtcp_create_context");
-		return 1;
+		atomic_fetch_add(&ready, 1);
+		return NULL;
 	}
 	int ep = mtcp_epoll_create(mctx, MAX_FDS);
 	int l = mtcp_socket(mctx, AF_INET, SOCK_STREAM, 0);
 	if (ep < 0 || l < 0 || mtcp_setsock_nonblock(mctx, l) < 0) {
 		perror("socket");
-		return 1;
+		atomic_fetch_add(&ready, 1);
+		return NULL;
 	}
 	struct sockaddr_in a;
 	memset(&a, 0, sizeof(a));
@@ -102,17 +105,16 @@ int main(int argc, char **argv)
 	if (mtcp_bind(mctx, l, (struct sockaddr *)&a, sizeof(a)) < 0 ||
 	    mtcp_listen(mctx, l, 4096) < 0) {
 		perror("bind/listen");
-		return 1;
+		atomic_fetch_add(&ready, 1);
+		return NULL;
 	}
 	watch(mctx, ep, MTCP_EPOLL_CTL_ADD, l, MTCP_EPOLLIN);
-	printf("listening\n");
-	fflush(stdout);
+	w->ok = 1;
+	atomic_fetch_add(&ready, 1);
 
 	struct mtcp_epoll_event evs[64];
-	int closed = 0, accepted = 0;
-	long bytes = 0;
 	double end = now() + limit;
-	while (closed < want && !stop && now() < end) {
+	while (atomic_load(&closed_total) < want && !stop && now() < end) {
 		int n = mtcp_epoll_wait(mctx, ep, evs, 64, 100);
 		if (n < 0) {
 			if (errno != EINTR)
@@ -133,7 +135,7 @@ int main(int argc, char **argv)
 						mtcp_close(mctx, c);
 						continue;
 					}
-					accepted++;
+					w->accepted++;
 					mtcp_setsock_nonblock(mctx, c);
 					conns[c] = calloc(1, sizeof(struct conn));
 					watch(mctx, ep, MTCP_EPOLL_CTL_ADD, c, MTCP_EPOLLIN);
@@ -151,10 +153,11 @@ int main(int argc, char **argv)
 				else if (f == 0)
 					watch(mctx, ep, MTCP_EPOLL_CTL_MOD, s, MTCP_EPOLLIN);
 			}
-			if (!done && c->len == 0 && (evs[i].events & (MTCP_EPOLLIN | MTCP_EPOLLHUP | MTCP_EPOLLERR))) {
+			if (!done && c->len == 0 &&
+			    (evs[i].events & (MTCP_EPOLLIN | MTCP_EPOLLHUP | MTCP_EPOLLERR))) {
 				ssize_t r = mtcp_read(mctx, s, c->buf, BUF);
 				if (r > 0) {
-					bytes += r;
+					w->bytes += r;
 					c->len = (int)r;
 					int f = flush(mctx, s, c);
 					if (f < 0)
@@ -170,15 +173,69 @@ int main(int argc, char **argv)
 				mtcp_close(mctx, s);
 				free(c);
 				conns[s] = NULL;
-				closed++;
+				w->closed++;
+				atomic_fetch_add(&closed_total, 1);
 			}
 		}
 	}
-	printf("served %d of %d connections (%d accepted), %ld bytes\n", closed, want, accepted, bytes);
-	fflush(stdout);
+	for (int s = 0; s < MAX_FDS; s++)
+		free(conns[s]);
+	free(conns);
 	mtcp_close(mctx, l);
 	mtcp_close(mctx, ep);
 	mtcp_destroy_context(mctx);
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 5 && argc != 6) {
+		fprintf(stderr, "usage: %s MTCP_CONF PORT CONNS SECONDS [THREADS]\n", argv[0]);
+		return 1;
+	}
+	port = atoi(argv[2]);
+	want = atoi(argv[3]);
+	limit = atof(argv[4]);
+	nthreads = argc == 6 ? atoi(argv[5]) : 1;
+	if (nthreads < 1 || nthreads > 16)
+		return 1;
+	if (mtcp_init(argv[1]) < 0) {
+		fprintf(stderr, "mtcp_init failed\n");
+		return 1;
+	}
+	mtcp_register_signal(SIGINT, on_signal);
+	struct mtcp_conf conf;
+	if (mtcp_getconf(&conf) < 0 || conf.num_cores != nthreads) {
+		fprintf(stderr, "mtcp_getconf: num_cores %d\n", conf.num_cores);
+		return 1;
+	}
+	struct worker ws[16];
+	pthread_t ts[16];
+	memset(ws, 0, sizeof(ws));
+	for (int k = 0; k < nthreads; k++) {
+		ws[k].core = k;
+		pthread_create(&ts[k], NULL, serve, &ws[k]);
+	}
+	while (atomic_load(&ready) < nthreads)
+		usleep(1000);
+	int ok = 1;
+	for (int k = 0; k < nthreads; k++)
+		ok &= ws[k].ok;
+	if (ok) {
+		printf("listening\n");
+		fflush(stdout);
+	}
+	int closed = 0, accepted = 0;
+	long bytes = 0;
+	for (int k = 0; k < nthreads; k++) {
+		pthread_join(ts[k], NULL);
+		printf("context %d: served %d connections, %ld bytes\n", k, ws[k].closed, ws[k].bytes);
+		closed += ws[k].closed;
+		accepted += ws[k].accepted;
+		bytes += ws[k].bytes;
+	}
+	printf("served %d of %d connections (%d accepted), %ld bytes\n", closed, want, accepted, bytes);
+	fflush(stdout);
 	mtcp_destroy();
-	return closed == want ? 0 : 2;
+	return ok && closed == want ? 0 : 2;
 }
