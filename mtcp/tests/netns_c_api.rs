@@ -7,6 +7,10 @@
 //! - [`c_echo_server_two_contexts`]: the same server with two threads and contexts on two
 //!   `shared` lcores, against `nicemu loadgen` over net_memif's two queue pairs: each context
 //!   serves its queue's 8 connections, the load generator checks every echo.
+//! - [`c_splice_callback`]: `tests/c/splice.c` accepts a kernel client, connects to a kernel
+//!   echo server and splices the two with `mtcp_splice`: the client's bytes come back through
+//!   the NIC, and after both close the callback receives the client's address and port, the
+//!   server's, and close reason 0 (both FINs).
 //! - [`c_error_paths`]: `tests/c/errors.c` checks the errno of the API's error paths (EBADF,
 //!   ENOTCONN, EAGAIN, EINVAL, EFAULT, EINPROGRESS, ECONNREFUSED, EISCONN, ...) and the
 //!   working calls around them against a kernel echo server; its exit status is the number
@@ -528,4 +532,86 @@ fn c_error_paths() {
     );
     // mtcp_destroy removed DPDK's runtime directory.
     assert!(!Path::new(&format!("/var/run/dpdk/{prefix}")).exists());
+}
+
+/// A client that sends 20,000 bytes through the splice, reads them back, prints its local
+/// port, then closes its side and waits for the end of stream.
+const PY_SPLICE_CLIENT: &str = r#"
+import socket, sys
+s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=10)
+data = bytes(i % 253 for i in range(20000))
+s.sendall(data)
+got = bytearray()
+while len(got) < len(data):
+    d = s.recv(65536)
+    if not d:
+        break
+    got += d
+print("port %d" % s.getsockname()[1], flush=True)
+print("echo ok" if bytes(got) == data else "echo mismatch: %d bytes" % len(got), flush=True)
+s.shutdown(socket.SHUT_WR)
+while s.recv(65536):
+    pass
+s.close()
+"#;
+
+#[test]
+fn c_splice_callback() {
+    let tmp = TempDir::new("splice");
+    let exe = compile("splice", &tmp);
+    let prefix = format!("nicemu-test-mtcp-splice-{}", std::process::id());
+    let _dir = RuntimeDir(prefix.clone());
+    let (net, conf) = topology("s", &tmp, &prefix, 1);
+    let peer = Proc::spawn(
+        net.command(&["python3", "-c", PY_ECHO]),
+        tmp.path("echo.out"),
+        "python echo",
+    );
+    assert!(
+        wait_for(Duration::from_secs(10), || peer.output().contains("ready")),
+        "{}",
+        peer.describe()
+    );
+    let mut cmd = Command::new(&exe);
+    cmd.arg(&conf).args(["8000", PEER_IP, "7", "30"]);
+    let mut proxy = Proc::spawn(cmd, tmp.path("splice.out"), "splice");
+    assert!(
+        wait_for(Duration::from_secs(20), || proxy
+            .output()
+            .contains("listening")
+            || proxy.child.try_wait().ok().flatten().is_some()),
+        "{}",
+        proxy.describe()
+    );
+    let mut client = Proc::spawn(
+        net.command(&["python3", "-c", PY_SPLICE_CLIENT, NIC_IP, "8000"]),
+        tmp.path("client.out"),
+        "python client",
+    );
+    assert_eq!(
+        client.wait(Duration::from_secs(30)),
+        Some(0),
+        "{}\n{}",
+        client.describe(),
+        proxy.describe()
+    );
+    let c_out = client.output();
+    assert!(c_out.contains("echo ok"), "{c_out}\n{}", proxy.describe());
+    let port: u16 = c_out
+        .lines()
+        .find_map(|l| l.strip_prefix("port "))
+        .and_then(|p| p.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{c_out}"));
+    assert_eq!(
+        proxy.wait(Duration::from_secs(30)),
+        Some(0),
+        "{}",
+        proxy.describe()
+    );
+    let out = proxy.output();
+    assert!(out.contains("spliced"), "{out}");
+    let want = format!(
+        "closed client={PEER_IP}:{port} server={PEER_IP}:7 reason=0 calls=1 accepted_from={port}"
+    );
+    assert!(out.contains(&want), "want {want:?} in:\n{out}");
 }
