@@ -52,6 +52,8 @@ pub struct Ctx<L: HostLink> {
     nonblock: HashSet<Fd>,
     /// Reports of ended splices, for the C layer to deliver outside the context's lock.
     pub pending: PendingSplices,
+    /// `mtcp_epoll_wait`'s events before they are copied out (kept: no allocation per call).
+    events: Vec<EpollEvent>,
 }
 
 /// A socket option's value as C passes it: an `int`, or `struct linger`.
@@ -129,6 +131,7 @@ impl<L: HostLink> Ctx<L> {
             nic,
             nonblock: HashSet::new(),
             pending: Arc::default(),
+            events: Vec::new(),
         }
     }
 
@@ -382,6 +385,20 @@ impl<L: HostLink> Ctx<L> {
             }
             self.nic.idle(busy);
         }
+    }
+
+    /// [`Ctx::epoll_wait`] into the context's own buffer of `max` events: the events.
+    pub fn epoll_wait_buffered(
+        &mut self,
+        epfd: Fd,
+        max: usize,
+        timeout_ms: i32,
+    ) -> R<&[EpollEvent]> {
+        let mut out = std::mem::take(&mut self.events);
+        out.resize(max, EpollEvent::default());
+        let r = self.epoll_wait(epfd, &mut out, timeout_ms);
+        self.events = out;
+        Ok(&self.events[..r?])
     }
 
     /// mtcp_splice (AccelTCP's nsplice, §4.3): `callback` is the C callback's address,

@@ -696,17 +696,20 @@ pub unsafe extern "C" fn mtcp_epoll_wait(
         if events.is_null() {
             return Err(E::FAULT);
         }
-        let mut out = vec![EpollEvent::default(); max.min(65_536)];
-        let n = with_ctx(mctx, |c| c.epoll_wait(epid, &mut out, timeout))?;
-        for (i, e) in out[..n].iter().enumerate() {
-            // SAFETY: `events` has `maxevents` > i entries (the caller's contract).
-            unsafe {
-                events.add(i).write_unaligned(MtcpEpollEvent {
+        let max = max.min(65_536);
+        let n = with_ctx(mctx, |c| {
+            let evs = c.epoll_wait_buffered(epid, max, timeout)?;
+            for (i, e) in evs.iter().enumerate() {
+                let ev = MtcpEpollEvent {
                     events: e.events,
                     data: e.data,
-                })
-            };
-        }
+                };
+                // SAFETY: `events` has `maxevents` >= `max` > i entries (the caller's
+                // contract).
+                unsafe { events.add(i).write_unaligned(ev) };
+            }
+            Ok(evs.len())
+        })?;
         Ok(n as c_int)
     })
 }
