@@ -111,27 +111,15 @@ fn wait_for(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
     f()
 }
 
-/// The directory with libmtcp.so: this test's profile directory (`target/<profile>`), after
-/// building the library there (fresh after the test build: it only copies the artefacts).
+/// The directory with libmtcp.so: the one of this test's executable (`target/<profile>/deps`),
+/// where cargo put the library's cdylib when it built the library for this test.
 fn lib_dir() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
-    let dir = exe.parent().and_then(Path::parent).unwrap().to_path_buf();
-    let mut cmd = Command::new(option_env!("CARGO").unwrap_or("cargo"));
-    cmd.args(["build", "-p", "nicemu-mtcp", "--features", "dpdk"])
-        .current_dir(env!("CARGO_MANIFEST_DIR"));
-    if dir.file_name().is_some_and(|n| n == "release") {
-        cmd.arg("--release");
-    }
-    let out = cmd.output().expect("cargo build");
-    assert!(
-        out.status.success(),
-        "cargo build -p nicemu-mtcp: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let dir = exe.parent().unwrap().to_path_buf();
     assert!(
         dir.join("libmtcp.so").exists(),
-        "no libmtcp.so in {}",
-        dir.display()
+        "no libmtcp.so next to {}",
+        exe.display()
     );
     dir
 }
@@ -331,11 +319,15 @@ fn c_echo_server_echoes_kernel_clients() {
     echo_run("c", 1, 8, 50_000);
 }
 
-/// The `nicemu` binary of this profile (built here when missing or stale; `make test` has
-/// built it already).
+/// The `nicemu` binary of this profile: `make test` builds it before the tests; built here
+/// when it is missing.
 fn nicemu_bin() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     let dir = exe.parent().and_then(Path::parent).unwrap().to_path_buf();
+    let bin = dir.join("nicemu");
+    if bin.exists() {
+        return bin;
+    }
     let mut cmd = Command::new(option_env!("CARGO").unwrap_or("cargo"));
     cmd.args([
         "build",
@@ -356,7 +348,7 @@ fn nicemu_bin() -> PathBuf {
         "cargo build -p apps: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    dir.join("nicemu")
+    bin
 }
 
 /// Two contexts on two `shared` lcores, one thread each with its own listener on the same
