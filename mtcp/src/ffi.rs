@@ -7,13 +7,13 @@
 
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::io::{IoSlice, IoSliceMut};
-use std::net::{Ipv4Addr, SocketAddrV4};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use hoststack::stack::EpollEvent;
 use hoststack::stack::{SpliceEnd, SpliceReport, SpliceSide};
 use offload_api::link::HostEnd;
 
+use crate::cptr::{iovecs, read_addr, slice, slice_mut, write_addr};
 use crate::ctx::Ctx;
 use crate::err::{set_errno, E, R};
 use crate::runtime::{self, MtcpConf};
@@ -107,100 +107,6 @@ fn with_ctx<T>(mctx: MctxT, f: impl FnOnce(&mut Ctx<HostEnd>) -> R<T>) -> R<T> {
         f(&mut meta);
     }
     r
-}
-
-/// A C buffer as a slice (null with length 0 is an empty one).
-unsafe fn slice_mut<'a>(p: *mut c_char, len: usize) -> R<&'a mut [u8]> {
-    if len == 0 {
-        return Ok(&mut []);
-    }
-    if p.is_null() {
-        return Err(E::FAULT);
-    }
-    isize::try_from(len).map_err(|_| E::INVAL)?;
-    // SAFETY: the caller passes `len` writable bytes at the non-null `p` (the C call's
-    // contract), not aliased during the call.
-    Ok(unsafe { std::slice::from_raw_parts_mut(p.cast::<u8>(), len) })
-}
-
-/// A C buffer as a read-only slice.
-unsafe fn slice<'a>(p: *const c_char, len: usize) -> R<&'a [u8]> {
-    if len == 0 {
-        return Ok(&[]);
-    }
-    if p.is_null() {
-        return Err(E::FAULT);
-    }
-    isize::try_from(len).map_err(|_| E::INVAL)?;
-    // SAFETY: the caller passes `len` readable bytes at the non-null `p`.
-    Ok(unsafe { std::slice::from_raw_parts(p.cast::<u8>(), len) })
-}
-
-/// `iovcnt` iovecs at `iov` (Linux's limit: 1024).
-unsafe fn iovecs<'a>(iov: *const libc::iovec, n: c_int) -> R<&'a [libc::iovec]> {
-    let n = usize::try_from(n)
-        .ok()
-        .filter(|n| *n <= 1024)
-        .ok_or(E::INVAL)?;
-    if n == 0 {
-        return Ok(&[]);
-    }
-    if iov.is_null() {
-        return Err(E::FAULT);
-    }
-    // SAFETY: the caller passes `n` iovecs at the non-null `iov`.
-    Ok(unsafe { std::slice::from_raw_parts(iov, n) })
-}
-
-/// A `struct sockaddr_in` from C (AF_INET only).
-unsafe fn read_addr(addr: *const libc::sockaddr, len: libc::socklen_t) -> R<SocketAddrV4> {
-    if addr.is_null() {
-        return Err(E::FAULT);
-    }
-    if (len as usize) < std::mem::size_of::<libc::sockaddr_in>() {
-        return Err(E::INVAL);
-    }
-    // SAFETY: non-null and at least sizeof(sockaddr_in) bytes, as `len` says; read
-    // unaligned since C may pass any sockaddr storage.
-    let sin = unsafe { std::ptr::read_unaligned(addr.cast::<libc::sockaddr_in>()) };
-    if i32::from(sin.sin_family) != libc::AF_INET {
-        return Err(E::AFNOSUPPORT);
-    }
-    Ok(SocketAddrV4::new(
-        Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)),
-        u16::from_be(sin.sin_port),
-    ))
-}
-
-/// Writes `a` as a `struct sockaddr_in` into `addr` (truncated to `*len`, which then says
-/// the full size), as accept(2) and getsockname(2) do; both null: nothing to write.
-unsafe fn write_addr(
-    a: SocketAddrV4,
-    addr: *mut libc::sockaddr,
-    len: *mut libc::socklen_t,
-) -> R<()> {
-    if addr.is_null() && len.is_null() {
-        return Ok(());
-    }
-    if addr.is_null() || len.is_null() {
-        return Err(E::FAULT);
-    }
-    // SAFETY: a zeroed sockaddr_in is valid.
-    let mut sin: libc::sockaddr_in = unsafe { std::mem::zeroed() };
-    sin.sin_family = libc::AF_INET as libc::sa_family_t;
-    sin.sin_port = a.port().to_be();
-    sin.sin_addr.s_addr = u32::from(*a.ip()).to_be();
-    let full = std::mem::size_of::<libc::sockaddr_in>();
-    // SAFETY: `len` is non-null and points to the caller's socklen_t.
-    let room = unsafe { *len } as usize;
-    let n = room.min(full);
-    // SAFETY: `addr` has `room` >= `n` writable bytes (the caller's contract); `sin` has
-    // `full` >= `n`.
-    unsafe {
-        std::ptr::copy_nonoverlapping((&raw const sin).cast::<u8>(), addr.cast::<u8>(), n);
-        *len = full as libc::socklen_t;
-    }
-    Ok(())
 }
 
 /// Reads mTCP's configuration file and starts the NIC (see docs/c-api.md).

@@ -2,12 +2,13 @@
 //! nicemu's host stack and NIC lcores, so that programs written for mTCP build against
 //! `mtcp/include/mtcp_api.h` and `mtcp_epoll.h` and link with `-lmtcp` unchanged.
 //!
-//! Layers: [`ffi`] is the C boundary (pointer and length checks, `errno`, no panic crosses
-//! it); [`ctx`] holds the logic in safe Rust over one `hoststack::Context`; [`runtime`]
+//! Layers: [`ffi`] is the C boundary (`errno`, no panic crosses it) with [`cptr`]'s pointer
+//! and length checks; [`ctx`] holds the logic in safe Rust over one `hoststack::Context`; [`runtime`]
 //! builds the DPDK topology from the configuration ([`conf`]) and hands out contexts;
 //! [`signal`] implements `mtcp_register_signal`. See docs/c-api.md.
 
 pub mod conf;
+pub mod cptr;
 pub mod ctx;
 pub mod err;
 pub mod ffi;
