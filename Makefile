@@ -3,7 +3,7 @@ CARGO    ?= cargo
 FEATURES ?= --features dpdk
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: deps build demo test lint bench fuzz clean-runtime
+.PHONY: deps build demo test lint bench fuzz clean-runtime install-mtcp
 
 deps:
 	@bash ci/install-deps.sh
@@ -54,6 +54,12 @@ fuzz:
 ## The nicemu-vs-testpmd forwarding benchmark of BENCHMARKS.md.
 bench: build
 	bash ci/bench-fwd.sh
+
+## libmtcp (mTCP's C API over nicemu): libmtcp.so/.a, mtcp_api.h, mtcp_epoll.h and mtcp.pc
+## under PREFIX (docs/c-api.md).
+PREFIX ?= /usr/local
+install-mtcp: deps
+	bash ci/install-mtcp.sh $(PREFIX)
 
 clean-runtime:
 	bash ci/cleanup.sh

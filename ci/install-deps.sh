@@ -18,6 +18,9 @@ command -v dpdk-testpmd >/dev/null || need+=(dpdk-dev)
 command -v tshark >/dev/null || need+=(tshark)
 command -v ping >/dev/null || need+=(iputils-ping)
 command -v python3 >/dev/null || need+=(python3)
+# libmtcp's C tests (mtcp/tests/netns_c_api.rs) compile C programs against its headers.
+command -v gcc >/dev/null || need+=(gcc)
+dpkg -s libc6-dev >/dev/null 2>&1 || need+=(libc6-dev)
 # offload-api/tests/roce_scapy.rs compares RoCEv2 packets with scapy's RoCE layer.
 /usr/bin/python3 -c 'import scapy.contrib.roce' >/dev/null 2>&1 || need+=(python3-scapy)
 command -v tc >/dev/null || need+=(iproute2)

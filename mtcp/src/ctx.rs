@@ -1,0 +1,487 @@
+//! One mTCP context (`mctx_t`) in safe Rust: a host stack ([`hoststack::Context`]) and the
+//! NIC side it runs with, and mTCP's call semantics on top (blocking calls, descriptor
+//! flags, epoll with timeouts, signals, splice callbacks).
+//!
+//! mTCP runs its stack in a thread of its own per core and the application's calls wait on
+//! it (mTCP, NSDI '14, §4.2). nicemu runs to completion instead, as AccelTCP's host stack
+//! does (§5.1): the application's thread runs the stack, and on a `shared` lcore the NIC
+//! too, inside `mtcp_epoll_wait` and the blocking calls. Every socket of the stack is
+//! non-blocking; blocking is this layer's loop of NIC iteration, stack poll and the
+//! lcore's adaptive idle backoff, until the call completes or a signal arrives (EINTR).
+
+use std::collections::HashSet;
+use std::io::{IoSlice, IoSliceMut};
+use std::net::SocketAddrV4;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use hoststack::frame::HostLink;
+use hoststack::stack::Fd;
+use hoststack::stack::SpliceReport;
+use hoststack::stack::{EpollEvent, EpollOp, EPOLLERR, EPOLLHUP, EPOLLOUT};
+use hoststack::stack::{Shutdown, SockOpt, SockOptName};
+use hoststack::{Context, Errno};
+
+use crate::err::{E, R};
+use crate::signal;
+
+/// What a context runs besides its stack: the NIC lcore of a `shared` lcore, or only an
+/// idle policy when the NIC lcore has a thread of its own.
+pub trait NicSide: Send {
+    /// One NIC iteration; whether it did any work.
+    fn poll(&mut self) -> bool;
+    /// After a round (NIC and stack) that did `busy` work: spin, yield or sleep as the idle
+    /// policy says (`dataplane::idle::Backoff`).
+    fn idle(&mut self, busy: bool);
+}
+
+/// The TCP level options of AccelTCP (§5.1), with AccelTCP's values.
+pub const TCP_SETUP_OFFLOAD: i32 = 0x10;
+/// See [`TCP_SETUP_OFFLOAD`].
+pub const TCP_TEARDOWN_OFFLOAD: i32 = 0x11;
+
+/// Splice reports waiting for their C callback, with the callback's address.
+pub type PendingSplices = Arc<Mutex<Vec<(usize, SpliceReport)>>>;
+
+/// One context.
+pub struct Ctx<L: HostLink> {
+    /// The host stack.
+    pub stack: Context<L>,
+    nic: Box<dyn NicSide>,
+    /// Descriptors the application made non-blocking (the stack's all are).
+    nonblock: HashSet<Fd>,
+    /// Reports of ended splices, for the C layer to deliver outside the context's lock.
+    pub pending: PendingSplices,
+    /// `mtcp_epoll_wait`'s events before they are copied out (kept: no allocation per call).
+    events: Vec<EpollEvent>,
+}
+
+/// A socket option's value as C passes it: an `int`, or `struct linger`.
+pub fn int_opt(v: &[u8]) -> R<i32> {
+    let b: [u8; 4] = v.get(..4).and_then(|b| b.try_into().ok()).ok_or(E::INVAL)?;
+    Ok(i32::from_ne_bytes(b))
+}
+
+/// The stack's option for C's `(level, optname, value)`.
+pub fn parse_sockopt(level: i32, name: i32, v: &[u8]) -> R<SockOpt> {
+    let buf = |n: i32| usize::try_from(n).map_err(|_| E::INVAL);
+    Ok(match (level, name) {
+        (libc::SOL_SOCKET, libc::SO_REUSEADDR) => SockOpt::ReuseAddr(int_opt(v)? != 0),
+        (libc::SOL_SOCKET, libc::SO_SNDBUF) => SockOpt::SndBuf(buf(int_opt(v)?)?),
+        (libc::SOL_SOCKET, libc::SO_RCVBUF) => SockOpt::RcvBuf(buf(int_opt(v)?)?),
+        (libc::SOL_SOCKET, libc::SO_LINGER) => {
+            // struct linger { int l_onoff; int l_linger; }
+            let on = int_opt(v)?;
+            let secs = int_opt(v.get(4..).ok_or(E::INVAL)?)?;
+            SockOpt::Linger((on != 0).then_some(u32::try_from(secs).map_err(|_| E::INVAL)?))
+        }
+        (libc::IPPROTO_TCP, libc::TCP_NODELAY) => SockOpt::NoDelay(int_opt(v)? != 0),
+        (libc::IPPROTO_TCP, TCP_SETUP_OFFLOAD) => SockOpt::SetupOffload(int_opt(v)? != 0),
+        (libc::IPPROTO_TCP, TCP_TEARDOWN_OFFLOAD) => SockOpt::TeardownOffload(int_opt(v)? != 0),
+        (libc::SOL_SOCKET | libc::IPPROTO_TCP, _) => return Err(E::NOPROTOOPT),
+        _ => return Err(E::INVAL),
+    })
+}
+
+/// The stack's option name for C's `(level, optname)`; `None` for SO_TYPE (answered here).
+fn sockopt_name(level: i32, name: i32) -> R<Option<SockOptName>> {
+    Ok(Some(match (level, name) {
+        (libc::SOL_SOCKET, libc::SO_REUSEADDR) => SockOptName::ReuseAddr,
+        (libc::SOL_SOCKET, libc::SO_SNDBUF) => SockOptName::SndBuf,
+        (libc::SOL_SOCKET, libc::SO_RCVBUF) => SockOptName::RcvBuf,
+        (libc::SOL_SOCKET, libc::SO_LINGER) => SockOptName::Linger,
+        (libc::SOL_SOCKET, libc::SO_ERROR) => SockOptName::Error,
+        (libc::SOL_SOCKET, libc::SO_TYPE) => return Ok(None),
+        (libc::IPPROTO_TCP, libc::TCP_NODELAY) => SockOptName::NoDelay,
+        (libc::IPPROTO_TCP, TCP_SETUP_OFFLOAD) => SockOptName::SetupOffload,
+        (libc::IPPROTO_TCP, TCP_TEARDOWN_OFFLOAD) => SockOptName::TeardownOffload,
+        (libc::SOL_SOCKET | libc::IPPROTO_TCP, _) => return Err(E::NOPROTOOPT),
+        _ => return Err(E::INVAL),
+    }))
+}
+
+/// The bytes C receives for a stack option value: an `int`, or `struct linger`.
+fn encode_sockopt(o: SockOpt) -> Vec<u8> {
+    let int = |v: i64| {
+        (v.clamp(i32::MIN as i64, i32::MAX as i64) as i32)
+            .to_ne_bytes()
+            .to_vec()
+    };
+    match o {
+        SockOpt::ReuseAddr(b)
+        | SockOpt::NoDelay(b)
+        | SockOpt::SetupOffload(b)
+        | SockOpt::TeardownOffload(b) => int(b as i64),
+        SockOpt::SndBuf(n) | SockOpt::RcvBuf(n) => int(n as i64),
+        SockOpt::Error(e) => int(e.map_or(0, |e| e.code() as i64)),
+        SockOpt::Linger(l) => {
+            let mut v = int(l.is_some() as i64);
+            v.extend(int(l.unwrap_or(0) as i64));
+            v
+        }
+        SockOpt::Tonic(m) => int(m.is_some() as i64),
+    }
+}
+
+impl<L: HostLink> Ctx<L> {
+    /// A context over `stack`, running `nic` beside it.
+    pub fn new(stack: Context<L>, nic: Box<dyn NicSide>) -> Self {
+        Ctx {
+            stack,
+            nic,
+            nonblock: HashSet::new(),
+            pending: Arc::default(),
+            events: Vec::new(),
+        }
+    }
+
+    /// One round: NIC iteration, then the stack's poll; whether either did work.
+    fn round(&mut self) -> bool {
+        let nic = self.nic.poll();
+        self.stack.poll() > 0 || nic
+    }
+
+    /// Runs `op` until it does not fail with `Again`: at most once more after one round
+    /// when `fd` is non-blocking (so that a program that polls with non-blocking calls
+    /// moves the stack), else until it completes or a signal interrupts the wait (EINTR).
+    fn block<T>(
+        &mut self,
+        fd: Fd,
+        mut op: impl FnMut(&mut Context<L>) -> Result<T, Errno>,
+    ) -> R<T> {
+        let nonblocking = self.nonblock.contains(&fd);
+        let sig = signal::count();
+        let mut tries = 0u32;
+        loop {
+            match op(&mut self.stack) {
+                Err(Errno::Again) => {}
+                r => return r.map_err(E::from),
+            }
+            if nonblocking && tries > 0 {
+                return Err(Errno::Again.into());
+            }
+            if signal::count() != sig {
+                return Err(E::INTR);
+            }
+            tries = tries.saturating_add(1);
+            let busy = self.round();
+            if !nonblocking {
+                self.nic.idle(busy);
+            }
+        }
+    }
+
+    /// mtcp_socket.
+    pub fn socket(&mut self, domain: i32, ty: i32, protocol: i32) -> R<Fd> {
+        if domain != libc::AF_INET {
+            return Err(E::AFNOSUPPORT);
+        }
+        let flags = libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC;
+        if ty & !flags != libc::SOCK_STREAM || !(protocol == 0 || protocol == libc::IPPROTO_TCP) {
+            return Err(E::PROTONOSUPPORT);
+        }
+        let fd = self.stack.socket()?;
+        self.stack.set_nonblocking(fd, true)?;
+        if ty & libc::SOCK_NONBLOCK != 0 {
+            self.nonblock.insert(fd);
+        }
+        Ok(fd)
+    }
+
+    /// mtcp_setsock_nonblock.
+    pub fn set_nonblock(&mut self, fd: Fd) -> R<()> {
+        self.stack.getsockname(fd)?;
+        self.nonblock.insert(fd);
+        Ok(())
+    }
+
+    /// mtcp_bind.
+    pub fn bind(&mut self, fd: Fd, addr: SocketAddrV4) -> R<()> {
+        Ok(self.stack.bind(fd, addr)?)
+    }
+
+    /// mtcp_listen: mTCP refuses a backlog that is not positive.
+    pub fn listen(&mut self, fd: Fd, backlog: i32) -> R<()> {
+        let backlog = usize::try_from(backlog)
+            .ok()
+            .filter(|b| *b > 0)
+            .ok_or(E::INVAL)?;
+        Ok(self.stack.listen(fd, backlog)?)
+    }
+
+    /// mtcp_accept: the new descriptor (blocking unless set otherwise) and the peer.
+    pub fn accept(&mut self, fd: Fd) -> R<(Fd, SocketAddrV4)> {
+        let (c, peer) = self.block(fd, |s| s.accept(fd))?;
+        self.stack.set_nonblocking(c, true)?;
+        self.nonblock.remove(&c);
+        Ok((c, peer))
+    }
+
+    /// mtcp_connect: EINPROGRESS when non-blocking; else waits for the handshake's end.
+    pub fn connect(&mut self, fd: Fd, addr: SocketAddrV4) -> R<()> {
+        match self.stack.connect(fd, addr) {
+            Err(Errno::InProgress) if !self.nonblock.contains(&fd) => {}
+            r => return r.map_err(E::from),
+        }
+        let sig = signal::count();
+        while self.stack.readiness(fd) & (EPOLLOUT | EPOLLERR | EPOLLHUP) == 0 {
+            if signal::count() != sig {
+                return Err(E::INTR);
+            }
+            let busy = self.round();
+            self.nic.idle(busy);
+        }
+        match self.stack.getsockopt(fd, SockOptName::Error)? {
+            SockOpt::Error(Some(e)) => Err(e.into()),
+            _ => Ok(()),
+        }
+    }
+
+    /// mtcp_read / mtcp_recv without flags.
+    pub fn read(&mut self, fd: Fd, buf: &mut [u8]) -> R<usize> {
+        self.block(fd, |s| s.read(fd, buf))
+    }
+
+    /// mtcp_recv with MSG_PEEK: copies what is readable without consuming it.
+    pub fn peek(&mut self, fd: Fd, buf: &mut [u8]) -> R<usize> {
+        self.block(fd, |s| {
+            let mut n = 0;
+            let r = s.read_with(fd, |a, b| {
+                let k = a.len().min(buf.len());
+                buf[..k].copy_from_slice(&a[..k]);
+                let j = b.len().min(buf.len() - k);
+                buf[k..k + j].copy_from_slice(&b[..j]);
+                n = k + j;
+                0
+            });
+            r.map(|_| n)
+        })
+    }
+
+    /// mtcp_socket_ioctl(FIONREAD): bytes readable now.
+    pub fn fionread(&mut self, fd: Fd) -> R<usize> {
+        let mut n = 0;
+        match self.stack.read_with(fd, |a, b| {
+            n = a.len() + b.len();
+            0
+        }) {
+            Ok(_) | Err(Errno::Again) => Ok(n),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// mtcp_readv.
+    pub fn readv(&mut self, fd: Fd, bufs: &mut [IoSliceMut<'_>]) -> R<usize> {
+        self.block(fd, |s| s.readv(fd, bufs))
+    }
+
+    /// mtcp_write: what fit (blocking: at least one byte, when any was asked for).
+    pub fn write(&mut self, fd: Fd, data: &[u8]) -> R<usize> {
+        self.block(fd, |s| s.write(fd, data))
+    }
+
+    /// mtcp_writev.
+    pub fn writev(&mut self, fd: Fd, bufs: &[IoSlice<'_>]) -> R<usize> {
+        self.block(fd, |s| s.writev(fd, bufs))
+    }
+
+    /// mtcp_close (sockets and epoll descriptors).
+    pub fn close(&mut self, fd: Fd) -> R<()> {
+        self.stack.close(fd)?;
+        self.nonblock.remove(&fd);
+        Ok(())
+    }
+
+    /// mtcp_abort: a RST instead of a FIN (SO_LINGER 0, then close).
+    pub fn abort(&mut self, fd: Fd) -> R<()> {
+        self.stack.setsockopt(fd, SockOpt::Linger(Some(0)))?;
+        self.close(fd)
+    }
+
+    /// mtcp_shutdown.
+    pub fn shutdown(&mut self, fd: Fd, how: i32) -> R<()> {
+        let how = match how {
+            libc::SHUT_RD => Shutdown::Read,
+            libc::SHUT_WR => Shutdown::Write,
+            libc::SHUT_RDWR => Shutdown::Both,
+            _ => return Err(E::INVAL),
+        };
+        Ok(self.stack.shutdown(fd, how)?)
+    }
+
+    /// mtcp_setsockopt.
+    pub fn setsockopt(&mut self, fd: Fd, level: i32, name: i32, v: &[u8]) -> R<()> {
+        self.stack.getsockname(fd)?;
+        let o = parse_sockopt(level, name, v)?;
+        Ok(self.stack.setsockopt(fd, o)?)
+    }
+
+    /// mtcp_getsockopt: the value's bytes.
+    pub fn getsockopt(&mut self, fd: Fd, level: i32, name: i32) -> R<Vec<u8>> {
+        self.stack.getsockname(fd)?;
+        match sockopt_name(level, name)? {
+            None => Ok(libc::SOCK_STREAM.to_ne_bytes().to_vec()),
+            Some(n) => Ok(encode_sockopt(self.stack.getsockopt(fd, n)?)),
+        }
+    }
+
+    /// mtcp_getsockname.
+    pub fn getsockname(&mut self, fd: Fd) -> R<SocketAddrV4> {
+        Ok(self.stack.getsockname(fd)?)
+    }
+
+    /// mtcp_getpeername.
+    pub fn getpeername(&mut self, fd: Fd) -> R<SocketAddrV4> {
+        Ok(self.stack.getpeername(fd)?)
+    }
+
+    /// mtcp_epoll_create: `size` must be positive (a hint, as in Linux).
+    pub fn epoll_create(&mut self, size: i32) -> R<Fd> {
+        if size <= 0 {
+            return Err(E::INVAL);
+        }
+        Ok(self.stack.epoll_create()?)
+    }
+
+    /// mtcp_epoll_ctl; `ev` may be absent for MTCP_EPOLL_CTL_DEL only.
+    pub fn epoll_ctl(&mut self, epfd: Fd, op: i32, fd: Fd, ev: Option<EpollEvent>) -> R<()> {
+        let op = match op {
+            1 => EpollOp::Add,
+            2 => EpollOp::Del,
+            3 => EpollOp::Mod,
+            _ => return Err(E::INVAL),
+        };
+        let ev = match (op, ev) {
+            (EpollOp::Del, e) => e.unwrap_or_default(),
+            (_, Some(e)) => e,
+            (_, None) => return Err(E::FAULT),
+        };
+        Ok(self.stack.epoll_ctl(epfd, op, fd, ev)?)
+    }
+
+    /// mtcp_epoll_wait: runs rounds until an event, `timeout_ms` (−1: none; 0: one round),
+    /// a signal (EINTR) or a splice report waiting for its callback (then 0 events, so the
+    /// callback runs now rather than at the next event).
+    pub fn epoll_wait(&mut self, epfd: Fd, out: &mut [EpollEvent], timeout_ms: i32) -> R<usize> {
+        if out.is_empty() {
+            return Err(E::INVAL);
+        }
+        let deadline =
+            (timeout_ms > 0).then(|| Instant::now() + Duration::from_millis(timeout_ms as u64));
+        let sig = signal::count();
+        loop {
+            let busy = self.round();
+            let n = self.stack.epoll_wait(epfd, out, 0)?;
+            if n > 0 || timeout_ms == 0 {
+                return Ok(n);
+            }
+            if signal::count() != sig {
+                return Err(E::INTR);
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d)
+                || self.pending.lock().is_ok_and(|p| !p.is_empty())
+            {
+                return Ok(0);
+            }
+            self.nic.idle(busy);
+        }
+    }
+
+    /// [`Ctx::epoll_wait`] into the context's own buffer of `max` events: the events.
+    pub fn epoll_wait_buffered(
+        &mut self,
+        epfd: Fd,
+        max: usize,
+        timeout_ms: i32,
+    ) -> R<&[EpollEvent]> {
+        let mut out = std::mem::take(&mut self.events);
+        out.resize(max, EpollEvent::default());
+        let r = self.epoll_wait(epfd, &mut out, timeout_ms);
+        self.events = out;
+        Ok(&self.events[..r?])
+    }
+
+    /// mtcp_splice (AccelTCP's nsplice, §4.3): `callback` is the C callback's address,
+    /// called with the pair's report once it ends.
+    pub fn splice(&mut self, from: Fd, to: Fd, callback: usize) -> R<()> {
+        let pending = self.pending.clone();
+        self.stack.nsplice(
+            from,
+            to,
+            Box::new(move |r: &SpliceReport| {
+                if let Ok(mut p) = pending.lock() {
+                    p.push((callback, *r));
+                }
+            }),
+        )?;
+        self.nonblock.remove(&from);
+        self.nonblock.remove(&to);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn socket_options_parse_from_c_values() {
+        let one = 1i32.to_ne_bytes();
+        let zero = 0i32.to_ne_bytes();
+        assert_eq!(
+            parse_sockopt(libc::SOL_SOCKET, libc::SO_REUSEADDR, &one),
+            Ok(SockOpt::ReuseAddr(true))
+        );
+        assert_eq!(
+            parse_sockopt(libc::IPPROTO_TCP, libc::TCP_NODELAY, &zero),
+            Ok(SockOpt::NoDelay(false))
+        );
+        assert_eq!(
+            parse_sockopt(libc::IPPROTO_TCP, 0x10, &one),
+            Ok(SockOpt::SetupOffload(true))
+        );
+        assert_eq!(
+            parse_sockopt(libc::IPPROTO_TCP, 0x11, &one),
+            Ok(SockOpt::TeardownOffload(true))
+        );
+        assert_eq!(
+            parse_sockopt(libc::SOL_SOCKET, libc::SO_SNDBUF, &65536i32.to_ne_bytes()),
+            Ok(SockOpt::SndBuf(65536))
+        );
+        let linger: Vec<u8> = [1i32, 0].iter().flat_map(|v| v.to_ne_bytes()).collect();
+        assert_eq!(
+            parse_sockopt(libc::SOL_SOCKET, libc::SO_LINGER, &linger),
+            Ok(SockOpt::Linger(Some(0)))
+        );
+        // Short values, negative sizes, unknown names and levels.
+        assert_eq!(
+            parse_sockopt(libc::SOL_SOCKET, libc::SO_REUSEADDR, &one[..2]),
+            Err(E::INVAL)
+        );
+        assert_eq!(
+            parse_sockopt(libc::SOL_SOCKET, libc::SO_LINGER, &one),
+            Err(E::INVAL)
+        );
+        assert_eq!(
+            parse_sockopt(libc::SOL_SOCKET, libc::SO_RCVBUF, &(-1i32).to_ne_bytes()),
+            Err(E::INVAL)
+        );
+        assert_eq!(
+            parse_sockopt(libc::SOL_SOCKET, libc::SO_KEEPALIVE, &one),
+            Err(E::NOPROTOOPT)
+        );
+        assert_eq!(parse_sockopt(12345, 1, &one), Err(E::INVAL));
+    }
+
+    #[test]
+    fn option_values_encode_as_c_reads_them() {
+        assert_eq!(encode_sockopt(SockOpt::NoDelay(true)), 1i32.to_ne_bytes());
+        assert_eq!(
+            encode_sockopt(SockOpt::Error(Some(Errno::ConnRefused))),
+            libc::ECONNREFUSED.to_ne_bytes()
+        );
+        assert_eq!(encode_sockopt(SockOpt::Error(None)), 0i32.to_ne_bytes());
+        let l = encode_sockopt(SockOpt::Linger(Some(3)));
+        assert_eq!((int_opt(&l), int_opt(&l[4..])), (Ok(1), Ok(3)));
+    }
+}

@@ -1,0 +1,609 @@
+//! libmtcp from C, against the Linux kernel over net_af_packet.
+//!
+//! - [`c_echo_server_echoes_kernel_clients`]: `tests/c/echo_server.c`, written against
+//!   `mtcp_api.h` / `mtcp_epoll.h` only and built with `gcc -Wall -Werror -lmtcp`, serves
+//!   python clients in a namespace this test creates; every connection's bytes come back
+//!   exactly and the server exits 0 after the last one closed.
+//! - [`c_echo_server_two_contexts`]: the same server with two threads and contexts on two
+//!   `shared` lcores, against `nicemu loadgen` over net_memif's two queue pairs: each context
+//!   serves its queue's 8 connections, the load generator checks every echo.
+//! - [`c_splice_callback`]: `tests/c/splice.c` accepts a kernel client, connects to a kernel
+//!   echo server and splices the two with `mtcp_splice`: the client's bytes come back through
+//!   the NIC, and after both close the callback receives the client's address and port, the
+//!   server's, and close reason 0 (both FINs).
+//! - [`c_error_paths`]: `tests/c/errors.c` checks the errno of the API's error paths (EBADF,
+//!   ENOTCONN, EAGAIN, EINVAL, EFAULT, EINPROGRESS, ECONNREFUSED, EISCONN, ...) and the
+//!   working calls around them against a kernel echo server; its exit status is the number
+//!   of failed checks.
+//!
+//! Bounded: every wait has a limit, child processes are killed, and the namespace, temporary
+//! files and DPDK's runtime directory are removed also when a test fails. Needs root,
+//! iproute2, ethtool, python3, gcc (`ci/install-deps.sh`), two usable cores for the two-context
+//! test.
+#![cfg(feature = "dpdk")]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use dataplane::netns::Netns;
+
+const NIC_IP: &str = "192.0.2.1";
+const PEER_IP: &str = "192.0.2.2";
+
+/// A temporary directory, removed when dropped.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> TempDir {
+        let p = std::env::temp_dir().join(format!("nicemu-mtcp-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).unwrap();
+        TempDir(p)
+    }
+    fn path(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A child process whose output goes to a file; killed when dropped.
+struct Proc {
+    child: Child,
+    out: PathBuf,
+    name: String,
+}
+
+impl Proc {
+    fn spawn(mut cmd: Command, out: PathBuf, name: &str) -> Proc {
+        let f = std::fs::File::create(&out).unwrap();
+        let child = cmd
+            .stdin(Stdio::null())
+            .stdout(f.try_clone().unwrap())
+            .stderr(f)
+            .spawn()
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        Proc {
+            child,
+            out,
+            name: name.into(),
+        }
+    }
+    fn output(&self) -> String {
+        std::fs::read_to_string(&self.out).unwrap_or_default()
+    }
+    /// Waits up to `limit` for the exit; its status code (None: still running).
+    fn wait(&mut self, limit: Duration) -> Option<i32> {
+        let end = Instant::now() + limit;
+        while Instant::now() < end {
+            if let Ok(Some(s)) = self.child.try_wait() {
+                return Some(s.code().unwrap_or(-1));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+    fn describe(&self) -> String {
+        format!("{} output:\n{}", self.name, self.output())
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn wait_for(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let end = Instant::now() + limit;
+    while Instant::now() < end {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    f()
+}
+
+/// The directory with libmtcp.so: the one of this test's executable (`target/<profile>/deps`),
+/// where cargo put the library's cdylib when it built the library for this test.
+fn lib_dir() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().unwrap().to_path_buf();
+    assert!(
+        dir.join("libmtcp.so").exists(),
+        "no libmtcp.so next to {}",
+        exe.display()
+    );
+    dir
+}
+
+/// Builds `tests/c/<name>.c` against the headers and libmtcp.so with warnings as errors.
+fn compile(name: &str, tmp: &TempDir) -> PathBuf {
+    let lib = lib_dir();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/c/{name}.c"));
+    let include = Path::new(env!("CARGO_MANIFEST_DIR")).join("include");
+    let exe = tmp.path(name);
+    let out = Command::new("gcc")
+        .args(["-Wall", "-Wextra", "-Werror", "-O1", "-g", "-pthread", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .arg(format!("-I{}", include.display()))
+        .arg(format!("-L{}", lib.display()))
+        .arg("-lmtcp")
+        .arg(format!("-Wl,-rpath,{}", lib.display()))
+        .output()
+        .expect("gcc (ci/install-deps.sh installs it)");
+    assert!(
+        out.status.success(),
+        "gcc {name}.c:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    exe
+}
+
+/// A namespace `tag` with the kernel at PEER_IP/24, and in `tmp` an mTCP configuration
+/// file whose `nicemu_config` names a nicemu TOML: net_af_packet on the namespace's outer
+/// veth with `contexts` queue pairs (the kernel's fanout spreads flows over them), one
+/// `shared` lcore per queue on this process's cores, DPDK file prefix `prefix`. Returns the
+/// namespace and the mTCP file's path.
+fn topology(tag: &str, tmp: &TempDir, prefix: &str, contexts: usize) -> (Netns, PathBuf) {
+    let net = Netns::for_test(tag).unwrap_or_else(|e| panic!("{e}"));
+    net.configure(&format!("{PEER_IP}/24"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let cores = dataplane::sys::allowed_cores().unwrap();
+    let used: Vec<usize> = (0..contexts).map(|k| cores[k % cores.len()]).collect();
+    let mut list = used.clone();
+    list.sort_unstable();
+    list.dedup();
+    let list: Vec<String> = list.iter().map(|c| c.to_string()).collect();
+    let lcores: String = used
+        .iter()
+        .map(|c| format!("[[lcore]]\ncore = {c}\nrole = \"shared\"\n"))
+        .collect();
+    let toml = format!(
+        r#"
+[eal]
+args = ["--no-huge", "--no-pci", "-m", "256", "-l", "{list}", "--file-prefix={prefix}",
+        "--vdev=net_af_packet0,iface={iface},qpairs={contexts}"]
+[runtime]
+stats_interval_s = 0.0
+[[port]]
+name = "p0"
+driver = "dpdk"
+device = "net_af_packet0"
+ipv4 = ["{NIC_IP}/24"]
+rss = "off"
+{lcores}"#,
+        iface = net.outer(),
+        list = list.join(",")
+    );
+    std::fs::write(tmp.path("nicemu.toml"), toml).unwrap();
+    let conf = tmp.path("mtcp.conf");
+    std::fs::write(
+        &conf,
+        "############ mTCP configuration (nicemu) ############\n\
+         io = dpdk\n\
+         num_cores = {contexts}\n\
+         num_mem_ch = 4\n\
+         port = dpdk0\n\
+         max_concurrency = 1024\n\
+         max_num_buffers = 1024\n\
+         rcvbuf = 65536\n\
+         sndbuf = 65536\n\
+         tcp_timeout = 30\n\
+         tcp_timewait = 0\n\
+         stat_print = dpdk0\n\
+         nicemu_config = nicemu.toml   # relative to this file\n"
+            .replace("{contexts}", &contexts.to_string()),
+    )
+    .unwrap();
+    (net, conf)
+}
+
+/// Removes DPDK's runtime directory of `prefix` when dropped (the program removes it
+/// itself in mtcp_destroy; this covers a program that was killed).
+struct RuntimeDir(String);
+
+impl Drop for RuntimeDir {
+    fn drop(&mut self) {
+        dataplane::runtime_dpdk::remove_runtime_dir(&self.0);
+    }
+}
+
+/// N concurrent connections, each sending its own pattern in pieces and reading it all
+/// back; prints `ok N` when every byte matched.
+const PY_CLIENT: &str = r#"
+import socket, sys, threading
+ip, port, n, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+results = [None] * n
+def run(k):
+    try:
+        s = socket.create_connection((ip, port), timeout=10)
+        data = bytes((k * 7 + i) % 251 for i in range(size))
+        got = bytearray()
+        for off in range(0, size, 1000):
+            s.sendall(data[off:off + 1000])
+        while len(got) < size:
+            d = s.recv(65536)
+            if not d:
+                break
+            got += d
+        s.close()
+        results[k] = "ok" if bytes(got) == data else "conn %d: %d bytes back, mismatch" % (k, len(got))
+    except Exception as e:
+        results[k] = "conn %d: %r" % (k, e)
+ts = [threading.Thread(target=run, args=(k,)) for k in range(n)]
+for t in ts: t.start()
+for t in ts: t.join(20)
+bad = [r for r in results if r != "ok"]
+print("ok %d" % n if not bad else "\n".join(str(b) for b in bad), flush=True)
+sys.exit(1 if bad else 0)
+"#;
+
+/// Runs `echo_server` with `contexts` threads (one context each) and the python client
+/// with `conns` connections of `size` bytes; returns the server's output after checking
+/// every echo and the server's clean exit.
+fn echo_run(tag: &str, contexts: usize, conns: usize, size: usize) -> String {
+    let tmp = TempDir::new(&format!("echo{contexts}"));
+    let exe = compile("echo_server", &tmp);
+    let prefix = format!("nicemu-test-mtcp-echo{contexts}-{}", std::process::id());
+    let _dir = RuntimeDir(prefix.clone());
+    let (net, conf) = topology(tag, &tmp, &prefix, contexts);
+    let mut cmd = Command::new(&exe);
+    cmd.arg(&conf)
+        .arg("8000")
+        .arg(conns.to_string())
+        .arg("30")
+        .arg(contexts.to_string());
+    let mut server = Proc::spawn(cmd, tmp.path("server.out"), "echo_server");
+    assert!(
+        wait_for(Duration::from_secs(20), || server
+            .output()
+            .contains("listening")
+            || server.child.try_wait().ok().flatten().is_some()),
+        "{}",
+        server.describe()
+    );
+    assert!(
+        server.output().contains("listening"),
+        "{}",
+        server.describe()
+    );
+    let mut client = Proc::spawn(
+        net.command(&[
+            "python3",
+            "-c",
+            PY_CLIENT,
+            NIC_IP,
+            "8000",
+            &conns.to_string(),
+            &size.to_string(),
+        ]),
+        tmp.path("client.out"),
+        "python client",
+    );
+    let rc = client.wait(Duration::from_secs(30));
+    assert_eq!(rc, Some(0), "{}\n{}", client.describe(), server.describe());
+    assert!(
+        client.output().contains(&format!("ok {conns}")),
+        "{}",
+        client.describe()
+    );
+    // The server saw every connection end and exits on its own.
+    assert_eq!(
+        server.wait(Duration::from_secs(20)),
+        Some(0),
+        "{}",
+        server.describe()
+    );
+    let out = server.output();
+    assert!(
+        out.contains(&format!(
+            "served {conns} of {conns} connections ({conns} accepted), {} bytes",
+            conns * size
+        )),
+        "{out}"
+    );
+    out
+}
+
+#[test]
+fn c_echo_server_echoes_kernel_clients() {
+    echo_run("c", 1, 8, 50_000);
+}
+
+/// The `nicemu` binary of this profile: `make test` builds it before the tests; built here
+/// when it is missing.
+fn nicemu_bin() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().and_then(Path::parent).unwrap().to_path_buf();
+    let bin = dir.join("nicemu");
+    if bin.exists() {
+        return bin;
+    }
+    let mut cmd = Command::new(option_env!("CARGO").unwrap_or("cargo"));
+    cmd.args([
+        "build",
+        "-p",
+        "apps",
+        "--features",
+        "dpdk",
+        "--bin",
+        "nicemu",
+    ])
+    .current_dir(env!("CARGO_MANIFEST_DIR"));
+    if dir.file_name().is_some_and(|n| n == "release") {
+        cmd.arg("--release");
+    }
+    let out = cmd.output().expect("cargo build");
+    assert!(
+        out.status.success(),
+        "cargo build -p apps: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    bin
+}
+
+/// Two contexts on two `shared` lcores, one thread each with its own listener on the same
+/// port (as mTCP's epserver runs one per core), served over net_memif with two queue pairs
+/// by `nicemu loadgen` with two contexts of its own: memif pairs client queue i with server
+/// queue i, so each server context serves the connections of one client context (8 of the
+/// 16), and the load generator checks every echo.
+///
+/// (Over net_af_packet with `qpairs=2` the kernel's fanout sends every ARP reply to one
+/// queue, so only that queue's lcore learns the kernel's MAC; that is why this test uses
+/// memif.)
+#[test]
+fn c_echo_server_two_contexts() {
+    let cores = dataplane::sys::allowed_cores().unwrap();
+    assert!(
+        cores.len() >= 2,
+        "this test needs two usable cores, found {cores:?}"
+    );
+    let tmp = TempDir::new("two");
+    let exe = compile("echo_server", &tmp);
+    let nicemu = nicemu_bin();
+    let pid = std::process::id();
+    let sock = tmp.path("memif.sock");
+    let side = |k: usize, role: &str, name: &str| {
+        let prefix = format!("nicemu-test-mtcp-{name}-{pid}");
+        let toml = format!(
+            r#"
+[eal]
+args = ["--no-huge", "--no-pci", "-m", "256", "-l", "{c0},{c1}", "--file-prefix={prefix}",
+        "--vdev=net_memif0,role={role},socket={sock},socket-abstract=no,id=0,mac=02:00:00:00:00:0{m}"]
+[runtime]
+stats_interval_s = 0.0
+[[port]]
+name = "p0"
+driver = "dpdk"
+device = "net_memif0"
+ipv4 = ["10.99.0.{m}/24"]
+rss = "off"
+[[lcore]]
+core = {c0}
+role = "shared"
+[[lcore]]
+core = {c1}
+role = "shared"
+"#,
+            c0 = cores[0],
+            c1 = cores[1],
+            sock = sock.display(),
+            m = k + 1
+        );
+        let path = tmp.path(&format!("{name}.toml"));
+        std::fs::write(&path, toml).unwrap();
+        (prefix, path)
+    };
+    let (server_prefix, server_toml) = side(0, "server", "s");
+    let (lg_prefix, lg_toml) = side(1, "client", "l");
+    let _dirs = (RuntimeDir(server_prefix), RuntimeDir(lg_prefix));
+    let conf = tmp.path("mtcp.conf");
+    std::fs::write(
+        &conf,
+        format!("num_cores = 2\nnicemu_config = {}\n", server_toml.display()),
+    )
+    .unwrap();
+    let mut cmd = Command::new(&exe);
+    cmd.arg(&conf).args(["8000", "16", "60", "2"]);
+    let mut server = Proc::spawn(cmd, tmp.path("server.out"), "echo_server");
+    assert!(
+        wait_for(Duration::from_secs(20), || server
+            .output()
+            .contains("listening")
+            || server.child.try_wait().ok().flatten().is_some()),
+        "{}",
+        server.describe()
+    );
+    let mut cmd = Command::new(&nicemu);
+    cmd.arg("loadgen")
+        .arg("-c")
+        .arg(&lg_toml)
+        .args([
+            "--server",
+            "10.99.0.1:8000",
+            "--size",
+            "64",
+            "--conns",
+            "16",
+        ])
+        .args(["--count", "2000", "--connect-timeout-ms", "10000"]);
+    let mut lg = Proc::spawn(cmd, tmp.path("loadgen.out"), "nicemu loadgen");
+    assert_eq!(
+        lg.wait(Duration::from_secs(90)),
+        Some(0),
+        "{}\n{}",
+        lg.describe(),
+        server.describe()
+    );
+    let lg_out = lg.output();
+    assert!(
+        lg_out
+            .lines()
+            .any(|l| l.starts_with("loadgen: transactions 2000")),
+        "{lg_out}"
+    );
+    assert!(
+        lg_out.lines().any(|l| l.starts_with("loadgen: errors 0")),
+        "{lg_out}"
+    );
+    assert_eq!(
+        server.wait(Duration::from_secs(20)),
+        Some(0),
+        "{}\n{lg_out}",
+        server.describe()
+    );
+    let out = server.output();
+    for k in 0..2 {
+        assert!(
+            out.lines()
+                .any(|l| l.starts_with(&format!("context {k}: served 8 connections, "))),
+            "context {k}:\n{out}\n{lg_out}"
+        );
+    }
+    assert!(
+        out.contains("served 16 of 16 connections (16 accepted)"),
+        "{out}"
+    );
+}
+
+/// A threaded python echo server on 0.0.0.0:7; prints `ready`.
+const PY_ECHO: &str = r#"
+import socket, threading
+l = socket.socket()
+l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+l.bind(("0.0.0.0", 7))
+l.listen(16)
+print("ready", flush=True)
+def serve(c):
+    while True:
+        d = c.recv(65536)
+        if not d:
+            break
+        c.sendall(d)
+    c.close()
+while True:
+    c, _ = l.accept()
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
+"#;
+
+#[test]
+fn c_error_paths() {
+    let tmp = TempDir::new("errors");
+    let exe = compile("errors", &tmp);
+    let prefix = format!("nicemu-test-mtcp-errors-{}", std::process::id());
+    let _dir = RuntimeDir(prefix.clone());
+    let (net, conf) = topology("e", &tmp, &prefix, 1);
+    let peer = Proc::spawn(
+        net.command(&["python3", "-c", PY_ECHO]),
+        tmp.path("echo.out"),
+        "python echo",
+    );
+    assert!(
+        wait_for(Duration::from_secs(10), || peer.output().contains("ready")),
+        "{}",
+        peer.describe()
+    );
+    let mut cmd = Command::new(&exe);
+    cmd.arg(&conf).arg(PEER_IP);
+    let mut p = Proc::spawn(cmd, tmp.path("errors.out"), "errors");
+    let rc = p.wait(Duration::from_secs(40));
+    assert_eq!(rc, Some(0), "{}", p.describe());
+    assert!(
+        p.output().contains("errors: 0 failed checks"),
+        "{}",
+        p.describe()
+    );
+    // mtcp_destroy removed DPDK's runtime directory.
+    assert!(!Path::new(&format!("/var/run/dpdk/{prefix}")).exists());
+}
+
+/// A client that sends 20,000 bytes through the splice, reads them back, prints its local
+/// port, then closes its side and waits for the end of stream.
+const PY_SPLICE_CLIENT: &str = r#"
+import socket, sys
+s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=10)
+data = bytes(i % 253 for i in range(20000))
+s.sendall(data)
+got = bytearray()
+while len(got) < len(data):
+    d = s.recv(65536)
+    if not d:
+        break
+    got += d
+print("port %d" % s.getsockname()[1], flush=True)
+print("echo ok" if bytes(got) == data else "echo mismatch: %d bytes" % len(got), flush=True)
+s.shutdown(socket.SHUT_WR)
+while s.recv(65536):
+    pass
+s.close()
+"#;
+
+#[test]
+fn c_splice_callback() {
+    let tmp = TempDir::new("splice");
+    let exe = compile("splice", &tmp);
+    let prefix = format!("nicemu-test-mtcp-splice-{}", std::process::id());
+    let _dir = RuntimeDir(prefix.clone());
+    let (net, conf) = topology("s", &tmp, &prefix, 1);
+    let peer = Proc::spawn(
+        net.command(&["python3", "-c", PY_ECHO]),
+        tmp.path("echo.out"),
+        "python echo",
+    );
+    assert!(
+        wait_for(Duration::from_secs(10), || peer.output().contains("ready")),
+        "{}",
+        peer.describe()
+    );
+    let mut cmd = Command::new(&exe);
+    cmd.arg(&conf).args(["8000", PEER_IP, "7", "30"]);
+    let mut proxy = Proc::spawn(cmd, tmp.path("splice.out"), "splice");
+    assert!(
+        wait_for(Duration::from_secs(20), || proxy
+            .output()
+            .contains("listening")
+            || proxy.child.try_wait().ok().flatten().is_some()),
+        "{}",
+        proxy.describe()
+    );
+    let mut client = Proc::spawn(
+        net.command(&["python3", "-c", PY_SPLICE_CLIENT, NIC_IP, "8000"]),
+        tmp.path("client.out"),
+        "python client",
+    );
+    assert_eq!(
+        client.wait(Duration::from_secs(30)),
+        Some(0),
+        "{}\n{}",
+        client.describe(),
+        proxy.describe()
+    );
+    let c_out = client.output();
+    assert!(c_out.contains("echo ok"), "{c_out}\n{}", proxy.describe());
+    let port: u16 = c_out
+        .lines()
+        .find_map(|l| l.strip_prefix("port "))
+        .and_then(|p| p.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{c_out}"));
+    assert_eq!(
+        proxy.wait(Duration::from_secs(30)),
+        Some(0),
+        "{}",
+        proxy.describe()
+    );
+    let out = proxy.output();
+    assert!(out.contains("spliced"), "{out}");
+    let want = format!(
+        "closed client={PEER_IP}:{port} server={PEER_IP}:7 reason=0 calls=1 accepted_from={port}"
+    );
+    assert!(out.contains(&want), "want {want:?} in:\n{out}");
+}
