@@ -16,9 +16,10 @@
 # resetting mid-transfer (SO_LINGER 0 after 100 KB of a 10 MB response), the echo link
 # flapped (down 2 s).
 # Every SAMPLE_EVERY seconds (60) each server's RSS and its last stats line go to
-# OUTDIR/samples.tsv. At the end the load stops, the servers get 15 s to close everything,
-# and the script checks: each server's RSS within 10% of its value at 5 minutes (or at the
-# first sample of a shorter run), no connection open on any server, the echo clients' bytes
+# OUTDIR/samples.tsv. At the end the load stops, the servers get WIND_DOWN s (75: TIME_WAIT
+# is 60 s) to close everything,
+# and the script checks: each server's RSS within 10% of its value at 5 minutes (at a third
+# of a run shorter than 15 minutes), no connection open on any server, the echo clients' bytes
 # all intact, and load errors only where a fault explains them (reported, not failed: every
 # client error is listed with the fault windows in OUTDIR/soak.md). Exit status 1 when a
 # check fails.
@@ -104,10 +105,17 @@ http {
 }
 EOF
 done
-start_nginx() { ns nmsoak-proxy-c nginx -c "$OUT/nginx$1.conf" >/dev/null 2>&1 & echo $!; }
-NGX3=$(start_nginx 3); NGX4=$(start_nginx 4); PIDS+=("$NGX3" "$NGX4")
+declare -A NGX
+start_nginx() {
+  ip netns exec nmsoak-proxy-c nginx -c "$OUT/nginx$1.conf" >/dev/null 2>&1 &
+  NGX[$1]=$!
+  PIDS+=("${NGX[$1]}")
+}
+start_nginx 3; start_nginx 4
 
 # ---- the servers, with the shipped configurations unchanged
+# (`ip netns exec` execs the server, so $! is the server's own PID: its RSS, its SIGINT.)
+declare -A SRV
 start_server() {
   local s=$1 cmd cfg
   case $s in
@@ -115,12 +123,12 @@ start_server() {
     proxy) cmd=proxy; cfg=configs/proxy.toml ;;
     echo) cmd=echo; cfg=configs/af-packet.toml ;;
   esac
-  ns nmsoak-$s-s "$BIN" $cmd -c $cfg --no-pin -- --file-prefix=nicemu-soak-$s \
+  ip netns exec nmsoak-$s-s "$BIN" $cmd -c $cfg --no-pin -- --file-prefix=nicemu-soak-$s \
     --vdev=net_af_packet0,iface=nmsk-$s-s > "$OUT/$s.log" 2>&1 &
-  echo $!
+  SRV[$s]=$!
+  PIDS+=("${SRV[$s]}")
 }
-declare -A SRV
-for s in $SVCS; do SRV[$s]=$(start_server $s); PIDS+=("${SRV[$s]}"); done
+for s in $SVCS; do start_server $s; done
 for s in $SVCS; do
   for _ in $(seq 1 100); do grep -q "listening on" "$OUT/$s.log" && break; sleep 0.2; done
   grep -q "listening on" "$OUT/$s.log" || { echo "soak: $s did not start:"; cat "$OUT/$s.log"; exit 2; }
@@ -192,7 +200,7 @@ fault() {
   case $((k % 4)) in
     0) ns nmsoak-kv-c timeout 5 hping3 -q -S -p 6379 --flood 192.0.2.1 >/dev/null 2>&1
        name="syn flood at kv (5 s)" ;;
-    1) kill "$NGX3" 2>/dev/null; sleep 15; NGX3=$(start_nginx 3); PIDS+=("$NGX3")
+    1) kill "${NGX[3]}" 2>/dev/null; sleep 15; start_nginx 3
        name="nginx 192.0.2.3 killed, restarted after 15 s" ;;
     2) ns nmsoak-proxy-c timeout 60 python3 -c "$RESET_PY" >/dev/null 2>&1
        name="20 proxy clients reset mid-transfer" ;;
@@ -223,10 +231,11 @@ while [ "$(t)" -lt "$DUR" ]; do
   sleep 1
 done
 
-# ---- wind down and check
+# ---- wind down and check: the load stops; connections the servers closed first sit in
+# TIME_WAIT (60 s in the shipped configurations) before they count as gone.
 touch "$STOP"
 wait "$ECHO_LOAD" 2>/dev/null
-sleep 20
+sleep "${WIND_DOWN:-75}"
 sample
 fail=0
 report="$OUT/soak.md"
@@ -236,7 +245,7 @@ report="$OUT/soak.md"
   echo "| service | RSS at first check (KB) | RSS at end (KB) | change | open at end |"
   echo "|---|---|---|---|---|"
 } > "$report"
-ref_t=300; [ "$DUR" -lt 600 ] && ref_t=0
+ref_t=300; [ "$DUR" -lt 900 ] && ref_t=$((DUR / 3))
 for s in $SVCS; do
   ref=$(awk -F'\t' -v s=$s -v r=$ref_t 'NR>1 && $2==s && $1>=r {print $3; exit}' "$OUT/samples.tsv")
   end=$(awk -F'\t' -v s=$s 'NR>1 && $2==s {v=$3} END {print v}' "$OUT/samples.tsv")

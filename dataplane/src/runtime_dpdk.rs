@@ -106,8 +106,17 @@ pub fn build_dpdk(
             promiscuous: p.promiscuous,
             mtu: (p.mtu != 1500).then_some(p.mtu),
         };
-        let dev = EthDev::configure(&eal, port_id, &conf, pool)
-            .map_err(|e| RunError::Dpdk(format!("port {} ({device}): {e}", p.name)))?;
+        let dev = EthDev::configure(&eal, port_id, &conf, pool).map_err(|e| {
+            let e = e.to_string();
+            // DPDK's memif client connects to its server's socket when it starts, once.
+            let hint = if device.starts_with("net_memif") && e.contains("rte_eth_dev_start") {
+                " (a net_memif client starts only while its server, role=server on the same \
+                 socket, is running: start the server first)"
+            } else {
+                ""
+            };
+            RunError::Dpdk(format!("port {} ({device}): {e}{hint}", p.name))
+        })?;
         tracing::info!(
             port = %p.name,
             device,
