@@ -368,6 +368,69 @@ fn procs_memif_two_queue_pairs() {
     }
 }
 
+/// Kernel clients to `nicemu echo` on net_af_packet with two queue pairs and a `shared`
+/// lcore on each: Linux's packet fanout hands every ARP frame to one of the two sockets, so
+/// only one lcore hears the kernel's ARP; the lcores share what they learn, and every
+/// connection is answered whichever lcore its flow lands on (before they shared, about half
+/// timed out: the other lcore could not resolve the client).
+#[test]
+fn procs_af_packet_two_queue_pairs_answer_every_kernel_client() {
+    let cores = dataplane::sys::allowed_cores().unwrap();
+    assert!(
+        cores.len() >= 2,
+        "this test needs two usable cores, found {cores:?}"
+    );
+    let net = namespace("q2");
+    let tmp = TempDir::new("procs-afq2");
+    let prefix = format!("nicemu-test-afq2-{}", std::process::id());
+    let lcores = format!(
+        "[[lcore]]\ncore = {}\nrole = \"shared\"\n[[lcore]]\ncore = {}\nrole = \"shared\"",
+        cores[0], cores[1]
+    );
+    let cfg = tmp.path("nicemu.toml");
+    std::fs::write(
+        &cfg,
+        config_with(
+            &prefix,
+            &format!("net_af_packet0,iface={},qpairs=2", net.outer()),
+            "net_af_packet0",
+            &format!("{NIC_IP}/24"),
+            (lcores, cores[0]),
+            256,
+            "stats_interval_s = 0.0",
+        ),
+    )
+    .unwrap();
+    let mut echo = start_echo(&["echo", "-c", &cfg, "--no-pin"], &prefix);
+    let client = r#"
+import socket, sys, concurrent.futures as cf
+def one(i):
+    try:
+        s = socket.create_connection((sys.argv[1], 7), timeout=10)
+        s.sendall(b"x" * 64); got = b""
+        while len(got) < 64:
+            c = s.recv(64)
+            if not c: break
+            got += c
+        s.close(); return len(got) == 64
+    except OSError: return False
+with cf.ThreadPoolExecutor(40) as ex:
+    r = list(ex.map(one, range(40)))
+print("echoed", sum(r))
+"#;
+    let out = net.run(&["python3", "-c", client, NIC_IP]);
+    echo.interrupt_and_wait(Duration::from_secs(20));
+    let et = echo.describe();
+    let out = out.unwrap_or_else(|e| panic!("client: {e}\n{et}"));
+    println!("{out}\n{et}");
+    assert_eq!(counter(&out, "echoed", "echoed"), Some(40), "{out}\n{et}");
+    // Both lcores' hosts accepted connections (40 flows hashed over two queues).
+    for k in 0..2 {
+        let opens = counter(&et, &format!("host {k}:"), "passive opens").unwrap_or(0);
+        assert!(opens > 0, "host {k} accepted none:\n{et}");
+    }
+}
+
 #[test]
 fn procs_loadgen_kernel_peers() {
     let started = Instant::now();

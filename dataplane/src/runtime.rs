@@ -325,6 +325,21 @@ pub fn build_lcores<P: Port>(
         }
     }
     let mut lcores = Vec::new();
+    // With several NIC lcores on a port, an ARP reply reaches only one of them (RSS and
+    // packet fanout steer non-IP frames to one queue): they share what they learn.
+    let neighbours: Vec<Option<Arc<crate::net::arp::SharedNeighbours>>> = cfg
+        .ports
+        .iter()
+        .map(|_| {
+            let sc = stack_config(opts);
+            (nic.len() > 1).then(|| {
+                Arc::new(crate::net::arp::SharedNeighbours::new(
+                    sc.arp_table_size,
+                    sc.arp_timeout_ns,
+                ))
+            })
+        })
+        .collect();
     for (k, l) in nic.iter().enumerate() {
         let mut slots = Vec::new();
         for (i, p) in cfg.ports.iter().enumerate() {
@@ -348,6 +363,11 @@ pub fn build_lcores<P: Port>(
             slots,
             NicStack::new(ifaces(cfg, macs), stack_config(opts)),
         );
+        for (i, sh) in neighbours.iter().enumerate() {
+            if let Some(sh) = sh {
+                lcore.stack_mut().share_neighbours(i, sh.clone());
+            }
+        }
         lcore.set_offloads(
             build_chain(&cfg.tonic, &cfg.offloads, &plugins, &shared)
                 .map_err(offload_error(cfg))?,

@@ -4,9 +4,16 @@
 //! The table maps IPv4 addresses to MAC addresses with a learn time; entries older than the
 //! configured timeout are stale (not returned by [`ArpTable::lookup`]) but still take part in
 //! RFC 826's "merge" step. A full table evicts its oldest entry.
+//!
+//! Several NIC lcores on one port each keep their own table (no lock on the per-frame path)
+//! and share what they learn through the port's [`SharedNeighbours`]: an ARP reply reaches
+//! only the lcore whose queue the NIC steered it to (RSS sends every non-IP frame to queue 0;
+//! Linux's packet fanout hashes it to one socket), while every lcore sends to that neighbour.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 
 use super::parse::{ARP_LEN, ETHERTYPE_ARP, ETHERTYPE_IPV4, ETH_HDR_LEN};
 
@@ -300,5 +307,50 @@ mod tests {
         assert_eq!(t.lookup([10, 0, 0, 2], 12), None, "oldest evicted");
         assert_eq!(t.lookup([10, 0, 0, 1], 12), Some(M1));
         assert_eq!(t.lookup([10, 0, 0, 3], 12), Some(M2));
+    }
+}
+
+/// The neighbours one port's NIC lcores have learnt, shared between them: each lcore adds
+/// what it learns from ARP and consults this table when its own has no entry (a lock only
+/// then), so that an ARP reply steered to one lcore's queue resolves the address for all.
+///
+/// Invariant: holds at most the capacity it was made with (an [`ArpTable`] inside);
+/// [`SharedNeighbours::generation`] grows with every insert, so an lcore with frames held for
+/// an address can tell cheaply that something new was learnt.
+#[derive(Debug)]
+pub struct SharedNeighbours {
+    table: Mutex<ArpTable>,
+    generation: AtomicU64,
+}
+
+impl SharedNeighbours {
+    /// An empty shared table of at most `cap` entries, fresh for `timeout_ns`.
+    pub fn new(cap: usize, timeout_ns: u64) -> Self {
+        SharedNeighbours {
+            table: Mutex::new(ArpTable::new(cap, timeout_ns)),
+            generation: AtomicU64::new(0),
+        }
+    }
+
+    /// Records `ip → mac`, learnt at `now_ns`.
+    pub fn insert(&self, ip: [u8; 4], mac: [u8; 6], now_ns: u64) {
+        if let Ok(mut t) = self.table.lock() {
+            t.insert(ip, mac, now_ns);
+        }
+        self.generation.fetch_add(1, Ordering::Release);
+    }
+
+    /// The MAC of `ip` with its learn time, if some lcore learnt it and it is fresh at
+    /// `now_ns`.
+    pub fn lookup(&self, ip: [u8; 4], now_ns: u64) -> Option<([u8; 6], u64)> {
+        let t = self.table.lock().ok()?;
+        let e = t.map.get(&u32::from_be_bytes(ip))?;
+        (now_ns.saturating_sub(e.learnt_ns) < t.timeout_ns).then_some((e.mac, e.learnt_ns))
+    }
+
+    /// How many inserts there have been (a change means something new may be known).
+    #[inline]
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
     }
 }

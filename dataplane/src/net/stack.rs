@@ -5,7 +5,7 @@
 //! Sans-I/O: the caller passes buffers, an explicit `now_ns` and an allocator; frames to send
 //! come back in `Vec`s the caller owns and reuses. `rx` never allocates.
 
-use super::arp::{self, ArpFields, ArpTable, ARP_FRAME_LEN, OP_REQUEST};
+use super::arp::{self, ArpFields, ArpTable, SharedNeighbours, ARP_FRAME_LEN, OP_REQUEST};
 use super::csum::{self, ipv4_bounds_for_tx};
 use super::icmp;
 use super::parse::{
@@ -270,6 +270,10 @@ struct PortState<B> {
     learnt: bool,
     /// Bytes of the frames in `pending`.
     held_bytes: usize,
+    /// What the port's other lcores learnt (none: this lcore is the port's only one).
+    shared: Option<std::sync::Arc<SharedNeighbours>>,
+    /// `shared`'s generation at the last look for the pending addresses.
+    shared_seen: u64,
 }
 
 /// How many frames ahead of the one being handled [`NicStack::rx_burst`] prefetches.
@@ -340,6 +344,8 @@ impl<B: PacketBuf> NicStack<B> {
                 next_deadline: u64::MAX,
                 learnt: false,
                 held_bytes: 0,
+                shared: None,
+                shared_seen: 0,
             })
             .collect();
         NicStack {
@@ -348,6 +354,26 @@ impl<B: PacketBuf> NicStack<B> {
             ports,
             counters: StackCounters::default(),
         }
+    }
+
+    /// Shares `port`'s neighbours with the port's other NIC lcores through `shared` (see
+    /// [`SharedNeighbours`]): what this stack learns goes there, and an address it does not
+    /// know is looked up there before it is resolved. Out-of-range ports are ignored.
+    pub fn share_neighbours(&mut self, port: usize, shared: std::sync::Arc<SharedNeighbours>) {
+        if let Some(st) = self.ports.get_mut(port) {
+            st.shared_seen = shared.generation();
+            st.shared = Some(shared);
+        }
+    }
+
+    /// The entry of `ip` another lcore of `port` learnt, copied into this stack's table.
+    fn learn_from_shared(&mut self, port: usize, ip: [u8; 4], now_ns: u64) -> Option<[u8; 6]> {
+        let st = &mut self.ports[port];
+        let (mac, learnt_ns) = st.shared.as_ref()?.lookup(ip, now_ns)?;
+        if st.arp.insert(ip, mac, learnt_ns) {
+            self.counters.arp_table_evictions += 1;
+        }
+        Some(mac)
     }
 
     /// Handle one frame received on `port`.
@@ -567,11 +593,18 @@ impl<B: PacketBuf> NicStack<B> {
             let st = &mut self.ports[port];
             let merged = st.arp.update_if_present(a.spa, a.sha, now_ns);
             let resolving = st.pending.iter().any(|p| p.ip == a.spa);
-            if !merged && (for_us || resolving) && st.arp.insert(a.spa, a.sha, now_ns) {
+            let inserted = !merged && (for_us || resolving);
+            if inserted && st.arp.insert(a.spa, a.sha, now_ns) {
                 self.counters.arp_table_evictions += 1;
             }
             if resolving {
                 st.learnt = true;
+            }
+            if merged || inserted {
+                if let Some(sh) = &st.shared {
+                    sh.insert(a.spa, a.sha, now_ns);
+                    st.shared_seen = sh.generation();
+                }
             }
         }
         if is_request && for_us {
@@ -809,10 +842,16 @@ impl<B: PacketBuf> NicStack<B> {
         match self.ports[port].arp.lookup_any(ip, now_ns) {
             Some((mac, true)) => NextHop::Mac(mac),
             Some((mac, false)) => {
+                if let Some(mac) = self.learn_from_shared(port, ip, now_ns) {
+                    return NextHop::Mac(mac);
+                }
                 self.resolve_inner(port, ip, now_ns);
                 NextHop::Mac(mac)
             }
-            None => NextHop::Unknown,
+            None => match self.learn_from_shared(port, ip, now_ns) {
+                Some(mac) => NextHop::Mac(mac),
+                None => NextHop::Unknown,
+            },
         }
     }
 
@@ -877,14 +916,24 @@ impl<B: PacketBuf> NicStack<B> {
         let Some(st) = self.ports.get_mut(port) else {
             return;
         };
-        if st.pending.is_empty() || (!st.learnt && now_ns < st.next_deadline) {
+        if st.pending.is_empty() {
             return;
+        }
+        // Another lcore of the port learnt something: a pending address may be among it.
+        let shared_new = st.shared.as_ref().map(|sh| sh.generation());
+        let from_others = shared_new.is_some_and(|g| g != st.shared_seen);
+        if !st.learnt && !from_others && now_ns < st.next_deadline {
+            return;
+        }
+        if let Some(g) = shared_new {
+            st.shared_seen = g;
         }
         st.learnt = false;
         let mut i = 0;
         while i < self.ports[port].pending.len() {
             let ip = self.ports[port].pending[i].ip;
-            if let Some(mac) = self.ports[port].arp.lookup(ip, now_ns) {
+            let known = self.ports[port].arp.lookup(ip, now_ns);
+            if let Some(mac) = known.or_else(|| self.learn_from_shared(port, ip, now_ns)) {
                 let p = self.ports[port].pending.swap_remove(i);
                 let bytes: usize = p.frames.iter().map(Held::len).sum();
                 self.ports[port].held_bytes -= bytes;

@@ -227,6 +227,63 @@ fn arp_resolution_flow() {
     assert_eq!(c.drops.total(), 0);
 }
 
+/// Two lcores on one port: both ask for the peer, its reply reaches only one (RSS and
+/// packet fanout steer ARP to one queue), and the other's held frames go out anyway, at its
+/// next poll and without an ARP request of its own answered; later frames on either lcore go
+/// straight out.
+#[test]
+fn lcores_of_a_port_share_what_they_learn() {
+    let shared = std::sync::Arc::new(arp::SharedNeighbours::new(16, 60 * SEC));
+    let (mut a, mut b) = (stack(), stack());
+    a.share_neighbours(0, shared.clone());
+    b.share_neighbours(0, shared.clone());
+    let mut out = Vec::new();
+    for s in [&mut a, &mut b] {
+        let f = host_frame(udp(OUR_IP, PEER_IP, b"held"));
+        assert_eq!(s.host_tx(0, f, 0, &mut alloc, &mut out), Ok(0));
+        s.poll_tx(0, 1, &mut alloc, &mut out);
+    }
+    assert_eq!(out.len(), 2, "each lcore asked");
+    out.clear();
+    // The reply reaches lcore a only.
+    let mut rep = arp_reply_from_peer();
+    assert_eq!(a.rx(0, &mut rep, 2), Disposition::Consumed);
+    // Long before b's retry time, b's frame goes out with the peer's MAC.
+    b.poll_tx(0, 3, &mut alloc, &mut out);
+    assert_eq!(out.len(), 1, "b released its held frame");
+    assert_eq!(&out[0].data()[0..6], &PEER_MAC);
+    assert_eq!(&out[0].data()[42..], b"held");
+    assert_eq!(b.pending_frames(0), 0);
+    assert_eq!(b.counters().arp_replies_in, 0);
+    out.clear();
+    let f = host_frame(udp(OUR_IP, PEER_IP, b"next"));
+    assert_eq!(b.host_tx(0, f, 4, &mut alloc, &mut out), Ok(1));
+    // An lcore that never asked knows it too.
+    let mut c = stack();
+    c.share_neighbours(0, shared);
+    let f = host_frame(udp(OUR_IP, PEER_IP, b"third"));
+    assert_eq!(c.host_tx(0, f, 5, &mut alloc, &mut out), Ok(1));
+    assert_eq!(&out[1].data()[0..6], &PEER_MAC);
+    assert_eq!(c.counters().arp_requests_out, 0);
+}
+
+/// Without sharing (one lcore per port), another stack's reply teaches nothing: the frame
+/// stays held until the stack's own resolution.
+#[test]
+fn unshared_stacks_learn_only_their_own_replies() {
+    let (mut a, mut b) = (stack(), stack());
+    let mut out = Vec::new();
+    let f = host_frame(udp(OUR_IP, PEER_IP, b"held"));
+    assert_eq!(b.host_tx(0, f, 0, &mut alloc, &mut out), Ok(0));
+    b.poll_tx(0, 1, &mut alloc, &mut out);
+    out.clear();
+    let mut rep = arp_reply_from_peer();
+    a.rx(0, &mut rep, 2);
+    b.poll_tx(0, 3, &mut alloc, &mut out);
+    assert!(out.is_empty());
+    assert_eq!(b.pending_frames(0), 1);
+}
+
 #[test]
 fn arp_retries_then_gives_up() {
     let mut s = stack();
