@@ -404,15 +404,8 @@ pub unsafe extern "C" fn mtcp_getsockname(
     addr: *mut libc::sockaddr,
     addrlen: *mut libc::socklen_t,
 ) -> c_int {
-    guard(-1, || {
-        if addr.is_null() || addrlen.is_null() {
-            return Err(E::FAULT);
-        }
-        let a = with_ctx(mctx, |c| c.getsockname(sockid))?;
-        // SAFETY: the caller's sockaddr buffer of `*addrlen` bytes (both non-null).
-        unsafe { write_addr(a, addr, addrlen) }?;
-        Ok(0)
-    })
+    // SAFETY: the caller's contract of getsockname(2), passed on.
+    unsafe { name_out(mctx, sockid, addr, addrlen, Ctx::getsockname) }
 }
 
 /// getpeername(2).
@@ -423,12 +416,29 @@ pub unsafe extern "C" fn mtcp_getpeername(
     addr: *mut libc::sockaddr,
     addrlen: *mut libc::socklen_t,
 ) -> c_int {
+    // SAFETY: the caller's contract of getpeername(2), passed on.
+    unsafe { name_out(mctx, sockid, addr, addrlen, Ctx::getpeername) }
+}
+
+/// getsockname and getpeername: `name` of `sockid` into the caller's `addr` of `*addrlen`
+/// bytes (EFAULT when either pointer is null).
+///
+/// # Safety
+/// `addr` points to `*addrlen` writable bytes and `addrlen` to a writable `socklen_t`, or
+/// either is null.
+unsafe fn name_out(
+    mctx: MctxT,
+    sockid: c_int,
+    addr: *mut libc::sockaddr,
+    addrlen: *mut libc::socklen_t,
+    name: fn(&mut Ctx<HostEnd>, c_int) -> R<std::net::SocketAddrV4>,
+) -> c_int {
     guard(-1, || {
         if addr.is_null() || addrlen.is_null() {
             return Err(E::FAULT);
         }
-        let a = with_ctx(mctx, |c| c.getpeername(sockid))?;
-        // SAFETY: as in mtcp_getsockname.
+        let a = with_ctx(mctx, |c| name(c, sockid))?;
+        // SAFETY: the caller's sockaddr buffer of `*addrlen` bytes (both non-null).
         unsafe { write_addr(a, addr, addrlen) }?;
         Ok(0)
     })
