@@ -499,6 +499,35 @@ fn proxy_wire_errors_and_failover() {
     assert_eq!(st.errors_of(502), 1, "{st}");
 }
 
+/// A client that sends nothing and one whose head stops half way both get 408 after
+/// `request_timeout_ms`; the counters tell the two apart (no byte of a head arrived: the
+/// request never reached the proxy's socket).
+#[test]
+fn proxy_wire_silent_and_cut_heads_are_408() {
+    let mut cfg = config(&[8080], false);
+    cfg.request_timeout_ms = 300;
+    let mut w = World::new(cfg, &[8080]);
+    w.clients
+        .push(Client::new(&mut w.pair.a.host, vec![Vec::new()]));
+    w.clients.push(Client::new(
+        &mut w.pair.a.host,
+        vec![b"GET / HTTP/1.1\r\nHo".to_vec()],
+    ));
+    w.run();
+    let st = w.proxy.stats();
+    for c in &w.clients {
+        let rs = responses(&c.got);
+        assert_eq!(rs.len(), 1, "{st}");
+        assert_eq!(rs[0].0, 408, "{st}");
+    }
+    assert_eq!(st.errors_of(408), 2, "{st}");
+    assert_eq!(st.head_timeouts_empty, 1, "{st}");
+    assert!(
+        st.to_string().contains("(408 with no byte of a head: 1)"),
+        "{st}"
+    );
+}
+
 #[test]
 fn proxy_wire_head_too_large_is_431() {
     let mut cfg = config(&[8080], false);

@@ -283,7 +283,10 @@ impl Proxy {
                 State::Head { buf, .. } if buf.is_empty() && s.server.is_some() => {
                     self.finish(ctx, sid, false)
                 }
-                State::Head { .. } => {
+                State::Head { buf, .. } => {
+                    if buf.is_empty() {
+                        self.stats.head_timeouts_empty += 1;
+                    }
                     self.respond(ctx, sid, 408, "no complete request head in time", now)
                 }
                 State::Connecting { .. } => self.connect_failed(ctx, sid, now, true),

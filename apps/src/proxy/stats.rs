@@ -19,6 +19,9 @@ pub struct ProxyStats {
     pub errors: BTreeMap<u16, u64>,
     /// Clients that closed or reset before their head was complete.
     pub client_gone: u64,
+    /// Of the 408s: clients from which not one byte of a head had arrived (the request never
+    /// reached the proxy's socket, as opposed to a head cut short).
+    pub head_timeouts_empty: u64,
     /// Connection pairs handed to `nsplice` (AccelTCP §4.3).
     pub spliced: u64,
     /// Pairs `nsplice` refused, relayed on the host instead.
@@ -89,11 +92,19 @@ impl fmt::Display for ProxyStats {
             .collect();
         writeln!(
             f,
-            "proxy: errors {}",
+            "proxy: errors {}{}",
             if errs.is_empty() {
                 "none".to_string()
             } else {
                 errs.join(", ")
+            },
+            if self.head_timeouts_empty > 0 {
+                format!(
+                    " (408 with no byte of a head: {})",
+                    self.head_timeouts_empty
+                )
+            } else {
+                String::new()
             }
         )?;
         writeln!(
