@@ -361,12 +361,12 @@ fn splice_netns_thousand_requests_under_loss() {
     assert!(seen, "no established server connection seen");
     let finished = wait_for(Duration::from_secs(240), || load.exited().is_some());
     let out = load.stdout();
-    assert!(
-        finished && out.contains("ok 1000"),
-        "the load failed: {}\n{}",
-        load.describe(),
-        rig.proxy.as_mut().unwrap().describe()
-    );
+    if !(finished && out.contains("ok 1000")) {
+        // The proxy's whole summary (its 408s told apart, the host's and the NIC's
+        // counters) says where a request was lost.
+        let text = rig.stop_proxy(Duration::from_secs(2));
+        panic!("the load failed: {}\n{text}", load.describe());
+    }
     let drops = dropped(&rig.topo);
     println!("{out}\nloss filters dropped {drops} frames\nserver side: {server_ss}");
     assert!(drops > 100, "the loss filters dropped only {drops} frames");
