@@ -44,7 +44,7 @@ ip netns exec $S "$BIN" kv -c "$ROOT/configs/af-packet.toml" --no-pin -- \
 P=$!
 for _ in $(seq 100); do grep -q listening "$LOG" && break; sleep 0.1; done
 start=$(date +%s.%N)
-ip netns exec $C redis-benchmark -h 192.0.2.1 -n "$N" -c "$CONNS" -k 0 -t ping -q 2>&1 \
+ip netns exec $C timeout 600 redis-benchmark -h 192.0.2.1 -n "$N" -c "$CONNS" -k 0 -t ping -q 2>&1 \
   | tr '\r' '\n' | grep -v 'rps=' | grep -v '^ *$'
 end=$(date +%s.%N)
 kill -INT $P
