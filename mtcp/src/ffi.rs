@@ -452,11 +452,8 @@ pub unsafe extern "C" fn mtcp_read(
     buf: *mut c_char,
     len: usize,
 ) -> isize {
-    guard(-1, || {
-        // SAFETY: `len` writable bytes at `buf` (the caller's contract).
-        let b = unsafe { slice_mut(buf, len) }?;
-        with_ctx(mctx, |c| c.read(sockid, b)).map(|n| n as isize)
-    })
+    // SAFETY: the caller's contract of read(2), which is recv(2)'s with no flags.
+    unsafe { mtcp_recv(mctx, sockid, buf, len, 0) }
 }
 
 /// recv(2) with flags 0 or MSG_PEEK.
@@ -469,7 +466,7 @@ pub unsafe extern "C" fn mtcp_recv(
     flags: c_int,
 ) -> isize {
     guard(-1, || {
-        // SAFETY: as in mtcp_read.
+        // SAFETY: `len` writable bytes at `buf` (the caller's contract).
         let b = unsafe { slice_mut(buf, len) }?;
         match flags {
             0 => with_ctx(mctx, |c| c.read(sockid, b)),
