@@ -147,7 +147,7 @@ pub fn summary(reports: &[LcoreReport], elapsed: Duration, tsc_hz: u64) -> Strin
         if r.idle.sleeps > 0 {
             let _ = writeln!(
                 s,
-                "lcore {} idle: slept {:.3} s in {} sleeps ({} woken early by the host), {} yields",
+                "lcore {} idle: slept {:.3} s in {} sleeps ({} woken early by the host or the wire), {} yields",
                 r.name,
                 r.idle.slept_ns as f64 / 1e9,
                 r.idle.sleeps,

@@ -12,6 +12,11 @@
 //! [`Backoff`] is the sans-I/O policy (idle streak in, action out), unit-tested without a
 //! clock; [`Backoff::after`] runs the action (spin hint, yield, or a park that a
 //! [`Doorbell`] cuts short) and accounts the time slept.
+//!
+//! A NIC lcore whose ports can signal an arrival to a sleeping thread sleeps on them instead
+//! of on a plain timer (a [`WakeSource`], as DPDK's l3fwd-power waits on Rx interrupts): the
+//! first frame after a quiet spell then costs a kernel wake-up (microseconds), not the rest
+//! of a sleep. `crate::wake` has the one for `net_af_packet` ports.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -109,7 +114,7 @@ pub struct IdleStats {
     pub slept_ns: u64,
     /// Sleeps taken.
     pub sleeps: u64,
-    /// Sleeps a doorbell ended early.
+    /// Sleeps a doorbell or an arriving frame ended early.
     pub woken: u64,
     /// `sched_yield` calls.
     pub yields: u64,
@@ -125,6 +130,18 @@ impl IdleStats {
     }
 }
 
+/// Something a sleeping loop waits on besides its timeout and its [`Doorbell`]: its ports'
+/// arrivals (a kernel file descriptor that becomes readable when a frame comes in).
+///
+/// Invariant: `wait` returns no later than `d` (plus the OS's wake-up latency), and returns
+/// `true` only when something (an arrival, or `bell`) ended it early; an arrival that came
+/// after the previous `wait` returned is never missed (it ends the next `wait` at once).
+pub trait WakeSource: Send {
+    /// Sleeps up to `d`, or until a frame arrives on one of the source's ports or `bell`
+    /// rings. Returns whether it was woken early.
+    fn wait(&mut self, d: Duration, bell: Option<&Doorbell>) -> bool;
+}
+
 /// The idle policy of one loop: feed it each iteration's outcome, it says what to do.
 ///
 /// Invariant: with mode [`PollMode::Spin`] (or `Auto` unresolved) it only ever answers
@@ -138,8 +155,15 @@ pub struct Backoff {
     /// Sleeps of `max_sleep` in a row.
     at_max: u32,
     doorbell: Option<Arc<Doorbell>>,
+    wake: Option<Box<dyn WakeSource>>,
     /// What the loop did not poll.
     pub stats: IdleStats,
+}
+
+impl std::fmt::Debug for dyn WakeSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("WakeSource")
+    }
 }
 
 impl Backoff {
@@ -152,8 +176,23 @@ impl Backoff {
             next_sleep: policy.min_sleep,
             at_max: 0,
             doorbell: None,
+            wake: None,
             stats: IdleStats::default(),
         }
+    }
+
+    /// Sleeps on `w` (and on the doorbell, if any) instead of a plain timer. An arrival
+    /// ends a sleep at once, so the short first sleeps of the ladder (which bound what a
+    /// timed sleep adds to the next frame) are skipped: sleeps start at `max_sleep`, which
+    /// then bounds only how late the loop's own timers run.
+    pub fn set_wake(&mut self, w: Box<dyn WakeSource>) {
+        self.wake = Some(w);
+        self.restart();
+    }
+
+    /// The doorbell this loop's sleeps listen to, if any.
+    pub fn doorbell(&self) -> Option<&Arc<Doorbell>> {
+        self.doorbell.as_ref()
     }
 
     /// Whether this loop backs off at all.
@@ -197,7 +236,11 @@ impl Backoff {
     fn restart(&mut self) {
         self.streak = 0;
         self.at_max = 0;
-        self.next_sleep = self.policy.min_sleep;
+        self.next_sleep = if self.wake.is_some() {
+            self.policy.max_sleep
+        } else {
+            self.policy.min_sleep
+        };
     }
 
     /// Runs the action for an iteration that did `busy` work: nothing after work, a pause
@@ -218,9 +261,11 @@ impl Backoff {
             }
             IdleAction::Sleep(d) => {
                 let t0 = Instant::now();
-                let rung = match &self.doorbell {
-                    Some(bell) => bell.sleep(d),
-                    None => {
+                let rung = match (&mut self.wake, &self.doorbell) {
+                    (Some(w), Some(bell)) => bell.sleep_with(d, |d| w.wait(d, Some(bell))),
+                    (Some(w), None) => w.wait(d, None),
+                    (None, Some(bell)) => bell.sleep(d),
+                    (None, None) => {
                         std::thread::sleep(d);
                         false
                     }
@@ -303,6 +348,34 @@ mod tests {
             assert_ne!(b.next(false), IdleAction::Sleep(Duration::from_micros(35)));
         }
         assert_eq!(b.next(false), IdleAction::Sleep(Duration::from_micros(10)));
+    }
+
+    #[derive(Debug)]
+    struct FakeWake(Vec<Duration>);
+
+    impl WakeSource for FakeWake {
+        fn wait(&mut self, d: Duration, _bell: Option<&Doorbell>) -> bool {
+            self.0.push(d);
+            false
+        }
+    }
+
+    #[test]
+    fn a_loop_with_a_wake_source_skips_the_short_sleeps() {
+        let mut b = Backoff::new(PollMode::Adaptive, policy());
+        b.set_wake(Box::new(FakeWake(Vec::new())));
+        let sleeps: Vec<IdleAction> = (0..8)
+            .map(|_| b.next(false))
+            .filter(|a| matches!(a, IdleAction::Sleep(_)))
+            .collect();
+        let us = |n| IdleAction::Sleep(Duration::from_micros(n));
+        assert_eq!(sleeps, vec![us(35), us(35), us(90)]);
+        // Work, then idle again: back to max_sleep, not min_sleep.
+        assert_eq!(b.next(true), IdleAction::Spin);
+        let first = (0..6).map(|_| b.next(false)).last().unwrap();
+        assert_eq!(first, us(35));
+        // The sleep runs on the wake source.
+        assert!(b.after(false));
     }
 
     #[test]

@@ -262,6 +262,20 @@ impl<P: Port> NicLcore<P> {
         self.backoff = b;
     }
 
+    /// Makes the lcore's idle sleeps end when `w` sees an arrival (its ports' wake-up
+    /// source, see [`crate::idle::WakeSource`]); no effect on a spinning lcore. The host
+    /// link's doorbell ([`Self::doorbell`]) still ends them: `w` must listen to it.
+    pub fn set_wake(&mut self, w: Box<dyn crate::idle::WakeSource>) {
+        if self.backoff.adaptive() {
+            self.backoff.set_wake(w);
+        }
+    }
+
+    /// The doorbell of the host link, which the host rings when it hands the lcore a frame.
+    pub fn doorbell(&self) -> Option<Arc<crate::idle::Doorbell>> {
+        self.host.as_ref().map(|h| h.rx_doorbell())
+    }
+
     /// The idle policy, for a loop that drives [`Self::poll_once`] itself (a `shared`
     /// lcore runs the host's iteration too and backs off on both); its statistics are
     /// published in the report's `idle`.

@@ -24,6 +24,8 @@ pub mod runtime;
 pub mod runtime_dpdk;
 pub mod sys;
 pub mod tonic;
+#[cfg(target_os = "linux")]
+pub mod wake;
 pub mod wheel;
 
 pub use buf::{HeapBuf, PacketBuf};

@@ -143,12 +143,42 @@ pub fn build_dpdk(
             .map(|q| DpdkQueue::from_queue(q, macs[i]))
             .map_err(|e| RunError::Dpdk(format!("port {}: {e}", cfg.ports[i].name)))
     })?;
+    let mut lcores = lcores;
+    wake_on_af_packet(&mut lcores, &devs);
     Ok(DpdkTopology {
         lcores,
         devs,
         host,
         eal,
     })
+}
+
+/// Adaptive lcores over `net_af_packet` ports sleep on their interfaces
+/// ([`crate::wake::PacketWake`]): the first frame after a quiet spell wakes them within the
+/// kernel's wake-up latency instead of after the rest of a timed sleep. Where the wake
+/// sockets cannot be made (no `CAP_NET_RAW`), a warning says so and the lcore keeps timed
+/// sleeps.
+fn wake_on_af_packet(lcores: &mut [NicLcore<DpdkQueue>], devs: &[EthDev]) {
+    let ifs: Vec<u32> = devs
+        .iter()
+        .filter(|d| d.driver() == "net_af_packet" && d.if_index() != 0)
+        .map(|d| d.if_index())
+        .collect();
+    if ifs.is_empty() {
+        return;
+    }
+    for l in lcores.iter_mut() {
+        if !l.backoff_mut().adaptive() {
+            continue;
+        }
+        match crate::wake::PacketWake::new(&ifs, l.doorbell().as_ref()) {
+            Ok(w) => l.set_wake(Box::new(w)),
+            Err(e) => tracing::warn!(
+                lcore = l.name(),
+                "no wake-up on arriving frames ({e}): idle sleeps end on their timer"
+            ),
+        }
+    }
 }
 
 /// The TSC frequency DPDK measured (0 before EAL init).

@@ -14,11 +14,27 @@ use std::time::Duration;
 /// Invariant: ringing costs one relaxed load when the consumer is awake. A ring that races
 /// with the consumer falling asleep may be missed; the sleep's own timeout (at most the
 /// policy's `max_sleep`) bounds what that costs, so no work waits longer than that.
-#[derive(Debug, Default)]
+///
+/// A consumer that sleeps in a system call of its own (waiting on its ports' file
+/// descriptors as well, see [`Doorbell::sleep_with`]) registers a notifier
+/// ([`Doorbell::set_notifier`], e.g. a write to an eventfd it waits on) that a ring calls
+/// besides unparking the thread.
+#[derive(Default)]
 pub struct Doorbell {
     sleeping: AtomicBool,
     rung: AtomicBool,
     thread: OnceLock<Thread>,
+    notifier: OnceLock<Box<dyn Fn() + Send + Sync>>,
+}
+
+impl std::fmt::Debug for Doorbell {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Doorbell")
+            .field("sleeping", &self.sleeping)
+            .field("rung", &self.rung)
+            .field("notifier", &self.notifier.get().is_some())
+            .finish()
+    }
 }
 
 impl Doorbell {
@@ -37,10 +53,34 @@ impl Doorbell {
     pub fn ring(&self) {
         if self.sleeping.load(Ordering::Relaxed) {
             self.rung.store(true, Ordering::Release);
+            if let Some(n) = self.notifier.get() {
+                n();
+            }
             if let Some(t) = self.thread.get() {
                 t.unpark();
             }
         }
+    }
+
+    /// Makes every ring that finds the consumer asleep also call `n` (once set, for good;
+    /// returns false if a notifier was already set). For a consumer that sleeps in
+    /// [`Self::sleep_with`] on something other than a thread park.
+    pub fn set_notifier(&self, n: Box<dyn Fn() + Send + Sync>) -> bool {
+        self.notifier.set(n).is_ok()
+    }
+
+    /// Like [`Self::sleep`], but the wait is `wait(d)` (which returns whether something
+    /// else than the timeout ended it): e.g. a `ppoll` on the consumer's ports and on the
+    /// eventfd its notifier writes. Returns whether the bell rang or `wait` was woken.
+    pub fn sleep_with(&self, d: Duration, wait: impl FnOnce(Duration) -> bool) -> bool {
+        self.sleeping.store(true, Ordering::SeqCst);
+        let woken = if self.rung.swap(false, Ordering::AcqRel) {
+            true
+        } else {
+            wait(d)
+        };
+        self.sleeping.store(false, Ordering::SeqCst);
+        self.rung.swap(false, Ordering::AcqRel) || woken
     }
 
     /// Parks the calling thread up to `d`, or until [`Self::ring`]. Returns whether it was

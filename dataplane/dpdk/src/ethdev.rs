@@ -207,6 +207,8 @@ pub struct EthDev {
     rss_hash_functions: u64,
     rx_desc: u16,
     tx_desc: u16,
+    driver: String,
+    if_index: u32,
 }
 
 fn call_err(call: &str, port: u16, ret: i32) -> DpdkError {
@@ -439,7 +441,20 @@ impl EthDev {
             rss_hash_functions: rss_hf,
             rx_desc,
             tx_desc,
+            driver,
+            if_index: info.if_index,
         })
+    }
+
+    /// The driver's name (`rte_eth_dev_info.driver_name`, e.g. `net_af_packet`).
+    pub fn driver(&self) -> &str {
+        &self.driver
+    }
+
+    /// The kernel interface the device is bound to (`rte_eth_dev_info.if_index`: e.g. the
+    /// interface a `net_af_packet` port reads), 0 if none.
+    pub fn if_index(&self) -> u32 {
+        self.if_index
     }
 
     /// A handle on queue `q` (rx queue `q` and tx queue `q`, whichever exist) for one
