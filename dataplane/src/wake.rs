@@ -46,6 +46,8 @@ pub struct PacketWake {
     event: Option<Arc<File>>,
     /// Frames (notifications) read and discarded.
     pub drained: u64,
+    /// Sockets given up because they reported an error (interface down or removed).
+    pub dropped: u64,
 }
 
 /// `SO_ATTACH_FILTER`'s program: drop frames this host sends (`PACKET_OUTGOING`, e.g. the
@@ -177,6 +179,7 @@ impl PacketWake {
             socks,
             event,
             drained: 0,
+            dropped: 0,
         })
     }
 
@@ -231,14 +234,32 @@ impl WakeSource for PacketWake {
         if n <= 0 {
             return false;
         }
-        for p in &fds {
+        let mut woken = false;
+        let mut failed = Vec::new();
+        for (i, p) in fds.iter().enumerate() {
             if p.revents & libc::POLLIN != 0 {
                 // The eventfd reads as a u64 counter; a packet socket as frames: both are
                 // emptied the same way (a read of an eventfd resets it).
                 self.drain(p.fd);
+                woken = true;
+            } else if p.revents & (libc::POLLERR | libc::POLLHUP | libc::POLLNVAL) != 0
+                && i < self.socks.len()
+            {
+                failed.push(i);
             }
         }
-        true
+        // A socket in error (its interface went down or away: ENETDOWN, ENODEV) would make
+        // every later wait return at once and the loop spin: it is dropped, and the loop
+        // sleeps on its timer for that interface from now on.
+        for i in failed.into_iter().rev() {
+            let s = self.socks.remove(i);
+            self.dropped += 1;
+            tracing::warn!(
+                fd = s.as_raw_fd(),
+                "wake socket in error (interface down or gone): idle sleeps on this port end on their timer"
+            );
+        }
+        woken
     }
 }
 

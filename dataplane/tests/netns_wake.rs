@@ -22,7 +22,7 @@ fn ifindex(dev: &str) -> u32 {
 }
 
 #[test]
-fn an_incoming_frame_ends_a_sleep_and_an_outgoing_one_does_not() {
+fn an_incoming_frame_ends_a_sleep_but_an_outgoing_one_or_a_vanished_interface_does_not() {
     let net = Netns::for_test("wk").unwrap_or_else(|e| panic!("{e}"));
     net.configure("192.0.2.2/24")
         .unwrap_or_else(|e| panic!("{e}"));
@@ -77,4 +77,20 @@ fn an_incoming_frame_ends_a_sleep_and_an_outgoing_one_does_not() {
     assert!(woken, "an arriving frame did not end the sleep");
     assert!(took < Duration::from_secs(2), "woken after {took:?}");
     assert!(w.drained >= 1);
+
+    // The interface goes away (as when a veth is deleted under a running server): its
+    // socket is given up and the waits keep their length instead of returning at once.
+    let outer = net.outer().to_string();
+    dataplane::netns::must(&["ip", "link", "del", &outer]);
+    let _ = w.wait(Duration::from_millis(20), None);
+    let t0 = Instant::now();
+    for _ in 0..5 {
+        assert!(!w.wait(Duration::from_millis(20), None));
+    }
+    assert!(
+        t0.elapsed() >= Duration::from_millis(95),
+        "{:?}",
+        t0.elapsed()
+    );
+    assert_eq!(w.dropped, 1);
 }
