@@ -248,6 +248,7 @@ mod with_dpdk {
                 st.frames_in, st.frames_out, st.link_full, st.active_opens, st.passive_opens,
                 st.rst_sent, st.syn_dropped, st.conn_limit, st.conns_freed, h.conns, st.malformed
             );
+            s += &crate::runtime::tcp_line(k, &h.tcp);
         }
         s
     }

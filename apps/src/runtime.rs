@@ -134,11 +134,34 @@ pub struct HostResult<S> {
     pub splice: hoststack::stack::SpliceHostStats,
     /// Connections open at the end.
     pub conns: usize,
+    /// TCP counters summed over its connections, open and freed (final report only: the
+    /// interval snapshots leave it at zero).
+    pub tcp: hoststack::tcp::tcb::TcbStats,
     /// Its core's cycles by component.
     pub cpu: HostCpu,
     /// Time its loop gave back while idle (adaptive polling; a `shared` lcore's is in the
     /// NIC lcore's report).
     pub idle: dataplane::idle::IdleStats,
+}
+
+/// The summary line of a host's TCP counters ([`HostResult::tcp`]): what was retransmitted
+/// and why, and what the peers' segments looked like.
+pub fn tcp_line(k: usize, t: &hoststack::tcp::tcb::TcbStats) -> String {
+    format!(
+        "host {k} tcp: segments in {} out {}, retransmitted {} (fast {}, sack {}, timeouts {}, tail-loss probes {}), recoveries {}, dup acks in {}, out of order in {}, out of window {}, window probes {}\n",
+        t.segs_in,
+        t.segs_out,
+        t.retransmits,
+        t.fast_retransmits,
+        t.sack_retransmits,
+        t.rto_expiries,
+        t.tail_loss_probes,
+        t.recoveries,
+        t.dup_acks,
+        t.ooo_segments,
+        t.out_of_window,
+        t.window_probes
+    )
 }
 
 /// The CPU part of the summary: NIC lcores busy / idle (from their reports) and host cores
@@ -400,8 +423,11 @@ mod dpdk_run {
             w1 + w2 > 0
         }
 
-        fn publish(&self) {
+        fn publish(&self, last: bool) {
             if let Ok(mut s) = self.snap.lock() {
+                if last {
+                    s.tcp = self.ctx.tcp_totals();
+                }
                 s.app = self.app.stats(&self.ctx);
                 s.host = *self.ctx.stats();
                 s.splice = self.ctx.splice_stats();
@@ -432,7 +458,7 @@ mod dpdk_run {
                 // A clock read every iteration cost about 7% of a busy kv server's samples.
                 if iterations.is_multiple_of(64) && last.elapsed() >= Duration::from_millis(100) {
                     last = Instant::now();
-                    self.publish();
+                    self.publish(false);
                     nic(NicCall::Publish);
                     if !self.finished && self.app.finished() {
                         self.finished = true;
@@ -448,7 +474,7 @@ mod dpdk_run {
                 self.ctx.poll();
                 nic(NicCall::Poll);
             }
-            self.publish();
+            self.publish(true);
         }
     }
 

@@ -89,4 +89,9 @@ impl HostLink for MemLink {
         self.sent += 1;
         true
     }
+
+    fn tx_space(&self) -> usize {
+        let q = self.tx.lock().expect("memlink lock");
+        self.depth.saturating_sub(q.len())
+    }
 }

@@ -62,6 +62,7 @@ fn host_block(snaps: &[HostResult<ProxyStats>]) -> String {
             h.conns,
             st.malformed
         );
+        s += &crate::runtime::tcp_line(k, &h.tcp);
         let sp = &h.splice;
         s += &format!(
             "host splice: requested {} installed {} refused {} install timeouts {} closed {} kept segments {} (dropped {}) late frames {}\n",

@@ -414,6 +414,8 @@ pub struct Context<L: HostLink> {
     /// Rotation over the local addresses for `connect` (see [`HostConfig::extra_ips`]).
     next_local_ip: usize,
     stats: HostStats,
+    /// The TCP counters of connections already freed (see [`Context::tcp_totals`]).
+    freed_tcp: crate::tcp::tcb::TcbStats,
     /// NIC flow id → connection, for `TCP_TONIC` connections the NIC runs.
     tonic_flows: HashMap<u32, u32, Fx>,
     free_flow_ids: Vec<u32>,
@@ -472,6 +474,7 @@ impl<L: HostLink> Context<L> {
             next_ephemeral,
             next_local_ip: 0,
             stats: HostStats::default(),
+            freed_tcp: Default::default(),
             tonic_flows: HashMap::default(),
             free_flow_ids: Vec::new(),
             next_flow_id: 0,
@@ -501,6 +504,17 @@ impl<L: HostLink> Context<L> {
     /// Counters.
     pub fn stats(&self) -> &HostStats {
         &self.stats
+    }
+
+    /// The TCP counters (segments, retransmissions by cause, duplicate ACKs, out-of-order
+    /// segments, probes, ...) of every connection this context has had, open and freed,
+    /// summed: the host's `netstat -s`. O(open connections): for summaries, not per packet.
+    pub fn tcp_totals(&self) -> crate::tcp::tcb::TcbStats {
+        let mut t = self.freed_tcp;
+        for c in self.conns.iter().flatten() {
+            t.add(c.tcb.stats());
+        }
+        t
     }
 
     /// The link (for its counters).
@@ -631,7 +645,11 @@ impl<L: HostLink> Context<L> {
         c.dirty = false;
         let ep = c.tcb.endpoints();
         let port = cfg.port;
-        c.tcb.poll_transmit(now, &mut |o| {
+        // No more data segments than the link has free descriptors (less the control
+        // segments one call may add): what does not fit stays in the send buffer, not
+        // lost on a full link, and the connection is flushed again (below).
+        let budget = link.tx_space().saturating_sub(FLUSH_ROOM).max(1);
+        let emitted = c.tcb.poll_transmit_budget(now, budget, &mut |o| {
             *ip_id = ip_id.wrapping_add(1);
             let id = *ip_id;
             let sent = link.send_built(port, scratch, &mut |buf| {
@@ -645,6 +663,10 @@ impl<L: HostLink> Context<L> {
         });
         if tonic && self.tonic_after_transmit(cid, now) {
             // The NIC gave the sender back: the FIN goes out on the next pass.
+            self.mark_dirty(cid);
+        }
+        if emitted >= budget {
+            // The budget, not the windows, may have stopped it: more to send.
             self.mark_dirty(cid);
         }
         let Context { conns, timers, .. } = self;
@@ -725,6 +747,7 @@ impl<L: HostLink> Context<L> {
             self.free_conns.push(cid);
             self.live_conns -= 1;
             self.stats.conns_freed += 1;
+            self.freed_tcp.add(c.tcb.stats());
         }
     }
 

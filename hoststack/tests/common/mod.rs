@@ -31,7 +31,12 @@ impl Net {
     }
 
     pub fn with(ca: HostConfig, cb: HostConfig) -> Self {
-        let (la, lb) = memlink::pair(4096);
+        Self::with_link(ca, cb, 4096)
+    }
+
+    /// Two contexts joined by a link of `depth` frames per direction.
+    pub fn with_link(ca: HostConfig, cb: HostConfig, depth: usize) -> Self {
+        let (la, lb) = memlink::pair(depth);
         let clock = Arc::new(AtomicU64::new(1_000_000_000));
         let c1 = clock.clone();
         let c2 = clock.clone();

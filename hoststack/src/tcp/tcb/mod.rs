@@ -183,7 +183,22 @@ impl Tcb {
     /// A timer may end the connection here (retransmissions exhausted: [`TcpError::TimedOut`];
     /// TIME_WAIT over): check [`Tcb::state`] / [`Tcb::error`], or [`Tcb::take_events`].
     pub fn poll_transmit(&mut self, now: u64, emit: &mut dyn FnMut(&Outgoing<'_>)) -> usize {
-        self.transmit(now, emit)
+        self.transmit(now, usize::MAX, emit)
+    }
+
+    /// [`Tcb::poll_transmit`] for a sink with room for few frames (a driver's queue, the
+    /// host ↔ NIC link): at most `budget` segments of data from the windows and SACK
+    /// recovery (the rest stays unsent, as when the congestion window is full, for the next
+    /// call), plus at most four control segments (a reply RST, a tail-loss probe, a fast
+    /// retransmission, a pure ACK). Returns the number emitted; a call that emitted
+    /// `budget` or more may have more to send.
+    pub fn poll_transmit_budget(
+        &mut self,
+        now: u64,
+        budget: usize,
+        emit: &mut dyn FnMut(&Outgoing<'_>),
+    ) -> usize {
+        self.transmit(now, budget, emit)
     }
 
     /// The earliest time at which [`Tcb::poll_transmit`] has timer work (RTO, delayed ACK,

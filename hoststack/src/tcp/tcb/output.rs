@@ -30,7 +30,14 @@ const MAX_BURST: usize = 4096;
 const DELAYED_ACK_ALLOWANCE_NS: u64 = 200_000_000;
 
 impl Tcb {
-    pub(super) fn transmit(&mut self, now: u64, emit: &mut dyn FnMut(&Outgoing<'_>)) -> usize {
+    /// Emits what is due (see [`Tcb::poll_transmit`]), with at most `budget` segments from
+    /// the window and SACK recovery (the rest waits for the next call, as when cwnd-limited).
+    pub(super) fn transmit(
+        &mut self,
+        now: u64,
+        budget: usize,
+        emit: &mut dyn FnMut(&Outgoing<'_>),
+    ) -> usize {
         self.run_timers(now);
         let mut n = 0;
         if let Some(seq) = self.flags.reply_rst.take() {
@@ -60,7 +67,7 @@ impl Tcb {
             }
             _ => {}
         }
-        n += self.send_data(now, emit);
+        n += self.send_data(now, budget.clamp(1, MAX_BURST), emit);
         if self.flags.ack_now {
             // A segment without data carries the highest sequence number sent (Linux's
             // tcp_acceptable_seq), not the go-back-N pointer: after a timeout SND.NXT drops to
@@ -289,7 +296,7 @@ impl Tcb {
         }
     }
 
-    fn send_data(&mut self, now: u64, emit: &mut dyn FnMut(&Outgoing<'_>)) -> usize {
+    fn send_data(&mut self, now: u64, budget: usize, emit: &mut dyn FnMut(&Outgoing<'_>)) -> usize {
         // The NIC owns the sender (Tonic §5): data, retransmissions and the FIN wait.
         if self.rec.cc.is_none() || self.tonic.is_some() {
             return 0;
@@ -338,17 +345,22 @@ impl Tcb {
             }
         }
         if self.rec.in_recovery && self.opt.sack_ok {
-            return n + self.sack_recovery(now, emit);
+            return n + self.sack_recovery(now, budget, emit);
         }
-        n + self.send_window(now, emit)
+        n + self.send_window(now, budget, emit)
     }
 
     /// Sends what the windows, Nagle and SWS avoidance allow from SND.NXT (new data, or a
     /// go-back-N retransmission after an RTO skipping SACKed ranges), then the FIN.
-    fn send_window(&mut self, now: u64, emit: &mut dyn FnMut(&Outgoing<'_>)) -> usize {
+    fn send_window(
+        &mut self,
+        now: u64,
+        budget: usize,
+        emit: &mut dyn FnMut(&Outgoing<'_>),
+    ) -> usize {
         let smss = self.opt.smss;
         let mut n = 0;
-        while n < MAX_BURST {
+        while n < budget {
             let mut s = self.snd.nxt;
             if s.lt(self.snd.max) && !self.rec.sb.is_empty() {
                 let t = self.rec.sb.skip_sacked(s);
@@ -414,7 +426,12 @@ impl Tcb {
     }
 
     /// Step (C) of RFC 6675 §5: while cwnd − pipe ≥ 1 SMSS, send what NextSeg (§4) picks.
-    fn sack_recovery(&mut self, now: u64, emit: &mut dyn FnMut(&Outgoing<'_>)) -> usize {
+    fn sack_recovery(
+        &mut self,
+        now: u64,
+        budget: usize,
+        emit: &mut dyn FnMut(&Outgoing<'_>),
+    ) -> usize {
         let smss = self.opt.smss;
         let cwnd = self.rec.cc.as_ref().map_or(smss, |c| c.cwnd());
         let lost = self.rec.sb.lost_edge(smss);
@@ -424,7 +441,7 @@ impl Tcb {
             .pipe(self.snd.una, self.snd.max, lost, self.rec.rxt_next);
         self.snd.nxt = self.snd.max;
         let mut n = 0;
-        while cwnd.saturating_sub(pipe) >= smss && n < MAX_BURST {
+        while cwnd.saturating_sub(pipe) >= smss && n < budget {
             let room = self.payload_room().min(smss);
             let from = self.rec.rxt_next.max(self.snd.una);
             let hole = self.rec.sb.next_hole(from, self.snd.max);

@@ -120,6 +120,52 @@ pub struct TcbStats {
     pub recoveries: u64,
 }
 
+impl TcbStats {
+    /// Adds `o` field by field (totals over connections).
+    pub fn add(&mut self, o: &TcbStats) {
+        let TcbStats {
+            segs_in,
+            segs_out,
+            bytes_in,
+            bytes_out,
+            retransmits,
+            fast_retransmits,
+            rto_expiries,
+            dup_acks,
+            out_of_window,
+            challenge_acks,
+            rst_ignored,
+            no_ack,
+            ooo_segments,
+            window_probes,
+            tail_loss_probes,
+            paws_rejected,
+            bad_acks,
+            sack_retransmits,
+            recoveries,
+        } = *o;
+        self.segs_in += segs_in;
+        self.segs_out += segs_out;
+        self.bytes_in += bytes_in;
+        self.bytes_out += bytes_out;
+        self.retransmits += retransmits;
+        self.fast_retransmits += fast_retransmits;
+        self.rto_expiries += rto_expiries;
+        self.dup_acks += dup_acks;
+        self.out_of_window += out_of_window;
+        self.challenge_acks += challenge_acks;
+        self.rst_ignored += rst_ignored;
+        self.no_ack += no_ack;
+        self.ooo_segments += ooo_segments;
+        self.window_probes += window_probes;
+        self.tail_loss_probes += tail_loss_probes;
+        self.paws_rejected += paws_rejected;
+        self.bad_acks += bad_acks;
+        self.sack_retransmits += sack_retransmits;
+        self.recoveries += recoveries;
+    }
+}
+
 /// One segment to send: the header and up to two payload slices (the send buffer is a ring).
 #[derive(Debug)]
 pub struct Outgoing<'a> {
