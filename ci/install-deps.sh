@@ -36,6 +36,8 @@ command -v haproxy >/dev/null || need+=(haproxy)
 command -v wrk >/dev/null || need+=(wrk)
 command -v tclsh >/dev/null || need+=(tcl)
 dpkg -s python3-scapy >/dev/null 2>&1 || need+=(python3-scapy)  # for /usr/bin/python3
+# A Redis client library (redis-py) for ci/kv-clients.sh.
+/usr/bin/python3 -c 'import redis' >/dev/null 2>&1 || need+=(python3-redis)
 
 if [ ${#need[@]} -gt 0 ]; then
   echo "install-deps: installing ${need[*]}"
