@@ -300,6 +300,11 @@ struct ProxyBenchArgs {
     /// Back-end servers (round robin).
     #[arg(long, default_value_t = 2)]
     backends: usize,
+    /// The proxy in http mode (every request parsed; only each connection's last exchange,
+    /// marked `Connection: close` by the clients, spliced) instead of tunnel mode (AccelTCP's
+    /// epproxy, Table 2's design: spliced after the first request head).
+    #[arg(long)]
+    http: bool,
     /// Measured seconds per configuration and mode.
     #[arg(long, default_value_t = 1.0)]
     seconds: f64,
@@ -663,6 +668,7 @@ fn bench_proxy(a: ProxyBenchArgs) -> Result<(), String> {
         seconds: a.seconds,
         warmup_seconds: a.warmup,
         rounds: a.rounds,
+        http: a.http,
         ..Default::default()
     };
     let stop = opts.stop.clone();

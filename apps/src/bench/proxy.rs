@@ -121,6 +121,10 @@ pub struct ProxyBenchOpts {
     pub warmup_seconds: f64,
     /// Rounds; each runs every configuration in every mode (the mode order alternates).
     pub rounds: u32,
+    /// The proxy in its `http` mode (every request parsed; only a connection's last
+    /// exchange, which the clients mark `Connection: close`, is spliced, after its response
+    /// head) instead of `tunnel` (AccelTCP's epproxy: spliced after the first head).
+    pub http: bool,
     /// Set to stop early (Ctrl-C); the benchmark then fails.
     pub stop: Arc<AtomicBool>,
 }
@@ -136,6 +140,7 @@ impl Default for ProxyBenchOpts {
             seconds: 1.0,
             warmup_seconds: 0.3,
             rounds: 1,
+            http: false,
             stop: Arc::new(AtomicBool::new(false)),
         }
     }
@@ -426,7 +431,7 @@ impl ProxyBenchReport {
             s,
             "{{\n  \"benchmark\": \"proxy\",\n  \"conns\": {},\n  \"sizes\": [{}],\n  \
              \"per_conn\": [{}],\n  \"modes\": [{}],\n  \"backends\": {},\n  \"seconds\": {},\n  \
-             \"warmup_seconds\": {},\n  \"rounds\": {},\n  \"tsc_hz\": {},\n  \"points\": [\n",
+             \"warmup_seconds\": {},\n  \"rounds\": {},\n  \"proxy_mode\": {},\n  \"tsc_hz\": {},\n  \"points\": [\n",
             o.conns,
             list(&o.sizes.iter().map(|x| x.to_string()).collect::<Vec<_>>()),
             list(&o.per_conn.iter().map(|x| x.to_string()).collect::<Vec<_>>()),
@@ -440,6 +445,7 @@ impl ProxyBenchReport {
             json_num(o.seconds),
             json_num(o.warmup_seconds),
             o.rounds,
+            json_str(if o.http { "http" } else { "tunnel" }),
             self.tsc_hz
         );
         for (i, p) in self.points.iter().enumerate() {
@@ -642,9 +648,10 @@ impl fmt::Display for ProxyBenchReport {
         writeln!(
             f,
             "proxy benchmark (AccelTCP Table 2 / Figures 12-13): {} client connections in \
-             flight through nicemu's L7 proxy to {} back end(s), {} round(s) of {} s per \
-             configuration and mode (after {} s of warm-up), TSC {:.3} GHz",
+             flight through nicemu's L7 proxy ({} mode) to {} back end(s), {} round(s) of {} s \
+             per configuration and mode (after {} s of warm-up), TSC {:.3} GHz",
             o.conns,
+            if o.http { "http" } else { "tunnel" },
             o.backends,
             o.rounds,
             o.seconds,
@@ -887,7 +894,11 @@ impl Run {
                 // AccelTCP's epproxy (Table 2) splices right after the first head: the
                 // proxy's tunnel mode, chosen by name (its `http` mode parses every
                 // request and splices only a connection's last exchange).
-                mode: ProxyMode::Tunnel,
+                mode: if opts.http {
+                    ProxyMode::Http
+                } else {
+                    ProxyMode::Tunnel
+                },
                 add_header: None,
                 splice: mode == RelayMode::Splice,
                 max_clients: (2 * opts.conns).max(10_000),
@@ -910,6 +921,9 @@ impl Run {
             cfg.size = size;
             cfg.per_conn = per_conn;
             cfg.proto = request_proto();
+            // In http mode the last request says Connection: close, so that the proxy may
+            // splice that exchange (a keep-alive exchange is relayed on the host).
+            cfg.close_last = opts.http;
             gens.push(
                 LoadGen::new(&mut b.host, cfg).map_err(|e| format!("load generator: {e:?}"))?,
             );
@@ -1172,7 +1186,7 @@ pub fn proxy(opts: &ProxyBenchOpts) -> Result<ProxyBenchReport, String> {
         points: Vec::new(),
         request_len: {
             let mut r = Vec::new();
-            crate::loadgen::proto::request(&request_proto(), 0, 0, 0, &mut r);
+            crate::loadgen::proto::request(&request_proto(), 0, 0, 0, false, &mut r);
             r.len()
         },
         response_heads: opts

@@ -48,6 +48,10 @@ pub struct LoadGenConfig {
     pub retry_ns: u64,
     /// `TCP_SETUP_OFFLOAD` and `TCP_TEARDOWN_OFFLOAD` on the client's sockets.
     pub offloads: bool,
+    /// HTTP: the last request of a connection (with `per_conn` > 0) says `Connection:
+    /// close` (RFC 9112 §9.6), as a client that closes after it does; the server may then
+    /// end the connection after its response (and a proxy splice that last exchange).
+    pub close_last: bool,
 }
 
 impl LoadGenConfig {
@@ -64,6 +68,7 @@ impl LoadGenConfig {
             response_timeout_ns: 10_000_000_000,
             retry_ns: 10_000_000,
             offloads: false,
+            close_last: false,
         }
     }
 }
@@ -444,11 +449,15 @@ impl LoadGen {
                 return;
             }
         }
+        let last = self.cfg.close_last
+            && self.cfg.per_conn != 0
+            && self.slots[k].done_here + 1 >= self.cfg.per_conn;
         proto::request(
             &self.cfg.proto,
             self.cfg.size,
             k,
             self.slots[k].txn,
+            last,
             &mut self.req,
         );
         match ctx.write(fd, &self.req) {
@@ -512,12 +521,15 @@ impl LoadGen {
         since: u64,
         now: u64,
     ) {
+        // End of stream right after a whole response (a server that closes after it, as
+        // one answering `Connection: close` does) completes the transaction; before one, it
+        // is an error.
+        let mut eof = false;
         loop {
             match ctx.read(fd, &mut self.buf) {
                 Ok(0) => {
-                    self.stats.errors.closed_early += 1;
-                    self.fail(ctx, k, now);
-                    return;
+                    eof = true;
+                    break;
                 }
                 Ok(n) => {
                     self.stats.bytes_in += n as u64;
@@ -544,7 +556,12 @@ impl LoadGen {
         }
         let s = &self.slots[k];
         match proto::response(&self.cfg.proto, self.cfg.size, k, s.txn, &s.got) {
-            Ok(None) => {}
+            Ok(None) => {
+                if eof {
+                    self.stats.errors.closed_early += 1;
+                    self.fail(ctx, k, now);
+                }
+            }
             Ok(Some(len)) => {
                 if len != s.got.len() {
                     // Bytes beyond the response: the server answered what was not asked.
@@ -558,8 +575,9 @@ impl LoadGen {
                 s.got.clear();
                 s.txn += 1;
                 s.done_here += 1;
-                if self.cfg.per_conn != 0 && s.done_here >= self.cfg.per_conn {
-                    // The client closes first: TIME_WAIT stays on its side.
+                if eof || (self.cfg.per_conn != 0 && s.done_here >= self.cfg.per_conn) {
+                    // The client closes first (TIME_WAIT stays on its side), or closes
+                    // what the server ended; a replacement opens.
                     self.close_slot(ctx, k, false);
                     self.slots[k].phase = Phase::Idle { at: now };
                 } else {

@@ -65,8 +65,9 @@ pub fn payload_byte(slot: usize, txn: u64, n: usize) -> u8 {
         .wrapping_add(n as u8)
 }
 
-/// Writes the request of transaction `txn` on slot `slot` into `out` (cleared first).
-pub fn request(proto: &Proto, size: usize, slot: usize, txn: u64, out: &mut Vec<u8>) {
+/// Writes the request of transaction `txn` on slot `slot` into `out` (cleared first); an
+/// HTTP request with `close` says `Connection: close`.
+pub fn request(proto: &Proto, size: usize, slot: usize, txn: u64, close: bool, out: &mut Vec<u8>) {
     out.clear();
     match proto {
         Proto::Echo => out.extend((0..size).map(|n| payload_byte(slot, txn, n))),
@@ -75,7 +76,11 @@ pub fn request(proto: &Proto, size: usize, slot: usize, txn: u64, out: &mut Vec<
             out.extend_from_slice(path.as_bytes());
             out.extend_from_slice(b" HTTP/1.1\r\nHost: ");
             out.extend_from_slice(host.as_bytes());
-            out.extend_from_slice(b"\r\nUser-Agent: nicemu-loadgen\r\n\r\n");
+            out.extend_from_slice(b"\r\nUser-Agent: nicemu-loadgen\r\n");
+            if close {
+                out.extend_from_slice(b"Connection: close\r\n");
+            }
+            out.extend_from_slice(b"\r\n");
         }
         Proto::Redis => {
             let key = format!("key:{slot:08}");
@@ -263,7 +268,7 @@ mod tests {
     #[test]
     fn echo_checks_every_byte() {
         let mut req = Vec::new();
-        request(&Proto::Echo, 64, 3, 7, &mut req);
+        request(&Proto::Echo, 64, 3, 7, false, &mut req);
         assert_eq!(response(&Proto::Echo, 64, 3, 7, &req[..10]), Ok(None));
         assert_eq!(response(&Proto::Echo, 64, 3, 7, &req), Ok(Some(64)));
         req[40] ^= 1;
@@ -298,15 +303,18 @@ mod tests {
             Err(BadResponse::Malformed)
         );
         let mut req = Vec::new();
-        request(&p, 0, 0, 0, &mut req);
+        request(&p, 0, 0, 0, false, &mut req);
         assert!(req.starts_with(b"GET / HTTP/1.1\r\nHost: x\r\n"));
         assert!(req.ends_with(b"\r\n\r\n"));
+        assert!(!req.windows(17).any(|w| w == b"Connection: close"));
+        request(&p, 0, 0, 0, true, &mut req);
+        assert!(req.ends_with(b"\r\nConnection: close\r\n\r\n"));
     }
 
     #[test]
     fn redis_set_then_get_of_the_same_value() {
         let mut req = Vec::new();
-        request(&Proto::Redis, 4, 2, 0, &mut req);
+        request(&Proto::Redis, 4, 2, 0, false, &mut req);
         assert!(req.starts_with(b"*3\r\n$3\r\nSET\r\n$12\r\nkey:00000002\r\n$4\r\n"));
         assert_eq!(response(&Proto::Redis, 4, 2, 0, b"+OK\r\n"), Ok(Some(5)));
         assert_eq!(response(&Proto::Redis, 4, 2, 0, b"+O"), Ok(None));

@@ -14,6 +14,13 @@ use hoststack::{Context, Errno, Fd};
 use super::framing::{parse_response_head, Body, ResponseHead, ResponseParse};
 use hoststack::stack::{EPOLLIN, EPOLLOUT};
 
+/// The least response body, still to come when its head is in, for which the last
+/// exchange is spliced: a splice costs an install and a closure report over the PCIe link
+/// and a teardown on the NIC, more than relaying a few segments on the host. Measured with
+/// `nicemu bench proxy --http --sizes 1500 --per-conn 8`: splicing the last exchanges whose
+/// second segment was still to come made the proxy 0.88x as fast as relaying them.
+pub const SPLICE_MIN_BODY: u64 = 16 * 1024;
+
 /// Read/write rounds per event (fairness between connections).
 const ROUNDS: usize = 16;
 
@@ -104,11 +111,16 @@ impl Exchange {
         self.req_close || self.resp.is_some_and(|r| !r.keep_alive)
     }
 
-    /// Everything read so far is written, the request is complete and nothing of the
-    /// client's is held: the NIC may take over the pair (only the response body is left).
+    /// Everything read so far is written, the request is complete, nothing of the client's
+    /// is held and enough of the response body is still to come to pay for the hand-over
+    /// ([`SPLICE_MIN_BODY`]): the NIC may take over the pair.
     pub(super) fn spliceable(&self) -> bool {
         self.resp.is_some()
-            && !self.resp_body.done()
+            && match self.resp_body {
+                Body::Done => false,
+                Body::Length(left) => left >= SPLICE_MIN_BODY,
+                Body::Chunked(_) | Body::UntilClose => true,
+            }
             && self.req_body.done()
             && self.leftover.is_empty()
             && self.sent == self.to_server.len()
