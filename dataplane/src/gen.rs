@@ -39,7 +39,7 @@ pub fn arp(
     target_ip: [u8; 4],
 ) -> Vec<u8> {
     let mut f = Vec::with_capacity(60);
-    eth(dst_mac, src_mac, 0x0806, &mut f);
+    eth(dst_mac, src_mac, offload_api::ETHERTYPE_ARP, &mut f);
     f.extend_from_slice(&[0, 1, 0x08, 0, 6, 4]);
     f.extend_from_slice(&op.to_be_bytes());
     f.extend_from_slice(&src_mac);
@@ -69,7 +69,7 @@ fn ipv4_frame(
 ) -> Vec<u8> {
     let l4_len = l4_header.len() + payload.len();
     let mut f = Vec::with_capacity(34 + l4_len);
-    eth(dst_mac, src_mac, 0x0800, &mut f);
+    eth(dst_mac, src_mac, offload_api::ETHERTYPE_IPV4, &mut f);
     ipv4_header(src, dst, proto, l4_len, &mut f);
     f.extend_from_slice(l4_header);
     f.extend_from_slice(payload);

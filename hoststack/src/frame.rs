@@ -9,14 +9,7 @@
 
 use crate::tcp::segment::{self, Header};
 
-/// Ethernet header length.
-pub const ETH_LEN: usize = 14;
-/// IPv4 header length without options (the only form the host emits).
-pub const IPV4_LEN: usize = 20;
-/// EtherType IPv4.
-pub const ETHERTYPE_IPV4: u16 = 0x0800;
-/// IP protocol number of TCP.
-pub const IPPROTO_TCP: u8 = 6;
+pub use offload_api::{ETHERTYPE_IPV4, ETH_HDR_LEN, IPPROTO_TCP, IPV4_HDR_LEN};
 
 /// Writes an Ethernet/IPv4/TCP frame for `header` + `payload` into `buf` (cleared first) and
 /// returns its length. `ip_id` is the IPv4 identification; DF is set, TTL 64.
@@ -30,20 +23,20 @@ pub fn build_tcp(
 ) -> usize {
     let hlen = segment::header_len(header);
     let plen = payload[0].len() + payload[1].len();
-    let total = ETH_LEN + IPV4_LEN + hlen + plen;
+    let total = ETH_HDR_LEN + IPV4_HDR_LEN + hlen + plen;
     buf.clear();
-    buf.resize(ETH_LEN + IPV4_LEN + hlen, 0);
+    buf.resize(ETH_HDR_LEN + IPV4_HDR_LEN + hlen, 0);
     buf[12..14].copy_from_slice(&ETHERTYPE_IPV4.to_be_bytes());
-    let ip = &mut buf[ETH_LEN..ETH_LEN + IPV4_LEN];
+    let ip = &mut buf[ETH_HDR_LEN..ETH_HDR_LEN + IPV4_HDR_LEN];
     ip[0] = 0x45;
-    ip[2..4].copy_from_slice(&((IPV4_LEN + hlen + plen) as u16).to_be_bytes());
+    ip[2..4].copy_from_slice(&((IPV4_HDR_LEN + hlen + plen) as u16).to_be_bytes());
     ip[4..6].copy_from_slice(&ip_id.to_be_bytes());
     ip[6] = 0x40; // DF
     ip[8] = 64;
     ip[9] = IPPROTO_TCP;
     ip[12..16].copy_from_slice(&src_ip);
     ip[16..20].copy_from_slice(&dst_ip);
-    segment::emit(header, &mut buf[ETH_LEN + IPV4_LEN..]);
+    segment::emit(header, &mut buf[ETH_HDR_LEN + IPV4_HDR_LEN..]);
     buf.extend_from_slice(payload[0]);
     buf.extend_from_slice(payload[1]);
     total
@@ -75,24 +68,24 @@ pub enum FrameError {
 
 /// Splits an Ethernet frame into its IPv4 addresses and TCP bytes.
 pub fn parse_tcp(frame: &[u8]) -> Result<TcpFrame<'_>, FrameError> {
-    if frame.len() < ETH_LEN + IPV4_LEN {
+    if frame.len() < ETH_HDR_LEN + IPV4_HDR_LEN {
         return Err(FrameError::Malformed);
     }
     if u16::from_be_bytes([frame[12], frame[13]]) != ETHERTYPE_IPV4 {
         return Err(FrameError::NotIpv4);
     }
-    parse_ipv4_tcp(&frame[ETH_LEN..])
+    parse_ipv4_tcp(&frame[ETH_HDR_LEN..])
 }
 
 /// Splits an IPv4 packet (no Ethernet header: the payload of a 0x090A setup notification)
 /// into its addresses and TCP bytes (RFC 791 §3.1 header checks, no fragments).
 pub fn parse_ipv4_tcp(ip: &[u8]) -> Result<TcpFrame<'_>, FrameError> {
-    if ip.len() < IPV4_LEN || ip[0] >> 4 != 4 {
+    if ip.len() < IPV4_HDR_LEN || ip[0] >> 4 != 4 {
         return Err(FrameError::Malformed);
     }
     let ihl = ((ip[0] & 0x0f) as usize) * 4;
     let total = u16::from_be_bytes([ip[2], ip[3]]) as usize;
-    if ihl < IPV4_LEN || total < ihl || total > ip.len() {
+    if ihl < IPV4_HDR_LEN || total < ihl || total > ip.len() {
         return Err(FrameError::Malformed);
     }
     let frag = u16::from_be_bytes([ip[6], ip[7]]);

@@ -43,7 +43,7 @@ fn completing_ack() -> Vec<u8> {
     };
     let mut buf = Vec::new();
     frame::build_tcp(&mut buf, B, A, 1, &h, [&[], &[]]);
-    buf[frame::ETH_LEN..].to_vec()
+    buf[frame::ETH_HDR_LEN..].to_vec()
 }
 
 fn setup_frame() -> Vec<u8> {
@@ -151,7 +151,7 @@ fn setup_notification_creates_an_established_connection_with_its_data() {
             timestamps: false,
         },
     });
-    let f = msg_frame(m, &buf[frame::ETH_LEN..]);
+    let f = msg_frame(m, &buf[frame::ETH_HDR_LEN..]);
     feed(&mut net, &f);
     assert_eq!(net.a.setup_stats().nic_setups, 1);
     net.a.set_nonblocking(l, true).unwrap();
@@ -255,7 +255,7 @@ fn bad_control_header_is_malformed_and_other_ethertypes_are_not_tcp() {
     let mut net = Net::new();
     // A setup notification with a wrong contract version.
     let mut f = setup_frame();
-    f[frame::ETH_LEN] ^= 0xff;
+    f[frame::ETH_HDR_LEN] ^= 0xff;
     let (before, after) = feed(&mut net, &f);
     assert_eq!(after.malformed, before.malformed + 1);
     assert_eq!(after.control_unhandled, before.control_unhandled);

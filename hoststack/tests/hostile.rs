@@ -110,15 +110,15 @@ fn invalid_options_are_counted_and_ignored() {
         ..Default::default()
     };
     let good = forged(&net, c, h, b"xyz");
-    let tcp_at = frame::ETH_LEN + frame::IPV4_LEN;
+    let tcp_at = frame::ETH_HDR_LEN + frame::IPV4_HDR_LEN;
     // Rewrite the header to data offset 6 with one bad option (kind 2, length 0 / 1 / 7).
     for (kind, len) in [(2u8, 0u8), (8, 1), (2, 7), (5, 3)] {
         let mut f = good[..tcp_at + 20].to_vec();
         f[tcp_at + 12] = 6 << 4;
         f.extend_from_slice(&[kind, len, 0, 0]);
         f.extend_from_slice(b"xyz");
-        let total = (f.len() - frame::ETH_LEN) as u16;
-        f[frame::ETH_LEN + 2..frame::ETH_LEN + 4].copy_from_slice(&total.to_be_bytes());
+        let total = (f.len() - frame::ETH_HDR_LEN) as u16;
+        f[frame::ETH_HDR_LEN + 2..frame::ETH_HDR_LEN + 4].copy_from_slice(&total.to_be_bytes());
         net.a.link_mut().inject(&f);
     }
     let before = net.a.stats().malformed;
@@ -210,7 +210,7 @@ fn random_garbage_never_breaks_the_stack() {
             0 => {
                 // Mutate a few bytes of the IP/TCP headers.
                 for _ in 0..(1 + rnd() % 4) {
-                    let at = frame::ETH_LEN + (rnd() as usize % (f.len() - frame::ETH_LEN));
+                    let at = frame::ETH_HDR_LEN + (rnd() as usize % (f.len() - frame::ETH_HDR_LEN));
                     f[at] = rnd() as u8;
                 }
             }

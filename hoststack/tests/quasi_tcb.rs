@@ -73,7 +73,7 @@ fn setup_frame(request: &[u8]) -> Vec<u8> {
             timestamps: true,
         },
     });
-    let ip = &peer_segment(0, Flags::PSH, request)[frame::ETH_LEN..];
+    let ip = &peer_segment(0, Flags::PSH, request)[frame::ETH_HDR_LEN..];
     let mut f = Vec::new();
     m.write_frame([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2], ip, &mut f)
         .unwrap();

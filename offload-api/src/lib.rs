@@ -30,6 +30,17 @@ pub mod syncookie;
 pub mod tonic_abi;
 pub mod wire;
 
+/// Length of an Ethernet II header (destination, source, EtherType; no VLAN tag).
+pub const ETH_HDR_LEN: usize = 14;
+/// Length of an IPv4 header without options (RFC 791; the only form nicemu emits).
+pub const IPV4_HDR_LEN: usize = 20;
+/// IP protocol number of ICMP (RFC 792).
+pub const IPPROTO_ICMP: u8 = 1;
+/// IP protocol number of TCP (RFC 9293 §3.1; also the pseudo-header's protocol).
+pub const IPPROTO_TCP: u8 = 6;
+/// IP protocol number of UDP (RFC 768).
+pub const IPPROTO_UDP: u8 = 17;
+
 /// EtherType of an ordinary IPv4 packet (RFC 894): crosses the link unchanged.
 pub const ETHERTYPE_IPV4: u16 = 0x0800;
 /// EtherType of an ARP packet (RFC 826).

@@ -41,11 +41,8 @@
 use crate::msg::{FourTuple, MacAddr, SpliceInstallRepr};
 use crate::wire::checksum::fold;
 use crate::wire::tcp::TcpFlags;
+use crate::{ETHERTYPE_IPV4, ETH_HDR_LEN};
 
-/// Ethernet header length (no VLAN tag).
-const ETH_LEN: usize = 14;
-/// IPv4 EtherType.
-const ETHERTYPE_IPV4: u16 = 0x0800;
 /// Most SACK/timestamp options a 40-byte options area can hold (each takes at least 10 bytes).
 const MAX_REWRITTEN_OPTIONS: usize = 4;
 
@@ -437,32 +434,32 @@ fn find_options(
 /// A valid checksum stays valid: the result equals a full recomputation (both lie in
 /// 0..=0xfffe and are congruent modulo 0xffff). Never panics; on `Err` the frame is unchanged.
 pub fn translate(frame: &mut [u8], l4_off: usize, d: &Dir) -> Result<Translated, TranslateError> {
-    if frame.len() < ETH_LEN + 20 {
+    if frame.len() < ETH_HDR_LEN + 20 {
         return Err(TranslateError::Truncated);
     }
-    if rd16(frame, 12) != ETHERTYPE_IPV4 || frame[ETH_LEN] >> 4 != 4 {
+    if rd16(frame, 12) != ETHERTYPE_IPV4 || frame[ETH_HDR_LEN] >> 4 != 4 {
         return Err(TranslateError::NotIpv4);
     }
-    let ihl = usize::from(frame[ETH_LEN] & 0x0f) * 4;
-    if ihl < 20 || ETH_LEN + ihl != l4_off {
+    let ihl = usize::from(frame[ETH_HDR_LEN] & 0x0f) * 4;
+    if ihl < 20 || ETH_HDR_LEN + ihl != l4_off {
         return Err(TranslateError::BadIpHeader);
     }
-    let total = usize::from(rd16(frame, ETH_LEN + 2));
-    if total < ihl + 20 || ETH_LEN + total > frame.len() {
+    let total = usize::from(rd16(frame, ETH_HDR_LEN + 2));
+    if total < ihl + 20 || ETH_HDR_LEN + total > frame.len() {
         return Err(TranslateError::Truncated);
     }
-    if rd16(frame, ETH_LEN + 6) & 0x3fff != 0 {
+    if rd16(frame, ETH_HDR_LEN + 6) & 0x3fff != 0 {
         return Err(TranslateError::Fragment);
     }
-    if frame[ETH_LEN + 9] != 6 {
+    if frame[ETH_HDR_LEN + 9] != 6 {
         return Err(TranslateError::NotTcp);
     }
-    let (head, tcp) = frame[..ETH_LEN + total].split_at_mut(l4_off);
+    let (head, tcp) = frame[..ETH_HDR_LEN + total].split_at_mut(l4_off);
     let doff = usize::from(tcp[12] >> 4) * 4;
     if doff < 20 || doff > tcp.len() {
         return Err(TranslateError::BadDataOffset);
     }
-    let ip = &mut head[ETH_LEN..];
+    let ip = &mut head[ETH_HDR_LEN..];
     if ip[12..16] != d.in_src_ip
         || ip[16..20] != d.in_dst_ip
         || rd16(tcp, 0) != d.in_src_port
@@ -490,7 +487,7 @@ pub fn translate(frame: &mut [u8], l4_off: usize, d: &Dir) -> Result<Translated,
     // Nothing can fail from here on.
     head[0..6].copy_from_slice(&d.dst_mac);
     head[6..12].copy_from_slice(&d.src_mac);
-    let ip = &mut head[ETH_LEN..];
+    let ip = &mut head[ETH_HDR_LEN..];
     ip[12..16].copy_from_slice(&d.out_src_ip);
     ip[16..20].copy_from_slice(&d.out_dst_ip);
     let ip_csum = !fold(u64::from(!rd16(ip, 10)) + d.ip_delta);

@@ -11,18 +11,9 @@ use super::csum;
 /// Where the TCP header of an Ethernet/IPv4 frame without IP options starts.
 const TCP_AT: usize = ETH_HDR_LEN + 20;
 
-/// Length of an Ethernet II header (destination, source, EtherType), no VLAN tag.
-pub const ETH_HDR_LEN: usize = 14;
-/// EtherType of IPv4 (RFC 894).
-pub const ETHERTYPE_IPV4: u16 = 0x0800;
-/// EtherType of ARP (RFC 826).
-pub const ETHERTYPE_ARP: u16 = 0x0806;
-/// IP protocol number of ICMP (RFC 792).
-pub const IPPROTO_ICMP: u8 = 1;
-/// IP protocol number of TCP (RFC 9293).
-pub const IPPROTO_TCP: u8 = 6;
-/// IP protocol number of UDP (RFC 768).
-pub const IPPROTO_UDP: u8 = 17;
+pub use offload_api::{
+    ETHERTYPE_ARP, ETHERTYPE_IPV4, ETH_HDR_LEN, IPPROTO_ICMP, IPPROTO_TCP, IPPROTO_UDP,
+};
 /// Length of an Ethernet/IPv4 ARP body (RFC 826 with hln = 6, pln = 4).
 pub const ARP_LEN: usize = 28;
 

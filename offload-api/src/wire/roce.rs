@@ -23,6 +23,7 @@
 //! [`RoceError`].
 
 use super::checksum;
+use crate::IPV4_HDR_LEN;
 
 /// The RoCEv2 UDP destination port (A17.2).
 pub const ROCEV2_UDP_PORT: u16 = 4791;
@@ -34,8 +35,6 @@ pub const AETH_LEN: usize = 4;
 pub const ICRC_LEN: usize = 4;
 /// Reserved bytes after a CNP's BTH (A17.9.3).
 pub const CNP_PAD_LEN: usize = 16;
-/// IPv4 header length this module writes (no options).
-pub const IPV4_LEN: usize = 20;
 /// UDP header length.
 pub const UDP_LEN: usize = 8;
 
@@ -291,7 +290,7 @@ impl Crc32 {
 pub fn icrc_ipv4(pkt: &[u8]) -> Result<u32, RoceError> {
     need(pkt.len(), 1)?;
     let ihl = (pkt[0] & 0x0f) as usize * 4;
-    if pkt[0] >> 4 != 4 || ihl < IPV4_LEN {
+    if pkt[0] >> 4 != 4 || ihl < IPV4_HDR_LEN {
         return Err(RoceError::NotRoce("not an IPv4 header"));
     }
     need(pkt.len(), ihl + UDP_LEN + BTH_LEN)?;
@@ -347,7 +346,7 @@ pub fn emit_ipv4(
     buf: &mut [u8],
 ) -> Option<usize> {
     let l4 = UDP_LEN + BTH_LEN + ext.len() + payload.len() + ICRC_LEN;
-    let total = IPV4_LEN + l4;
+    let total = IPV4_HDR_LEN + l4;
     if total > u16::MAX as usize {
         return None;
     }
@@ -362,9 +361,9 @@ pub fn emit_ipv4(
     b[10..12].fill(0);
     b[12..16].copy_from_slice(&ip.src);
     b[16..20].copy_from_slice(&ip.dst);
-    let c = checksum::checksum(&b[..IPV4_LEN]);
+    let c = checksum::checksum(&b[..IPV4_HDR_LEN]);
     b[10..12].copy_from_slice(&c.to_be_bytes());
-    let u = IPV4_LEN;
+    let u = IPV4_HDR_LEN;
     b[u..u + 2].copy_from_slice(&ip.udp_src.to_be_bytes());
     b[u + 2..u + 4].copy_from_slice(&ROCEV2_UDP_PORT.to_be_bytes());
     b[u + 4..u + 6].copy_from_slice(&(l4 as u16).to_be_bytes());
@@ -400,9 +399,9 @@ pub struct RocePacket<'a> {
 
 /// Parses an IPv4 packet carrying RoCEv2 (UDP to port 4791), up to the IPv4 total length.
 pub fn parse_ipv4(pkt: &[u8]) -> Result<RocePacket<'_>, RoceError> {
-    need(pkt.len(), IPV4_LEN)?;
+    need(pkt.len(), IPV4_HDR_LEN)?;
     let ihl = (pkt[0] & 0x0f) as usize * 4;
-    if pkt[0] >> 4 != 4 || ihl < IPV4_LEN {
+    if pkt[0] >> 4 != 4 || ihl < IPV4_HDR_LEN {
         return Err(RoceError::NotRoce("not an IPv4 header"));
     }
     if pkt[9] != 17 {

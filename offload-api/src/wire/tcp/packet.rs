@@ -264,8 +264,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> TcpPacket<T> {
     }
 }
 
-/// IP protocol number of TCP (RFC 9293 §3.1, the pseudo-header's protocol).
-pub const IPPROTO_TCP: u8 = 6;
+pub use crate::IPPROTO_TCP;
 
 /// Header length in bytes from the data-offset byte (its high nibble, in 32-bit words).
 #[inline(always)]
