@@ -13,7 +13,7 @@ use dataplane::buf::{HeapBuf, PacketBuf};
 use dataplane::clock::Clock;
 use dataplane::config::{fmt_mac, Config};
 use dataplane::cycles::measure_tsc_hz;
-use dataplane::gen;
+use dataplane::frames;
 use dataplane::lcore::{Mode, NicLcore};
 use dataplane::net::parse::{parse, L3};
 use dataplane::port::wire::WireQueue;
@@ -108,7 +108,7 @@ pub fn run(frames: u32, dpdk_seconds: f64) -> Result<(), String> {
         "1. ARP: the client resolves the NIC's address {}",
         ip(NIC0_IP)
     );
-    client.send(&gen::arp_request(CLIENT_MAC, CLIENT_IP, NIC0_IP));
+    client.send(&frames::arp_request(CLIENT_MAC, CLIENT_IP, NIC0_IP));
     let (got, _) = pump(&mut nic, &mut client, &mut server, 4);
     let reply = got
         .iter()
@@ -117,7 +117,7 @@ pub fn run(frames: u32, dpdk_seconds: f64) -> Result<(), String> {
     let reply = match reply {
         Some(r) => Some(r.clone()),
         None => {
-            client.send(&gen::arp_request(CLIENT_MAC, CLIENT_IP, NIC0_IP));
+            client.send(&frames::arp_request(CLIENT_MAC, CLIENT_IP, NIC0_IP));
             pump(&mut nic, &mut client, &mut server, 4)
                 .0
                 .into_iter()
@@ -136,7 +136,7 @@ pub fn run(frames: u32, dpdk_seconds: f64) -> Result<(), String> {
     println!("2. ICMP: the client pings the NIC 10 times");
     let mut replies = 0;
     for seq in 0..10u16 {
-        client.send(&gen::icmp_echo_request(
+        client.send(&frames::icmp_echo_request(
             CLIENT_MAC,
             nic0_mac,
             CLIENT_IP,
@@ -166,7 +166,7 @@ pub fn run(frames: u32, dpdk_seconds: f64) -> Result<(), String> {
             .map(|k| (k ^ i) as u8)
             .chain(i.to_be_bytes())
             .collect();
-        let f = gen::udp(
+        let f = frames::udp(
             CLIENT_MAC, nic0_mac, CLIENT_IP, SERVER_IP, 40000, 9, &payload,
         );
         client.send(&f);
@@ -203,7 +203,7 @@ pub fn run(frames: u32, dpdk_seconds: f64) -> Result<(), String> {
     )?;
 
     println!("4. Malformed frames are dropped and counted");
-    let good = gen::udp(CLIENT_MAC, nic0_mac, CLIENT_IP, SERVER_IP, 1, 2, b"x");
+    let good = frames::udp(CLIENT_MAC, nic0_mac, CLIENT_IP, SERVER_IP, 1, 2, b"x");
     let mut bad = Vec::new();
     bad.push(good[..30].to_vec()); // truncated
     let mut f = good.clone();
@@ -246,7 +246,7 @@ pub fn run(frames: u32, dpdk_seconds: f64) -> Result<(), String> {
     println!(
         "5. Host transmit: a UDP datagram and a 6000-byte TCP segment to the server, MAC unknown"
     );
-    let mut udp = gen::udp(
+    let mut udp = frames::udp(
         nic1_mac,
         [0; 6],
         NIC1_IP,
@@ -257,7 +257,7 @@ pub fn run(frames: u32, dpdk_seconds: f64) -> Result<(), String> {
     );
     zero_checksums(&mut udp);
     let payload: Vec<u8> = (0..6000u32).map(|k| (k % 251) as u8).collect();
-    let mut big = gen::tcp(
+    let mut big = frames::tcp(
         nic1_mac, [0; 6], NIC1_IP, SERVER_IP, 5000, 80, 1000, 1, 0x18, &payload,
     );
     zero_checksums(&mut big);
@@ -269,7 +269,7 @@ pub fn run(frames: u32, dpdk_seconds: f64) -> Result<(), String> {
         for f in s {
             if f.len() >= 42 && f[12..14] == [8, 6] && f[20..22] == [0, 1] && f[38..42] == SERVER_IP
             {
-                server.send(&gen::arp(
+                server.send(&frames::arp(
                     2,
                     SERVER_MAC,
                     SERVER_IP,

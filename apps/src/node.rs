@@ -289,7 +289,7 @@ mod tests {
                 let _ = ctx.connect(fd, server);
                 let local = ctx.getsockname(fd).unwrap();
                 // A reply frame (server → us), hashed as the NIC would.
-                let reply = dataplane::gen::tcp(
+                let reply = dataplane::frames::tcp(
                     [2; 6],
                     [4; 6],
                     [10, 0, 0, 9],

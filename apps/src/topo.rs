@@ -24,7 +24,7 @@ pub const BENCH_DST: [u8; 4] = [198, 19, 0, 1];
 /// A UDP/IPv4 frame of `size` bytes (at least 60) with valid checksums, for benchmarks.
 pub fn template_frame(size: usize) -> Vec<u8> {
     let payload = vec![0x5a; size.max(60) - 42];
-    dataplane::gen::udp(
+    dataplane::frames::udp(
         [0x02, 0, 0, 0, 0, 1],
         [0x02, 0, 0, 0, 0, 2],
         BENCH_SRC,
@@ -60,7 +60,7 @@ pub fn tcp_template_frame() -> Vec<u8> {
             ..TcpOptions::default()
         },
     };
-    dataplane::gen::tcp_with(
+    dataplane::frames::tcp_with(
         [0x02, 0, 0, 0, 0, 1],
         [0x02, 0, 0, 0, 0, 2],
         BENCH_SRC,

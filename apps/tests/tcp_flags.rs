@@ -89,7 +89,7 @@ fn rig() -> Rig {
         "the NIC took the listen registration"
     );
     // The node learns the peer's MAC from its ARP request (RFC 826) and answers it.
-    let arp = dataplane::gen::arp_request(PEER_MAC, B_IP, A_IP);
+    let arp = dataplane::frames::arp_request(PEER_MAC, B_IP, A_IP);
     r.peer
         .tx_burst(&mut vec![<WireQueue as Port>::Buf::from_frame(&arp)]);
     step(&mut r);
@@ -155,7 +155,7 @@ fn send_at(
             ..TcpOptions::default()
         },
     };
-    let f = dataplane::gen::tcp_with(PEER_MAC, r.node_mac, B_IP, A_IP, &h, payload);
+    let f = dataplane::frames::tcp_with(PEER_MAC, r.node_mac, B_IP, A_IP, &h, payload);
     r.peer
         .tx_burst(&mut vec![<WireQueue as Port>::Buf::from_frame(&f)]);
     step(r);

@@ -10,7 +10,7 @@ pub mod buf;
 pub mod clock;
 pub mod config;
 pub mod cycles;
-pub mod gen;
+pub mod frames;
 pub mod idle;
 pub mod lcore;
 pub mod net;

@@ -92,7 +92,7 @@ fn lcore_thread_forwards_every_frame_intact_and_counts_agree() {
     let sent: Vec<Vec<u8>> = (0..5_000u32)
         .map(|i| {
             let payload: Vec<u8> = (0..(i % 1400)).map(|k| (k * 7 + i) as u8).collect();
-            dataplane::gen::udp(
+            dataplane::frames::udp(
                 [2, 0, 0, 0, 0, 1],
                 [2, 0, 0, 0, 0, 2],
                 [192, 0, 2, 1],
@@ -167,7 +167,7 @@ fn lcore_thread_forwards_every_frame_intact_and_counts_agree() {
 #[test]
 fn io_mode_forwards_without_parsing_forward_mode_drops_malformed() {
     let cfg = Config::parse(CFG, "test").unwrap();
-    let mut bad = dataplane::gen::udp(
+    let mut bad = dataplane::frames::udp(
         [2, 0, 0, 0, 0, 1],
         [2, 0, 0, 0, 0, 2],
         [192, 0, 2, 1],
@@ -223,7 +223,7 @@ fn lcore_threads_rss_spreads_flows_and_keeps_each_in_order() {
         for flow in 0..flows {
             let mut payload = seq.to_be_bytes().to_vec();
             payload.extend_from_slice(&[flow as u8; 20]);
-            batch.push(HeapBuf::from_frame(&dataplane::gen::udp(
+            batch.push(HeapBuf::from_frame(&dataplane::frames::udp(
                 [2, 0, 0, 0, 0, 1],
                 [2, 0, 0, 0, 0, 2],
                 [192, 0, 2, 1],

@@ -3,7 +3,7 @@
 //! own addresses are fully verified.
 
 use dataplane::buf::HeapBuf;
-use dataplane::gen;
+use dataplane::frames;
 use dataplane::net::parse::{fast_transit, parse, parse_headers, DropReason, L3};
 use dataplane::net::stack::{Disposition, IfaceConfig, L4Checksum, NicStack, StackConfig};
 use proptest::prelude::*;
@@ -31,9 +31,9 @@ fn stack(policy: L4Checksum) -> NicStack<HeapBuf> {
 
 fn seeds() -> Vec<Vec<u8>> {
     vec![
-        gen::udp(A_MAC, B_MAC, A_IP, B_IP, 1000, 2000, b"transit udp"),
-        gen::udp(A_MAC, B_MAC, A_IP, B_IP, 1000, 2000, &[7; 600]),
-        gen::tcp(
+        frames::udp(A_MAC, B_MAC, A_IP, B_IP, 1000, 2000, b"transit udp"),
+        frames::udp(A_MAC, B_MAC, A_IP, B_IP, 1000, 2000, &[7; 600]),
+        frames::tcp(
             A_MAC,
             B_MAC,
             A_IP,
@@ -45,8 +45,8 @@ fn seeds() -> Vec<Vec<u8>> {
             0x18,
             b"transit tcp",
         ),
-        gen::tcp(A_MAC, OUR_MAC, A_IP, OUR_IP, 1000, 80, 7, 9, 0x02, &[]),
-        gen::icmp_echo_request(A_MAC, B_MAC, A_IP, B_IP, 1, 1, b"ping"),
+        frames::tcp(A_MAC, OUR_MAC, A_IP, OUR_IP, 1000, 80, 7, 9, 0x02, &[]),
+        frames::icmp_echo_request(A_MAC, B_MAC, A_IP, B_IP, 1, 1, b"ping"),
     ]
 }
 
@@ -82,7 +82,7 @@ fn valid_transit_frames_take_the_fast_path() {
 fn transit_bad_l4_checksum_is_forwarded_but_local_is_dropped() {
     let mut transit = seeds()[0].clone();
     transit[40] ^= 0x55; // UDP checksum
-    let mut local = gen::udp(A_MAC, OUR_MAC, A_IP, OUR_IP, 1000, 2000, b"to the nic");
+    let mut local = frames::udp(A_MAC, OUR_MAC, A_IP, OUR_IP, 1000, 2000, b"to the nic");
     local[40] ^= 0x55;
     assert_eq!(parse(&transit), Err(DropReason::BadL4Checksum));
 

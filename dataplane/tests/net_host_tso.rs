@@ -3,7 +3,7 @@
 //! straight from its bytes; anything else that large is refused and counted.
 
 use dataplane::buf::{HeapBuf, PacketBuf};
-use dataplane::gen;
+use dataplane::frames;
 use dataplane::net::parse::{parse, DropReason, L3};
 use dataplane::net::stack::{Disposition, IfaceConfig, NicStack, StackConfig};
 
@@ -29,7 +29,7 @@ fn alloc() -> Option<HeapBuf> {
 
 fn big_tcp(len: usize) -> (Vec<u8>, Vec<u8>) {
     let payload: Vec<u8> = (0..len).map(|i| (i * 31 % 251) as u8).collect();
-    let mut f = gen::tcp(
+    let mut f = frames::tcp(
         OUR_MAC, [0; 6], OUR_IP, PEER_IP, 5000, 80, 0xfffff000, 1, 0x18, &payload,
     );
     f[24..26].fill(0); // the host leaves checksums to the NIC
@@ -55,7 +55,7 @@ fn a_64k_tso_frame_is_resolved_held_and_segmented() {
     assert_eq!(out.len(), 1, "one ARP request");
     assert_eq!(&out[0].data()[12..14], &[0x08, 0x06]);
     out.clear();
-    let reply = gen::arp(2, PEER_MAC, PEER_IP, OUR_MAC, OUR_MAC, OUR_IP);
+    let reply = frames::arp(2, PEER_MAC, PEER_IP, OUR_MAC, OUR_MAC, OUR_IP);
     assert_eq!(
         s.rx(0, &mut HeapBuf::from_frame(&reply), 1),
         Disposition::Consumed
@@ -88,7 +88,7 @@ fn a_64k_tso_frame_is_resolved_held_and_segmented() {
 #[test]
 fn oversized_non_tcp_is_refused_and_counted() {
     let mut s = stack(StackConfig::default());
-    let udp = gen::udp(OUR_MAC, PEER_MAC, OUR_IP, PEER_IP, 1, 2, &vec![1; 5000]);
+    let udp = frames::udp(OUR_MAC, PEER_MAC, OUR_IP, PEER_IP, 1, 2, &vec![1; 5000]);
     let mut out = Vec::new();
     assert_eq!(
         s.host_tx_frame(0, &udp, 0, &mut alloc, &mut out),

@@ -99,7 +99,7 @@ mod af_packet {
                 udp_bound(&net, 6000, Duration::from_secs(10)),
                 "receiver never bound 192.0.2.2:6000"
             );
-            let frame = dataplane::gen::udp(
+            let frame = dataplane::frames::udp(
                 nic_mac,
                 [0; 6],
                 NIC_IP,

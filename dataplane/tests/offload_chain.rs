@@ -147,7 +147,7 @@ fn rig() -> Rig {
 
 fn udp_to(dport: u16, tag: u8) -> HeapBuf {
     let nic_mac = dataplane::runtime::wire_mac(0);
-    HeapBuf::from_frame(&dataplane::gen::udp(
+    HeapBuf::from_frame(&dataplane::frames::udp(
         PEER_MAC, nic_mac, PEER_IP, NIC_IP, 40_000, dport, &[tag; 32],
     ))
 }

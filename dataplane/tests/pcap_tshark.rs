@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use dataplane::gen;
+use dataplane::frames;
 use dataplane::pcap::{read_pcap, PcapWriter};
 
 const MAC_A: [u8; 6] = [0x02, 0, 0, 0, 0, 0x0a];
@@ -12,15 +12,15 @@ const IP_A: [u8; 4] = [192, 0, 2, 1];
 const IP_B: [u8; 4] = [192, 0, 2, 2];
 
 fn arp_frame() -> Vec<u8> {
-    gen::arp_request(MAC_A, IP_A, IP_B)
+    frames::arp_request(MAC_A, IP_A, IP_B)
 }
 
 fn icmp_frame() -> Vec<u8> {
-    gen::icmp_echo_request(MAC_A, MAC_B, IP_A, IP_B, 1, 2, b"ping-data")
+    frames::icmp_echo_request(MAC_A, MAC_B, IP_A, IP_B, 1, 2, b"ping-data")
 }
 
 fn tcp_frame(payload_len: usize) -> Vec<u8> {
-    gen::tcp(
+    frames::tcp(
         MAC_A,
         MAC_B,
         IP_A,

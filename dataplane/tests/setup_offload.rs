@@ -139,7 +139,7 @@ fn send(r: &mut Rig, sport: u16, h: TcpHeader, payload: &[u8]) {
         dst_port: PORT,
         ..h
     };
-    let f = dataplane::gen::tcp_with(PEER_MAC, nic_mac, PEER_IP, NIC_IP, &h, payload);
+    let f = dataplane::frames::tcp_with(PEER_MAC, nic_mac, PEER_IP, NIC_IP, &h, payload);
     r.left.tx_burst(&mut vec![HeapBuf::from_frame(&f)]);
     spin(r);
 }
@@ -332,7 +332,7 @@ fn listen_table_is_bounded_and_refuses_beyond_it() {
         dst_port: 1000 + max as u16 - 1,
         ..syn(Some(1))
     };
-    let f = dataplane::gen::tcp_with(PEER_MAC, nic_mac, PEER_IP, NIC_IP, &h, &[]);
+    let f = dataplane::frames::tcp_with(PEER_MAC, nic_mac, PEER_IP, NIC_IP, &h, &[]);
     r.left.tx_burst(&mut vec![HeapBuf::from_frame(&f)]);
     spin(&mut r);
     assert_eq!(from_host(&mut r).len(), 1);

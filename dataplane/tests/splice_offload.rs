@@ -196,7 +196,7 @@ fn client_seg(h: TcpHeader, payload: &[u8]) -> Vec<u8> {
         dst_port: PROXY_A_PORT,
         ..h
     };
-    dataplane::gen::tcp_with(CLIENT_MAC, wire_mac(0), CLIENT_IP, PROXY_A_IP, &h, payload)
+    dataplane::frames::tcp_with(CLIENT_MAC, wire_mac(0), CLIENT_IP, PROXY_A_IP, &h, payload)
 }
 
 /// A segment from the server to the proxy's side B.
@@ -206,7 +206,7 @@ fn server_seg(h: TcpHeader, payload: &[u8]) -> Vec<u8> {
         dst_port: PROXY_B_PORT,
         ..h
     };
-    dataplane::gen::tcp_with(SERVER_MAC, wire_mac(1), SERVER_IP, PROXY_B_IP, &h, payload)
+    dataplane::frames::tcp_with(SERVER_MAC, wire_mac(1), SERVER_IP, PROXY_B_IP, &h, payload)
 }
 
 fn from_client(r: &mut Rig, h: TcpHeader, payload: &[u8]) {
@@ -335,7 +335,7 @@ fn unrelated_traffic_passes_to_the_host() {
         dst_port: PROXY_A_PORT,
         ..hdr(TcpFlags::ACK, 1, 1)
     };
-    let f = dataplane::gen::tcp_with(CLIENT_MAC, wire_mac(0), CLIENT_IP, PROXY_A_IP, &h, b"x");
+    let f = dataplane::frames::tcp_with(CLIENT_MAC, wire_mac(0), CLIENT_IP, PROXY_A_IP, &h, b"x");
     r.left.tx_burst(&mut vec![HeapBuf::from_frame(&f)]);
     spin(&mut r);
     assert_eq!(from_host(&mut r).len(), 1);
@@ -719,7 +719,7 @@ fn lcores_racing_on_one_table_close_every_pair_exactly_once() {
             dst_port: PROXY_A_PORT,
             ..h
         };
-        dataplane::gen::tcp_with(CLIENT_MAC, wire_mac(0), CLIENT_IP, PROXY_A_IP, &h, p)
+        dataplane::frames::tcp_with(CLIENT_MAC, wire_mac(0), CLIENT_IP, PROXY_A_IP, &h, p)
     };
     let s = |i: u16, h: TcpHeader, p: &[u8]| {
         let h = TcpHeader {
@@ -727,7 +727,7 @@ fn lcores_racing_on_one_table_close_every_pair_exactly_once() {
             dst_port: PROXY_B_PORT + i,
             ..h
         };
-        dataplane::gen::tcp_with(SERVER_MAC, wire_mac(1), SERVER_IP, PROXY_B_IP, &h, p)
+        dataplane::frames::tcp_with(SERVER_MAC, wire_mac(1), SERVER_IP, PROXY_B_IP, &h, p)
     };
     // Two more lcores: each closes its half of the pairs (even: FIN/FIN, odd: RST), while
     // both send data on every pair in between.

@@ -123,7 +123,7 @@ mod tests {
     /// A filled frame verifies under the parser; a flipped payload bit does not.
     #[test]
     fn filled_frames_verify() {
-        let mut f = crate::gen::udp([2; 6], [4; 6], [10, 0, 0, 1], [10, 0, 0, 2], 5, 6, b"hi");
+        let mut f = crate::frames::udp([2; 6], [4; 6], [10, 0, 0, 1], [10, 0, 0, 2], 5, 6, b"hi");
         f[24] = 0;
         f[25] = 0;
         fill_checksums(&mut f).unwrap();
