@@ -17,7 +17,7 @@ use apps::node::{pair_specs, wire_pair, Pair, A_IP};
 use dataplane::offload::setup::SetupOffload;
 use dataplane::port::wire::Impairments;
 use hoststack::stack::SockOpt;
-use hoststack::tcp::segment::{Flags, Header, Options};
+use hoststack::tcp::segment::{TcpFlags, TcpHeader, TcpOptions};
 use hoststack::tcp::Seq;
 use hoststack::{Errno, Fd};
 
@@ -29,18 +29,18 @@ const FLOOD: u64 = 200_000;
 
 /// A spoofed SYN (with timestamps, as Linux sends them) from a random source to A.
 fn flood_syn(x: u32, i: u32) -> Vec<u8> {
-    let h = Header {
+    let h = TcpHeader {
         src_port: 1024 + (i % 60_000) as u16,
         dst_port: PORT,
         seq: Seq(x),
-        flags: Flags::SYN,
+        flags: TcpFlags::SYN,
         window: 64_240,
-        options: Options {
+        options: TcpOptions {
             mss: Some(1460),
             window_scale: Some(7),
             sack_permitted: true,
             timestamp: Some((x, 0)),
-            ..Options::default()
+            ..TcpOptions::default()
         },
         ..Default::default()
     };

@@ -7,7 +7,7 @@
 //! Incoming frames were validated by the NIC (lengths, IPv4 header checksum, TCP checksum:
 //! rx checksum offload, as mTCP relies on); the host still bounds-checks everything.
 
-use crate::tcp::segment::{self, Header};
+use crate::tcp::segment::{self, TcpHeader};
 
 pub use offload_api::{ETHERTYPE_IPV4, ETH_HDR_LEN, IPPROTO_TCP, IPV4_HDR_LEN};
 
@@ -18,7 +18,7 @@ pub fn build_tcp(
     src_ip: [u8; 4],
     dst_ip: [u8; 4],
     ip_id: u16,
-    header: &Header,
+    header: &TcpHeader,
     payload: [&[u8]; 2],
 ) -> usize {
     let hlen = segment::header_len(header);
@@ -174,17 +174,17 @@ impl HostLink for offload_api::link::HostEnd {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tcp::segment::Flags;
+    use crate::tcp::segment::TcpFlags;
     use crate::tcp::Seq;
 
     #[test]
     fn built_frame_parses_back() {
-        let h = Header {
+        let h = TcpHeader {
             src_port: 1000,
             dst_port: 80,
             seq: Seq(5),
             ack: Seq(9),
-            flags: Flags::ACK | Flags::PSH,
+            flags: TcpFlags::ACK | TcpFlags::PSH,
             window: 512,
             ..Default::default()
         };

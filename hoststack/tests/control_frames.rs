@@ -13,7 +13,7 @@ use hoststack::offload_api::msg::{
     SetupRepr, SpliceCloseRepr, TonicDeliveredRepr, WindowScales,
 };
 use hoststack::stack::HostStats;
-use hoststack::tcp::segment::{Flags, Header};
+use hoststack::tcp::segment::{TcpFlags, TcpHeader};
 use hoststack::tcp::Seq;
 
 /// `m` as a whole frame from the NIC, with `payload` after its header.
@@ -32,14 +32,14 @@ fn msg_frame(m: Message, payload: &[u8]) -> Vec<u8> {
 /// The IPv4 packet of the ACK that completes a handshake with host A (what a setup
 /// notification carries).
 fn completing_ack() -> Vec<u8> {
-    let h = Header {
+    let h = TcpHeader {
         src_port: 40_000,
         dst_port: 80,
         seq: Seq(1001),
         ack: Seq(5001),
-        flags: Flags::ACK,
+        flags: TcpFlags::ACK,
         window: 1000,
-        ..Header::default()
+        ..TcpHeader::default()
     };
     let mut buf = Vec::new();
     frame::build_tcp(&mut buf, B, A, 1, &h, [&[], &[]]);
@@ -129,14 +129,14 @@ fn setup_notification_creates_an_established_connection_with_its_data() {
     let l = offloaded_listener(&mut net);
     assert_eq!(net.a.setup_stats().listen_registered, 1);
     // The completing ACK carries the first request bytes.
-    let h = Header {
+    let h = TcpHeader {
         src_port: 40_000,
         dst_port: 80,
         seq: Seq(1001),
         ack: Seq(5001),
-        flags: Flags::ACK | Flags::PSH,
+        flags: TcpFlags::ACK | TcpFlags::PSH,
         window: 1000,
-        ..Header::default()
+        ..TcpHeader::default()
     };
     let mut buf = Vec::new();
     frame::build_tcp(&mut buf, B, A, 1, &h, [b"hello", &[]]);
@@ -294,14 +294,14 @@ fn segment_racing_a_teardown_handover_draws_no_reset() {
     // asks for a segment to no connection.
     net.clock
         .fetch_add(1_500_000_000, std::sync::atomic::Ordering::Relaxed);
-    let h = Header {
+    let h = TcpHeader {
         src_port: net.b.tcb(c).unwrap().endpoints().local_port,
         dst_port: 80,
         seq: Seq(1),
         ack: Seq(1),
-        flags: Flags::ACK,
+        flags: TcpFlags::ACK,
         window: 1000,
-        ..Header::default()
+        ..TcpHeader::default()
     };
     let mut f = Vec::new();
     frame::build_tcp(&mut f, B, A, 9, &h, [b"x", &[]]);

@@ -7,7 +7,7 @@ mod common;
 
 use common::*;
 use hoststack::frame;
-use hoststack::tcp::segment::{self, Flags, Header};
+use hoststack::tcp::segment::{self, TcpFlags, TcpHeader};
 use hoststack::tcp::Seq;
 use hoststack::Errno;
 
@@ -20,10 +20,10 @@ fn client_numbers(net: &Net) -> (Seq, Seq) {
 }
 
 /// A frame from the client's address and port to the server's, with `h`'s other fields.
-fn forged(net: &Net, c: i32, h: Header, payload: &[u8]) -> Vec<u8> {
+fn forged(net: &Net, c: i32, h: TcpHeader, payload: &[u8]) -> Vec<u8> {
     let local = net.b.getsockname(c).unwrap();
     let remote = net.b.getpeername(c).unwrap();
-    let h = Header {
+    let h = TcpHeader {
         src_port: local.port(),
         dst_port: remote.port(),
         ..h
@@ -66,10 +66,10 @@ fn out_of_window_segments_are_dropped_and_acked() {
         (-1_000_000i32) as u32,
         (-70_000i32) as u32,
     ] {
-        let h = Header {
+        let h = TcpHeader {
             seq: seq + off,
             ack,
-            flags: Flags::ACK | Flags::PSH,
+            flags: TcpFlags::ACK | TcpFlags::PSH,
             window: 1000,
             ..Default::default()
         };
@@ -77,10 +77,10 @@ fn out_of_window_segments_are_dropped_and_acked() {
         net.a.link_mut().inject(&f);
     }
     // An ACK for data never sent.
-    let h = Header {
+    let h = TcpHeader {
         seq,
         ack: ack + 1_000_000,
-        flags: Flags::ACK,
+        flags: TcpFlags::ACK,
         window: 1000,
         ..Default::default()
     };
@@ -102,10 +102,10 @@ fn invalid_options_are_counted_and_ignored() {
     let mut net = Net::new();
     let (c, s) = connected(&mut net, 101);
     let (seq, ack) = client_numbers(&net);
-    let h = Header {
+    let h = TcpHeader {
         seq,
         ack,
-        flags: Flags::ACK,
+        flags: TcpFlags::ACK,
         window: 1000,
         ..Default::default()
     };
@@ -134,10 +134,10 @@ fn rst_and_syn_follow_rfc5961() {
     let (c, s) = connected(&mut net, 102);
     still_works(&mut net, c, s, b"hello");
     let (seq, ack) = client_numbers(&net);
-    let rst = |off: u32| Header {
+    let rst = |off: u32| TcpHeader {
         seq: seq + off,
         ack,
-        flags: Flags::RST,
+        flags: TcpFlags::RST,
         ..Default::default()
     };
     // In the window but not exact: challenge ACK, connection stays.
@@ -148,9 +148,9 @@ fn rst_and_syn_follow_rfc5961() {
     let f = forged(&net, c, rst(100_000_000), &[]);
     net.a.link_mut().inject(&f);
     // SYN on the open connection: challenge ACK (RFC 5961 §4).
-    let syn = Header {
+    let syn = TcpHeader {
         seq: seq + 12345,
-        flags: Flags::SYN,
+        flags: TcpFlags::SYN,
         window: 1000,
         ..Default::default()
     };
@@ -170,10 +170,10 @@ fn rst_and_syn_follow_rfc5961() {
     let f = forged(
         &net,
         c,
-        Header {
+        TcpHeader {
             seq,
             ack,
-            flags: Flags::RST,
+            flags: TcpFlags::RST,
             ..Default::default()
         },
         &[],
@@ -189,10 +189,10 @@ fn random_garbage_never_breaks_the_stack() {
     let mut net = Net::new();
     let (c, s) = connected(&mut net, 103);
     let (seq, ack) = client_numbers(&net);
-    let h = Header {
+    let h = TcpHeader {
         seq,
         ack,
-        flags: Flags::ACK,
+        flags: TcpFlags::ACK,
         window: 1000,
         ..Default::default()
     };

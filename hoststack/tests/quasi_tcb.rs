@@ -12,7 +12,7 @@ use hoststack::offload_api::msg::{
     self, Message, MsgType, NegotiatedOptions, SetupRepr, TcpState, WindowScales,
 };
 use hoststack::stack::{EpollEvent, EpollOp, SockOpt, EPOLLIN, EPOLLOUT, EPOLLRDHUP};
-use hoststack::tcp::segment::{Flags, Header, Options};
+use hoststack::tcp::segment::{TcpFlags, TcpHeader, TcpOptions};
 use hoststack::tcp::tcb::{QuasiTcb, Tcb};
 use hoststack::tcp::Seq;
 use hoststack::{Errno, Fd};
@@ -42,17 +42,17 @@ fn listener(net: &mut Net) -> Fd {
 
 /// The IPv4 packet of a segment from B: `off` bytes after the peer's ISN + 1, with TSval
 /// `TSVAL + off` echoing the SYN-ACK.
-fn peer_segment(off: u32, flags: Flags, data: &[u8]) -> Vec<u8> {
-    let h = Header {
+fn peer_segment(off: u32, flags: TcpFlags, data: &[u8]) -> Vec<u8> {
+    let h = TcpHeader {
         src_port: 40_000,
         dst_port: 80,
         seq: Seq(PEER_ISN + 1 + off),
         ack: Seq(ISS + 1),
-        flags: flags | Flags::ACK,
+        flags: flags | TcpFlags::ACK,
         window: 1000,
-        options: Options {
+        options: TcpOptions {
             timestamp: Some((TSVAL + off, SYN_ACK_TSVAL)),
-            ..Options::default()
+            ..TcpOptions::default()
         },
     };
     let mut buf = Vec::new();
@@ -73,7 +73,7 @@ fn setup_frame(request: &[u8]) -> Vec<u8> {
             timestamps: true,
         },
     });
-    let ip = &peer_segment(0, Flags::PSH, request)[frame::ETH_HDR_LEN..];
+    let ip = &peer_segment(0, TcpFlags::PSH, request)[frame::ETH_HDR_LEN..];
     let mut f = Vec::new();
     m.write_frame([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2], ip, &mut f)
         .unwrap();
@@ -160,7 +160,7 @@ fn request_response_close_is_one_teardown_frame_from_the_quasi_tcb() {
     let seg = hoststack::tcp::segment::parse(tf.tcp).unwrap();
     assert_eq!(seg.seq, Seq(ISS + 1));
     assert_eq!(seg.ack, Seq(PEER_ISN + 6));
-    assert!(seg.flags.has(Flags::FIN));
+    assert!(seg.flags.has(TcpFlags::FIN));
     assert_eq!(seg.payload, b"200 OK");
     let q = net.a.quasi_stats();
     assert_eq!((q.created, q.closed_offloaded, q.upgraded()), (1, 1, 0));
@@ -174,7 +174,7 @@ fn request_response_close_is_one_teardown_frame_from_the_quasi_tcb() {
 /// 0x090B (or to its delayed-ACK time), so only the receive window differs.
 #[test]
 fn quasi_handover_equals_the_full_tcb_handover() {
-    let cases: [Vec<Vec<u8>>; 2] = [vec![], vec![peer_segment(5, Flags::PSH, b" /x")]];
+    let cases: [Vec<Vec<u8>>; 2] = [vec![], vec![peer_segment(5, TcpFlags::PSH, b" /x")]];
     for more in cases {
         let (q_net, q) = transaction(true, &more);
         let (f_net, f) = transaction(false, &more);
@@ -190,8 +190,8 @@ fn quasi_handover_equals_the_full_tcb_handover() {
         assert_eq!(q.len(), 1);
     }
     let more = [
-        peer_segment(5, Flags::PSH, b" /x"),
-        peer_segment(8, Flags::FIN, b""),
+        peer_segment(5, TcpFlags::PSH, b" /x"),
+        peer_segment(8, TcpFlags::FIN, b""),
     ];
     let (_, q) = transaction(true, &more);
     let (_, f) = transaction(false, &more);
@@ -212,8 +212,8 @@ fn quasi_handover_equals_the_full_tcb_handover() {
     let (_, q) = transaction(
         true,
         &[
-            peer_segment(5, Flags::PSH, b" /x"),
-            peer_segment(8, Flags::FIN, b""),
+            peer_segment(5, TcpFlags::PSH, b" /x"),
+            peer_segment(8, TcpFlags::FIN, b""),
         ],
     );
     let Message::Teardown(r) = msg::parse_frame(&q[0]).unwrap().message else {
@@ -238,14 +238,14 @@ fn write_without_close_grows_a_tcb_and_sends_a_segment() {
     assert_eq!(seg.seq, Seq(ISS + 1));
     assert_eq!(seg.ack, Seq(PEER_ISN + 6));
     assert_eq!(seg.payload, b"200 OK");
-    assert!(!seg.flags.has(Flags::FIN));
+    assert!(!seg.flags.has(TcpFlags::FIN));
     let t = net.a.tcb(s).expect("a full TCB now");
     assert_eq!(t.state(), hoststack::tcp::tcb::State::Established);
     assert_eq!(t.window_scales(), (7, 7));
     // The peer acknowledges; the close then goes to the NIC from the full TCB.
     feed(
         &mut net,
-        &peer_segment(5, Flags(0), b"").to_vec().with_ack(ISS + 7),
+        &peer_segment(5, TcpFlags(0), b"").to_vec().with_ack(ISS + 7),
     );
     net.a.close(s).unwrap();
     assert_eq!(net.a.stats().teardown.offloaded, 1);
@@ -262,16 +262,16 @@ impl WithAck for Vec<u8> {
     fn with_ack(self, ack: u32) -> Vec<u8> {
         let tf = frame::parse_tcp(&self).unwrap();
         let seg = hoststack::tcp::segment::parse(tf.tcp).unwrap();
-        let h = Header {
+        let h = TcpHeader {
             src_port: seg.src_port,
             dst_port: seg.dst_port,
             seq: seg.seq,
             ack: Seq(ack),
             flags: seg.flags,
             window: seg.window,
-            options: Options {
+            options: TcpOptions {
                 timestamp: seg.options.timestamp,
-                ..Options::default()
+                ..TcpOptions::default()
             },
         };
         let mut buf = Vec::new();
@@ -284,8 +284,8 @@ impl WithAck for Vec<u8> {
 fn in_order_data_and_fin_stay_on_the_quasi_path_and_are_read_once() {
     let (mut net, s) = quasi_with(b"ab");
     assert_eq!(read_all(&mut net, s), b"ab");
-    feed(&mut net, &peer_segment(2, Flags::PSH, b"cd"));
-    feed(&mut net, &peer_segment(4, Flags::FIN, b""));
+    feed(&mut net, &peer_segment(2, TcpFlags::PSH, b"cd"));
+    feed(&mut net, &peer_segment(4, TcpFlags::FIN, b""));
     assert_eq!(read_all(&mut net, s), b"cd");
     let mut b = [0u8; 4];
     assert_eq!(net.a.read(s, &mut b), Ok(0), "end of stream");
@@ -306,7 +306,7 @@ fn in_order_data_and_fin_stay_on_the_quasi_path_and_are_read_once() {
 fn out_of_order_data_grows_a_tcb_and_is_delivered_once() {
     let (mut net, s) = quasi_with(b"ab");
     assert_eq!(read_all(&mut net, s), b"ab");
-    feed(&mut net, &peer_segment(4, Flags::PSH, b"ef"));
+    feed(&mut net, &peer_segment(4, TcpFlags::PSH, b"ef"));
     assert_eq!(net.a.quasi_stats().upgraded_segment, 1);
     assert!(net.a.tcb(s).is_some());
     // The TCB answers the hole with a duplicate ACK at once.
@@ -318,10 +318,10 @@ fn out_of_order_data_grows_a_tcb_and_is_delivered_once() {
         hoststack::tcp::segment::parse(tf.tcp).unwrap().ack
     };
     assert_eq!(seg_ack, Seq(PEER_ISN + 3));
-    feed(&mut net, &peer_segment(2, Flags::PSH, b"cd"));
+    feed(&mut net, &peer_segment(2, TcpFlags::PSH, b"cd"));
     assert_eq!(read_all(&mut net, s), b"cdef");
     // A retransmission of what was read is not delivered again.
-    feed(&mut net, &peer_segment(0, Flags::PSH, b"ab"));
+    feed(&mut net, &peer_segment(0, TcpFlags::PSH, b"ab"));
     assert!(read_all(&mut net, s).is_empty());
 }
 
@@ -369,7 +369,7 @@ fn epoll_readiness_of_a_quasi_connection() {
         .unwrap();
     assert_eq!(read_all(&mut net, s), b"GET /");
     assert_eq!(net.a.readiness(s), EPOLLOUT);
-    feed(&mut net, &peer_segment(5, Flags::FIN, b""));
+    feed(&mut net, &peer_segment(5, TcpFlags::FIN, b""));
     assert_eq!(net.a.readiness(s), EPOLLIN | EPOLLRDHUP | EPOLLOUT);
     let n = net.a.epoll_wait(ep, &mut evs, 0).unwrap();
     assert!(evs[..n]
@@ -419,7 +419,7 @@ fn close_without_teardown_offload_grows_and_closes_on_the_host() {
     let last = frames.last().expect("the response and FIN");
     let tf = frame::parse_tcp(last).expect("a TCP segment");
     let seg = hoststack::tcp::segment::parse(tf.tcp).unwrap();
-    assert!(seg.flags.has(Flags::FIN));
+    assert!(seg.flags.has(TcpFlags::FIN));
     let data: Vec<u8> = frames
         .iter()
         .filter_map(|f| frame::parse_tcp(f).ok())
@@ -439,7 +439,7 @@ fn close_without_teardown_offload_grows_and_closes_on_the_host() {
 fn data_beyond_the_record_bound_grows_a_tcb() {
     let (mut net, s) = quasi_with(b"ab");
     let big = vec![7u8; 3000];
-    feed(&mut net, &peer_segment(2, Flags::PSH, &big));
+    feed(&mut net, &peer_segment(2, TcpFlags::PSH, &big));
     assert_eq!(net.a.quasi_stats().upgraded_data, 1);
     let got = read_all(&mut net, s);
     assert_eq!(got.len(), 3002);
@@ -451,7 +451,7 @@ fn data_beyond_the_record_bound_grows_a_tcb() {
 #[test]
 fn reset_grows_a_tcb_that_is_reset() {
     let (mut net, s) = quasi_with(b"ab");
-    feed(&mut net, &peer_segment(2, Flags::RST, b""));
+    feed(&mut net, &peer_segment(2, TcpFlags::RST, b""));
     assert_eq!(net.a.quasi_stats().upgraded_segment, 1);
     assert_eq!(net.a.quasi_stats().live, 0);
     let mut b = [0u8; 8];

@@ -268,11 +268,11 @@ fn syn_flood(cookies: bool) {
         x ^= x >> 17;
         x ^= x << 5;
         let src = [198, 18, (x >> 8) as u8, x as u8];
-        let h = hoststack::tcp::segment::Header {
+        let h = hoststack::tcp::segment::TcpHeader {
             src_port: 1024 + (i % 60000) as u16,
             dst_port: 94,
             seq: hoststack::tcp::Seq(x),
-            flags: hoststack::tcp::segment::Flags::SYN,
+            flags: hoststack::tcp::segment::TcpFlags::SYN,
             window: 65535,
             ..Default::default()
         };

@@ -2,7 +2,7 @@
 //! `Tcb` never panic, never make it hold more than its configured buffers, and never make it
 //! emit segments larger than allowed.
 
-use hoststack::tcp::segment::{self, Flags, Options, SackBlock, Segment};
+use hoststack::tcp::segment::{self, SackBlock, TcpFlags, TcpOptions, TcpRepr};
 use hoststack::tcp::seq::Seq;
 use hoststack::tcp::tcb::{Endpoints, State, Tcb};
 use hoststack::tcp::TcpConfig;
@@ -54,9 +54,9 @@ fn op() -> impl Strategy<Value = Op> {
         1 => any::<i32>(),
     ];
     let flags = prop_oneof![
-        6 => Just(Flags::ACK.0),
-        2 => Just((Flags::ACK | Flags::PSH).0),
-        1 => Just((Flags::ACK | Flags::FIN).0),
+        6 => Just(TcpFlags::ACK.0),
+        2 => Just((TcpFlags::ACK | TcpFlags::PSH).0),
+        1 => Just((TcpFlags::ACK | TcpFlags::FIN).0),
         2 => any::<u8>(),
     ];
     let seg = (
@@ -171,22 +171,22 @@ impl Harness {
             time_wait_ns: 2_000 * MS,
             ..TcpConfig::default()
         };
-        let opts = Options {
+        let opts = TcpOptions {
             mss: s.peer_mss,
             window_scale: s.peer_ws,
             sack_permitted: s.peer_sack,
             timestamp: s.peer_ts.then_some((1000, 0)),
-            ..Options::default()
+            ..TcpOptions::default()
         };
         let now = 1_000 * MS;
         let peer_iss = Seq(u32::MAX - 3000);
         let t = if s.passive {
-            let syn = Segment {
+            let syn = TcpRepr {
                 src_port: 2222,
                 dst_port: 1111,
                 seq: peer_iss,
                 ack: Seq(0),
-                flags: Flags::SYN,
+                flags: TcpFlags::SYN,
                 window: 5000,
                 options: opts,
                 payload: &[],
@@ -205,24 +205,24 @@ impl Harness {
         };
         h.transmit();
         if !s.passive {
-            let sa = Segment {
+            let sa = TcpRepr {
                 src_port: 2222,
                 dst_port: 1111,
                 seq: peer_iss,
                 ack: Seq(8),
-                flags: Flags::SYN | Flags::ACK,
+                flags: TcpFlags::SYN | TcpFlags::ACK,
                 window: 5000,
                 options: opts,
                 payload: &[],
             };
             h.t.input(&sa, now);
         } else {
-            let a = Segment {
+            let a = TcpRepr {
                 src_port: 2222,
                 dst_port: 1111,
                 seq: peer_iss + 1,
                 ack: Seq(8),
-                flags: Flags::ACK,
+                flags: TcpFlags::ACK,
                 window: 5000,
                 options: opts,
                 payload: &[],
@@ -242,10 +242,10 @@ impl Harness {
             let len = o.payload[0].len() + o.payload[1].len();
             assert!(len <= limit.max(tso), "payload {len}");
             assert!(segment::header_len(&o.header) <= 60);
-            if o.header.flags.has(Flags::ACK) {
+            if o.header.flags.has(TcpFlags::ACK) {
                 seen.0 = o.header.ack;
             }
-            if !o.header.flags.has(Flags::RST) {
+            if !o.header.flags.has(TcpFlags::RST) {
                 let end = o.header.seq + len as u32;
                 if end.gt(seen.1) {
                     seen.1 = end;
@@ -287,9 +287,9 @@ impl Harness {
                 sack,
             } => {
                 let payload = vec![0xa5u8; len as usize];
-                let mut o = Options {
+                let mut o = TcpOptions {
                     timestamp: ts,
-                    ..Options::default()
+                    ..TcpOptions::default()
                 };
                 for (k, (l, n)) in sack.into_iter().take(4).enumerate() {
                     let left = self.snd_nxt + (l as u32);
@@ -299,12 +299,12 @@ impl Harness {
                     };
                     o.sack_len = k as u8 + 1;
                 }
-                let seg = Segment {
+                let seg = TcpRepr {
                     src_port: 2222,
                     dst_port: 1111,
                     seq: self.rcv_nxt + seq_off as u32,
                     ack: self.snd_nxt + ack_off as u32,
-                    flags: Flags(flags),
+                    flags: TcpFlags(flags),
                     window,
                     options: o,
                     payload: &payload,
@@ -406,7 +406,7 @@ fn in_window_flood_stays_within_buffers() {
         let op = Op::Seg {
             seq_off: (x % 20_000) as i32 - 1000,
             ack_off: 0,
-            flags: Flags::ACK.0,
+            flags: TcpFlags::ACK.0,
             window: 1000,
             len: (x >> 20) as u16 % 1500,
             ts: Some((2000 + (x >> 40) as u32 % 10, 0)),

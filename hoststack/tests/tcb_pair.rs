@@ -7,7 +7,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use hoststack::tcp::segment::{self, Flags, Header, Options, Segment};
+use hoststack::tcp::segment::{self, TcpFlags, TcpHeader, TcpOptions, TcpRepr};
 use hoststack::tcp::seq::Seq;
 use hoststack::tcp::tcb::{reset_for, Endpoints, Events, State, Tcb, TcpError};
 use hoststack::tcp::TcpConfig;
@@ -65,12 +65,12 @@ impl Impair {
 struct Rec {
     t: u64,
     from: usize,
-    flags: Flags,
+    flags: TcpFlags,
     seq: Seq,
     ack: Seq,
     len: usize,
     win: u16,
-    opts: Options,
+    opts: TcpOptions,
 }
 
 type DropFn = Box<dyn FnMut(&Rec) -> bool>;
@@ -107,7 +107,7 @@ fn cfg() -> TcpConfig {
     }
 }
 
-fn serialize(h: &Header, p: [&[u8]; 2]) -> Vec<u8> {
+fn serialize(h: &TcpHeader, p: [&[u8]; 2]) -> Vec<u8> {
     let hl = segment::header_len(h);
     let mut b = vec![0u8; hl + p[0].len() + p[1].len()];
     assert_eq!(segment::emit(h, &mut b), hl);
@@ -237,7 +237,7 @@ impl Net {
                 merge(&mut self.ev[to], e);
             }
             None => {
-                if self.refuse || !seg.flags.has(Flags::SYN) || seg.flags.has(Flags::ACK) {
+                if self.refuse || !seg.flags.has(TcpFlags::SYN) || seg.flags.has(TcpFlags::ACK) {
                     if let Some(h) = reset_for(&seg) {
                         self.send(to, serialize(&h, [&[], &[]]));
                     }
@@ -253,7 +253,7 @@ impl Net {
     }
 
     /// Injects a hand-made segment into side `to`.
-    fn inject(&mut self, to: usize, h: &Header, payload: &[u8]) {
+    fn inject(&mut self, to: usize, h: &TcpHeader, payload: &[u8]) {
         let b = serialize(h, [payload, &[]]);
         self.deliver(to, &b);
     }
@@ -461,13 +461,13 @@ fn handshake_negotiates_all_options() {
     }
     // SYN: MSS, WS, SACK-permitted, TS; SYN-ACK answers all of them.
     let syn = &net.recs[0];
-    assert_eq!(syn.flags, Flags::SYN);
+    assert_eq!(syn.flags, TcpFlags::SYN);
     assert_eq!(syn.opts.mss, Some(1460));
     assert_eq!(syn.opts.window_scale, Some(7));
     assert!(syn.opts.sack_permitted);
     assert_eq!(syn.opts.timestamp.map(|t| t.1), Some(0));
     let sa = &net.recs[1];
-    assert_eq!(sa.flags, Flags::SYN | Flags::ACK);
+    assert_eq!(sa.flags, TcpFlags::SYN | TcpFlags::ACK);
     assert_eq!(sa.ack, syn.seq + 1);
     assert!(sa.opts.sack_permitted && sa.opts.window_scale == Some(7));
     // SYN-ACK echoes the SYN's TSval.
@@ -475,7 +475,7 @@ fn handshake_negotiates_all_options() {
     // Window fields: unscaled on SYNs (65,535 max), scaled afterwards.
     assert_eq!(syn.win, 65_535);
     let ack = &net.recs[2];
-    assert_eq!(ack.flags, Flags::ACK);
+    assert_eq!(ack.flags, TcpFlags::ACK);
     assert_eq!(
         ack.win as usize,
         (256 * 1024 - 127) >> 7,
@@ -513,14 +513,14 @@ fn handshake_without_window_scale_from_peer() {
     let syn = net.recs[0].clone();
     net.q.clear();
     let peer_iss = Seq(5_000);
-    let h = Header {
+    let h = TcpHeader {
         src_port: 80,
         dst_port: 40_000,
         seq: peer_iss,
         ack: syn.seq + 1,
-        flags: Flags::SYN | Flags::ACK,
+        flags: TcpFlags::SYN | TcpFlags::ACK,
         window: 4_000,
-        options: Options::default(),
+        options: TcpOptions::default(),
     };
     net.inject(A, &h, &[]);
     let t = net.tcb(A);
@@ -550,16 +550,16 @@ fn passive_side_without_window_scale_or_options() {
         remote_ip: [10, 0, 0, 1],
         remote_port: 1234,
     };
-    let syn = Segment {
+    let syn = TcpRepr {
         src_port: 1234,
         dst_port: 80,
         seq: Seq(100),
         ack: Seq(0),
-        flags: Flags::SYN,
+        flags: TcpFlags::SYN,
         window: 1000,
-        options: Options {
+        options: TcpOptions {
             mss: Some(1200),
-            ..Options::default()
+            ..TcpOptions::default()
         },
         payload: &[],
     };
@@ -568,7 +568,7 @@ fn passive_side_without_window_scale_or_options() {
     t.poll_transmit(SEC, &mut |o| out.push(o.header));
     assert_eq!(out.len(), 1);
     let sa = out[0];
-    assert_eq!(sa.flags, Flags::SYN | Flags::ACK);
+    assert_eq!(sa.flags, TcpFlags::SYN | TcpFlags::ACK);
     assert_eq!(sa.ack, Seq(101));
     assert_eq!(sa.options.mss, Some(1460));
     assert_eq!(
@@ -876,7 +876,7 @@ fn window_right_edge_never_shrinks() {
     for rec in net
         .recs
         .iter()
-        .filter(|r| r.from == B && !r.flags.has(Flags::SYN))
+        .filter(|r| r.from == B && !r.flags.has(TcpFlags::SYN))
     {
         let e = rec.ack + ((rec.win as u32) << 2);
         if let Some(p) = edge {
@@ -955,14 +955,14 @@ fn delayed_ack_timing() {
         .find(|r| r.from == A && r.len > 0)
         .unwrap();
     let next = snd.seq + snd.len as u32;
-    let h = Header {
+    let h = TcpHeader {
         src_port: 40_000,
         dst_port: 80,
         seq: next + 1000,
         ack: snd.ack,
-        flags: Flags::ACK,
+        flags: TcpFlags::ACK,
         window: 1000,
-        options: Options::default(),
+        options: TcpOptions::default(),
     };
     net.inject(B, &h, &[3u8; 100]);
     let last = net.recs.last().unwrap();
@@ -1079,10 +1079,10 @@ fn time_wait_reacks_retransmitted_fin() {
         .recs
         .iter()
         .rev()
-        .find(|r| r.from == B && r.flags.has(Flags::FIN))
+        .find(|r| r.from == B && r.flags.has(TcpFlags::FIN))
         .unwrap()
         .clone();
-    let h = Header {
+    let h = TcpHeader {
         src_port: 80,
         dst_port: 40_000,
         seq: fin.seq,
@@ -1116,7 +1116,7 @@ fn close_with_unread_data_sends_rst() {
     assert!(net
         .recs
         .iter()
-        .any(|r| r.from == B && r.flags.has(Flags::RST)));
+        .any(|r| r.from == B && r.flags.has(TcpFlags::RST)));
     assert_eq!(net.state(B), Some(State::Closed));
     assert_eq!(net.tcb(A).error(), Some(TcpError::Reset));
     assert!(net.ev[A].error);
@@ -1174,22 +1174,22 @@ fn established() -> (Net, Seq, Seq) {
     (net, b_rcv, a_rcv)
 }
 
-fn to_b(seq: Seq, ack: Seq, flags: Flags) -> Header {
-    Header {
+fn to_b(seq: Seq, ack: Seq, flags: TcpFlags) -> TcpHeader {
+    TcpHeader {
         src_port: 40_000,
         dst_port: 80,
         seq,
         ack,
         flags,
         window: 1000,
-        options: Options::default(),
+        options: TcpOptions::default(),
     }
 }
 
 #[test]
 fn rst_exact_sequence_resets() {
     let (mut net, b_rcv, _) = established();
-    net.inject(B, &to_b(b_rcv, Seq(0), Flags::RST), &[]);
+    net.inject(B, &to_b(b_rcv, Seq(0), TcpFlags::RST), &[]);
     assert_eq!(net.state(B), Some(State::Closed));
     assert_eq!(net.tcb(B).error(), Some(TcpError::Reset));
     assert!(net.ev[B].error);
@@ -1201,12 +1201,12 @@ fn rst_exact_sequence_resets() {
 fn rst_in_window_gets_challenge_ack() {
     let (mut net, b_rcv, _) = established();
     let n = net.recs.len();
-    net.inject(B, &to_b(b_rcv + 100, Seq(0), Flags::RST), &[]);
+    net.inject(B, &to_b(b_rcv + 100, Seq(0), TcpFlags::RST), &[]);
     assert_eq!(net.state(B), Some(State::Established));
     assert_eq!(net.tcb(B).stats().challenge_acks, 1);
     let ch = &net.recs[n..];
     assert_eq!(ch.len(), 1);
-    assert_eq!((ch[0].flags, ch[0].ack), (Flags::ACK, b_rcv));
+    assert_eq!((ch[0].flags, ch[0].ack), (TcpFlags::ACK, b_rcv));
     // The peer answers the challenge ACK normally (a duplicate ACK at most): still working.
     net.run_for(100 * MS);
     assert_eq!(net.state(A), Some(State::Established));
@@ -1216,10 +1216,10 @@ fn rst_in_window_gets_challenge_ack() {
 fn rst_out_of_window_is_ignored() {
     let (mut net, b_rcv, _) = established();
     let n = net.recs.len();
-    net.inject(B, &to_b(b_rcv + 10_000_000, Seq(0), Flags::RST), &[]);
+    net.inject(B, &to_b(b_rcv + 10_000_000, Seq(0), TcpFlags::RST), &[]);
     net.inject(
         B,
-        &to_b(Seq(b_rcv.0.wrapping_sub(1)), Seq(0), Flags::RST),
+        &to_b(Seq(b_rcv.0.wrapping_sub(1)), Seq(0), TcpFlags::RST),
         &[],
     );
     assert_eq!(net.state(B), Some(State::Established));
@@ -1231,12 +1231,12 @@ fn rst_out_of_window_is_ignored() {
 fn challenge_acks_are_rate_limited() {
     let (mut net, b_rcv, _) = established();
     for k in 0..100u32 {
-        net.inject(B, &to_b(b_rcv + 1 + k, Seq(0), Flags::RST), &[]);
+        net.inject(B, &to_b(b_rcv + 1 + k, Seq(0), TcpFlags::RST), &[]);
     }
     assert_eq!(net.state(B), Some(State::Established));
     assert_eq!(net.tcb(B).stats().challenge_acks, 10);
     net.now += 2 * SEC;
-    net.inject(B, &to_b(b_rcv + 1, Seq(0), Flags::RST), &[]);
+    net.inject(B, &to_b(b_rcv + 1, Seq(0), TcpFlags::RST), &[]);
     assert_eq!(net.tcb(B).stats().challenge_acks, 11);
 }
 
@@ -1244,13 +1244,13 @@ fn challenge_acks_are_rate_limited() {
 fn syn_in_established_gets_challenge_ack() {
     let (mut net, b_rcv, _) = established();
     let n = net.recs.len();
-    net.inject(B, &to_b(b_rcv + 5, Seq(0), Flags::SYN), &[]);
-    net.inject(B, &to_b(Seq(12345), Seq(0), Flags::SYN), &[]);
+    net.inject(B, &to_b(b_rcv + 5, Seq(0), TcpFlags::SYN), &[]);
+    net.inject(B, &to_b(Seq(12345), Seq(0), TcpFlags::SYN), &[]);
     assert_eq!(net.state(B), Some(State::Established));
     assert_eq!(net.tcb(B).stats().challenge_acks, 2);
     assert!(net.recs[n..]
         .iter()
-        .all(|r| r.flags == Flags::ACK && r.ack == b_rcv));
+        .all(|r| r.flags == TcpFlags::ACK && r.ack == b_rcv));
     net.run_for(100 * MS);
     assert_eq!(net.state(A), Some(State::Established));
 }
@@ -1260,12 +1260,20 @@ fn ack_of_unsent_data_is_acked_and_dropped() {
     let (mut net, b_rcv, a_rcv) = established();
     let n = net.recs.len();
     // A data segment acknowledging 1 GB beyond what B sent.
-    net.inject(B, &to_b(b_rcv, a_rcv + 1_000_000_000, Flags::ACK), b"evil");
+    net.inject(
+        B,
+        &to_b(b_rcv, a_rcv + 1_000_000_000, TcpFlags::ACK),
+        b"evil",
+    );
     assert_eq!(net.tcb(B).recv_available(), 3000, "the data was dropped");
     assert_eq!(net.tcb(B).stats().bad_acks, 1);
     assert_eq!(net.recs.len(), n + 1, "an ACK went back");
     // Too old an ACK (before SND.UNA − MAX.SND.WND) is dropped as well.
-    net.inject(B, &to_b(b_rcv, a_rcv + 2_000_000_000, Flags::ACK), b"evil");
+    net.inject(
+        B,
+        &to_b(b_rcv, a_rcv + 2_000_000_000, TcpFlags::ACK),
+        b"evil",
+    );
     assert_eq!(net.tcb(B).stats().bad_acks, 2);
     assert_eq!(net.tcb(B).recv_available(), 3000);
 }
@@ -1366,29 +1374,29 @@ fn garbage_and_out_of_window_segments_leave_connection_working() {
                     } else {
                         (1u32 << 31) + 7
                     };
-                    let h = Header {
+                    let h = TcpHeader {
                         src_port: sp,
                         dst_port: dp,
                         seq: lt.ack + off,
                         ack: lp.ack,
-                        flags: Flags::ACK | Flags::PSH,
+                        flags: TcpFlags::ACK | TcpFlags::PSH,
                         window: rng.next() as u16,
-                        options: Options::default(),
+                        options: TcpOptions::default(),
                     };
                     n.inject(to, &h, &[0xee; 100]);
                 }
                 2 => {
                     // Old duplicate data (already received), with a bogus SACK block.
-                    let mut o = Options::default();
+                    let mut o = TcpOptions::default();
                     o.sack[0].left = Seq(rng.next() as u32);
                     o.sack[0].right = o.sack[0].left + 1000;
                     o.sack_len = 1;
-                    let h = Header {
+                    let h = TcpHeader {
                         src_port: sp,
                         dst_port: dp,
                         seq: Seq(lt.ack.0.wrapping_sub(5000)),
                         ack: lp.seq,
-                        flags: Flags::ACK,
+                        flags: TcpFlags::ACK,
                         window: 100,
                         options: o,
                     };
@@ -1397,18 +1405,18 @@ fn garbage_and_out_of_window_segments_leave_connection_working() {
                 _ => {
                     // In-window RST / SYN: challenged, never accepted.
                     let f = if rng.next() & 1 == 0 {
-                        Flags::RST
+                        TcpFlags::RST
                     } else {
-                        Flags::SYN
+                        TcpFlags::SYN
                     };
-                    let h = Header {
+                    let h = TcpHeader {
                         src_port: sp,
                         dst_port: dp,
                         seq: lt.ack + 1 + rng.below(1000) as u32,
                         ack: Seq(0),
                         flags: f,
                         window: 0,
-                        options: Options::default(),
+                        options: TcpOptions::default(),
                     };
                     n.inject(to, &h, &[]);
                 }
@@ -1453,8 +1461,8 @@ fn lost_syn_ack_and_lost_handshake_ack() {
     let mut dropped = 0;
     net.drop_fn = Some(Box::new(move |r: &Rec| {
         // Drop the first SYN-ACK and the first pure ACK from A.
-        let d = (r.from == B && r.flags.has(Flags::SYN) && dropped & 1 == 0)
-            || (r.from == A && r.flags == Flags::ACK && r.len == 0 && dropped & 2 == 0);
+        let d = (r.from == B && r.flags.has(TcpFlags::SYN) && dropped & 1 == 0)
+            || (r.from == A && r.flags == TcpFlags::ACK && r.len == 0 && dropped & 2 == 0);
         if d {
             dropped |= if r.from == B { 1 } else { 2 };
         }
@@ -1491,21 +1499,21 @@ fn time_wait_answers_syn_and_rst() {
     let mut net = close_run("active");
     assert_eq!(net.state(A), Some(State::TimeWait));
     let last = net.recs.iter().rev().find(|r| r.from == A).unwrap().clone();
-    let to_a = |seq: Seq, flags: Flags| Header {
+    let to_a = |seq: Seq, flags: TcpFlags| TcpHeader {
         src_port: 80,
         dst_port: 40_000,
         seq,
         ack: Seq(0),
         flags,
         window: 100,
-        options: Options::default(),
+        options: TcpOptions::default(),
     };
     // A SYN in TIME_WAIT is challenged (RFC 5961 §4), not accepted.
-    net.inject(A, &to_a(last.ack + 10, Flags::SYN), &[]);
+    net.inject(A, &to_a(last.ack + 10, TcpFlags::SYN), &[]);
     assert_eq!(net.tcb(A).stats().challenge_acks, 1);
     assert_eq!(net.state(A), Some(State::TimeWait));
     // An exact RST ends TIME_WAIT early, without error (RFC 9293 §3.10.7.4).
-    net.inject(A, &to_a(last.ack, Flags::RST), &[]);
+    net.inject(A, &to_a(last.ack, TcpFlags::RST), &[]);
     assert_eq!(net.state(A), Some(State::Closed));
     assert_eq!(net.tcb(A).error(), None);
 }

@@ -33,7 +33,7 @@ use dataplane::tonic::testbench::scenario::DropRule;
 use dataplane::tonic::testbench::units::wire_time;
 use dataplane::tonic::testbench::TxRecord;
 use dataplane::tonic::Nanos;
-use hoststack::tcp::segment::{self, Header};
+use hoststack::tcp::segment::{self, TcpHeader};
 use hoststack::tcp::seq::Seq;
 use hoststack::tcp::tcb::{Endpoints, Tcb};
 use hoststack::tcp::TcpConfig;
@@ -210,7 +210,7 @@ struct Net<'a> {
     scratch: Vec<u8>,
 }
 
-fn serialize(h: &Header, p: [&[u8]; 2]) -> Vec<u8> {
+fn serialize(h: &TcpHeader, p: [&[u8]; 2]) -> Vec<u8> {
     let hl = segment::header_len(h);
     let mut b = vec![0u8; hl + p[0].len() + p[1].len()];
     segment::emit(h, &mut b);

@@ -6,7 +6,7 @@ use offload_api::msg::{self, FrameKind, Message, MsgType};
 
 use super::{key, Context, SockState};
 use crate::frame::{self, FrameError, HostLink};
-use crate::tcp::segment::{self, Flags, Segment};
+use crate::tcp::segment::{self, TcpFlags, TcpRepr};
 use crate::tcp::tcb::{reset_for, Endpoints, Events, Tcb};
 
 impl<L: HostLink> Context<L> {
@@ -56,7 +56,7 @@ impl<L: HostLink> Context<L> {
                     return;
                 }
             }
-            let reincarnate = seg.flags.has(Flags::SYN)
+            let reincarnate = seg.flags.has(TcpFlags::SYN)
                 && self.listeners.contains_key(&seg.dst_port)
                 && self.conns[cid as usize]
                     .as_ref()
@@ -86,7 +86,7 @@ impl<L: HostLink> Context<L> {
     }
 
     /// Segment `seg` for connection `cid`.
-    pub(super) fn conn_input(&mut self, cid: u32, seg: &Segment<'_>, now: u64) {
+    pub(super) fn conn_input(&mut self, cid: u32, seg: &TcpRepr<'_>, now: u64) {
         let c = self.conns[cid as usize]
             .as_mut()
             .expect("demux points at a live conn");
@@ -180,7 +180,7 @@ impl<L: HostLink> Context<L> {
         }
     }
 
-    fn send_reset(&mut self, local_ip: [u8; 4], remote_ip: [u8; 4], seg: &Segment<'_>) {
+    fn send_reset(&mut self, local_ip: [u8; 4], remote_ip: [u8; 4], seg: &TcpRepr<'_>) {
         let Some(h) = reset_for(seg) else {
             return;
         };
@@ -201,28 +201,30 @@ impl<L: HostLink> Context<L> {
         }
     }
 
-    fn listener_input(&mut self, lfd: super::Fd, remote_ip: [u8; 4], seg: &Segment<'_>, now: u64) {
+    fn listener_input(&mut self, lfd: super::Fd, remote_ip: [u8; 4], seg: &TcpRepr<'_>, now: u64) {
         let f = seg.flags;
-        if f.has(Flags::RST) {
+        if f.has(TcpFlags::RST) {
             // RFC 9293 §3.10.7.2: a RST to a listener is ignored; one with SYN set is
             // also a combination no stack sends.
-            if f.has(Flags::SYN) {
+            if f.has(TcpFlags::SYN) {
                 self.stats.bad_flags += 1;
             }
             return;
         }
-        if f.has(Flags::ACK) || !f.has(Flags::SYN) {
-            if f.has(Flags::ACK) && !f.has(Flags::SYN) && self.cookie_ack(lfd, remote_ip, seg, now)
+        if f.has(TcpFlags::ACK) || !f.has(TcpFlags::SYN) {
+            if f.has(TcpFlags::ACK)
+                && !f.has(TcpFlags::SYN)
+                && self.cookie_ack(lfd, remote_ip, seg, now)
             {
                 return;
             }
             self.stats.listener_non_syn += 1;
-            if f.has(Flags::ACK) {
+            if f.has(TcpFlags::ACK) {
                 self.send_reset(self.cfg.ip, remote_ip, seg);
             }
             return;
         }
-        if f.has(Flags::FIN) {
+        if f.has(TcpFlags::FIN) {
             // SYN+FIN: dropped, as Linux's tcp_rcv_state_process drops it in LISTEN.
             self.stats.bad_flags += 1;
             return;

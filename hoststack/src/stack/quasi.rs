@@ -23,7 +23,7 @@
 
 use super::{ep_key, key, Context, Fd, SockOpts, SockState};
 use crate::frame::HostLink;
-use crate::tcp::segment::Segment;
+use crate::tcp::segment::TcpRepr;
 use crate::tcp::tcb::{CookieHandshake, Endpoints, QuasiMiss, QuasiTcb};
 use crate::tcp::TcpConfig;
 
@@ -74,7 +74,7 @@ impl QuasiStats {
 #[derive(Clone, Copy, Debug)]
 pub(super) enum Upgrade {
     Write,
-    Segment,
+    TcpRepr,
     Data,
     AckTimer,
     Api,
@@ -112,7 +112,7 @@ impl<L: HostLink> Context<L> {
         &mut self,
         lfd: Fd,
         remote_ip: [u8; 4],
-        ack: &Segment<'_>,
+        ack: &TcpRepr<'_>,
         h: &CookieHandshake,
         now: u64,
     ) -> Option<bool> {
@@ -196,7 +196,7 @@ impl<L: HostLink> Context<L> {
     }
 
     /// Segment `seg` for quasi-TCB `qid`.
-    pub(super) fn quasi_input(&mut self, qid: u32, seg: &Segment<'_>, now: u64) {
+    pub(super) fn quasi_input(&mut self, qid: u32, seg: &TcpRepr<'_>, now: u64) {
         let Some(c) = self.quasi.get(qid as usize).and_then(|c| c.as_ref()) else {
             return;
         };
@@ -216,7 +216,7 @@ impl<L: HostLink> Context<L> {
             }
             Err(m) => {
                 let why = match m {
-                    QuasiMiss::Segment => Upgrade::Segment,
+                    QuasiMiss::TcpRepr => Upgrade::TcpRepr,
                     QuasiMiss::TooMuchData => Upgrade::Data,
                 };
                 if let Some(cid) = self.quasi_upgrade(qid, why, now) {
@@ -235,7 +235,7 @@ impl<L: HostLink> Context<L> {
         let st = &mut self.quasi_stats;
         match why {
             Upgrade::Write => st.upgraded_write += 1,
-            Upgrade::Segment => st.upgraded_segment += 1,
+            Upgrade::TcpRepr => st.upgraded_segment += 1,
             Upgrade::Data => st.upgraded_data += 1,
             Upgrade::AckTimer => st.upgraded_ack_timer += 1,
             Upgrade::Api => st.upgraded_api += 1,

@@ -9,7 +9,7 @@ use offload_api::syncookie::{self, CookieError, CookieOptions, CookieTuple};
 
 use super::{key, Context, Fd, Owner, SockState};
 use crate::frame::{self, HostLink};
-use crate::tcp::segment::{self, Segment};
+use crate::tcp::segment::{self, TcpRepr};
 use crate::tcp::seq::Seq;
 use crate::tcp::tcb::{CookieHandshake, Endpoints, Tcb};
 
@@ -204,7 +204,7 @@ impl<L: HostLink> Context<L> {
         &mut self,
         lfd: Fd,
         remote_ip: [u8; 4],
-        ack: &Segment<'_>,
+        ack: &TcpRepr<'_>,
         h: &CookieHandshake,
         now: u64,
     ) -> bool {
@@ -250,7 +250,7 @@ impl<L: HostLink> Context<L> {
         true
     }
 
-    fn cookie_tuple(&self, remote_ip: [u8; 4], seg: &Segment<'_>) -> CookieTuple {
+    fn cookie_tuple(&self, remote_ip: [u8; 4], seg: &TcpRepr<'_>) -> CookieTuple {
         CookieTuple {
             remote_ip,
             remote_port: seg.src_port,
@@ -265,7 +265,7 @@ impl<L: HostLink> Context<L> {
         &mut self,
         lfd: Fd,
         remote_ip: [u8; 4],
-        syn: &Segment<'_>,
+        syn: &TcpRepr<'_>,
         now: u64,
     ) {
         let Ok(s) = self.sock(lfd) else { return };
@@ -320,7 +320,7 @@ impl<L: HostLink> Context<L> {
         &mut self,
         lfd: Fd,
         remote_ip: [u8; 4],
-        ack: &Segment<'_>,
+        ack: &TcpRepr<'_>,
         now: u64,
     ) -> bool {
         if !self.cfg.syn_cookies {

@@ -32,7 +32,7 @@ use super::quasi::Upgrade;
 use super::{ep_key, Context, Fd, Key, SockState};
 use crate::errno::Errno;
 use crate::frame::HostLink;
-use crate::tcp::segment::{Flags, Segment};
+use crate::tcp::segment::{TcpFlags, TcpRepr};
 use crate::tcp::tcb::{Endpoints, SpliceView, State};
 
 /// The side of a spliced pair.
@@ -303,7 +303,7 @@ impl<L: HostLink> Context<L> {
         id: u32,
         cid: u32,
         f: &[u8],
-        seg: &Segment<'_>,
+        seg: &TcpRepr<'_>,
         now: u64,
     ) {
         let Some(sp) = self.splices.get_mut(&id) else {
@@ -321,12 +321,12 @@ impl<L: HostLink> Context<L> {
                 self.conn_input(cid, seg, now);
             }
             Phase::Drain => {
-                let carries = !seg.payload.is_empty() || seg.flags.has(Flags::FIN);
+                let carries = !seg.payload.is_empty() || seg.flags.has(TcpFlags::FIN);
                 let holes = self.conns[cid as usize]
                     .as_ref()
                     .and_then(|c| c.tcb.splice_view(now))
                     .is_some_and(|v| v.recv_holes);
-                if seg.flags.has(Flags::RST) || !carries || holes {
+                if seg.flags.has(TcpFlags::RST) || !carries || holes {
                     // A RST ends the pair; a pure ACK drains our send side; data that fills
                     // a hole in what we already acknowledged selectively is taken (the peer
                     // will not send the bytes after the hole again).
@@ -334,11 +334,11 @@ impl<L: HostLink> Context<L> {
                 } else {
                     let sp = self.splices.get_mut(&id).expect("checked");
                     keep(sp, f, &mut self.splice_stats);
-                    if seg.flags.has(Flags::ACK) {
+                    if seg.flags.has(TcpFlags::ACK) {
                         // Its acknowledgement still counts for our send side; its data waits.
                         let mut ack_only = *seg;
                         ack_only.payload = &[];
-                        ack_only.flags = Flags(seg.flags.0 & !Flags::FIN.0);
+                        ack_only.flags = TcpFlags(seg.flags.0 & !TcpFlags::FIN.0);
                         self.conn_input(cid, &ack_only, now);
                     }
                 }

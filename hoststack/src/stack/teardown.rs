@@ -29,7 +29,7 @@ use offload_api::msg::{self, TeardownCountRepr, TeardownFrame, MAX_HEADER_LEN};
 
 use super::{ep_key, Context, Key, SockOpts};
 use crate::frame::{self, HostLink};
-use crate::tcp::segment::Flags;
+use crate::tcp::segment::TcpFlags;
 use crate::tcp::tcb::{Endpoints, TeardownHandover, TeardownRefusal};
 
 /// Counters of the teardown offload on the host side.
@@ -174,8 +174,8 @@ impl<L: HostLink> Context<L> {
     /// handover was installed (single ownership, AccelTCP §3: the NIC owns it now), so the
     /// host drops it instead of resetting the NIC's connection. A lost ACK or FIN is repaired
     /// by the peer. (A RST to no connection is ignored anyway, RFC 9293 §3.10.7.1.)
-    pub(super) fn late_for_handover(&mut self, k: Key, flags: Flags, now: u64) -> bool {
-        if flags.has(Flags::SYN) || flags.has(Flags::RST) || self.handed_over.is_empty() {
+    pub(super) fn late_for_handover(&mut self, k: Key, flags: TcpFlags, now: u64) -> bool {
+        if flags.has(TcpFlags::SYN) || flags.has(TcpFlags::RST) || self.handed_over.is_empty() {
             return false;
         }
         self.expire_handovers(now);

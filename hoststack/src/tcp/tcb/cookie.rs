@@ -4,7 +4,7 @@
 //! final ACK, from which the connection starts ESTABLISHED.
 
 use super::{State, Tcb};
-use crate::tcp::segment::{Flags, Options, Segment};
+use crate::tcp::segment::{TcpFlags, TcpOptions, TcpRepr};
 use crate::tcp::seq::Seq;
 use crate::tcp::TcpConfig;
 
@@ -49,7 +49,7 @@ impl Tcb {
     pub fn stateless_syn_ack(
         cfg: &TcpConfig,
         ep: Endpoints,
-        syn: &Segment<'_>,
+        syn: &TcpRepr<'_>,
         iss: Seq,
         tsval: u32,
         now: u64,
@@ -68,17 +68,17 @@ impl Tcb {
         cfg: &TcpConfig,
         ep: Endpoints,
         h: &CookieHandshake,
-        ack: &Segment<'_>,
+        ack: &TcpRepr<'_>,
         now: u64,
     ) -> (Tcb, Events) {
-        let syn = Segment {
+        let syn = TcpRepr {
             src_port: ep.remote_port,
             dst_port: ep.local_port,
             seq: h.peer_isn,
             ack: Seq(0),
-            flags: Flags::SYN,
+            flags: TcpFlags::SYN,
             window: ack.window,
-            options: Options {
+            options: TcpOptions {
                 mss: Some(h.peer_mss),
                 window_scale: h.window_scale.map(|(peer, _)| peer),
                 sack_permitted: h.sack_permitted,
@@ -86,7 +86,7 @@ impl Tcb {
                     .syn_ack_tsval
                     .and(ack.options.timestamp)
                     .map(|(tsval, _)| (tsval, 0)),
-                ..Options::default()
+                ..TcpOptions::default()
             },
             payload: &[],
         };
@@ -122,12 +122,12 @@ impl Tcb {
     /// above RCV.NXT; RFC 6191 §2: its timestamp is newer than TS.Recent). The caller then
     /// ends this connection and treats the SYN as new. Never for SYN+FIN or SYN+RST, which
     /// no listener takes: a segment that cannot open the new connection does not end the old.
-    pub fn time_wait_accepts_syn(&self, syn: &Segment<'_>) -> bool {
+    pub fn time_wait_accepts_syn(&self, syn: &TcpRepr<'_>) -> bool {
         if self.state != State::TimeWait
-            || !syn.flags.has(Flags::SYN)
-            || syn.flags.has(Flags::ACK)
-            || syn.flags.has(Flags::RST)
-            || syn.flags.has(Flags::FIN)
+            || !syn.flags.has(TcpFlags::SYN)
+            || syn.flags.has(TcpFlags::ACK)
+            || syn.flags.has(TcpFlags::RST)
+            || syn.flags.has(TcpFlags::FIN)
         {
             return false;
         }

@@ -3,7 +3,7 @@
 
 use super::super::recvbuf::WriteOutcome;
 use super::super::sack::DUP_THRESH;
-use super::super::segment::{Flags, Segment};
+use super::super::segment::{TcpFlags, TcpRepr};
 use super::super::seq::Seq;
 use super::{State, Tcb, TcpError, Timer, PAWS_IDLE_NS};
 
@@ -31,23 +31,23 @@ fn acceptable(seq: Seq, len: u32, rcv_nxt: Seq, wnd: u32) -> bool {
 
 impl Tcb {
     /// SYN-SENT (RFC 9293 §3.10.7.3).
-    pub(super) fn input_syn_sent(&mut self, seg: &Segment<'_>, now: u64) {
+    pub(super) fn input_syn_sent(&mut self, seg: &TcpRepr<'_>, now: u64) {
         let f = seg.flags;
-        if f.has(Flags::ACK) && (seg.ack.le(self.snd.iss) || seg.ack.gt(self.snd.max)) {
+        if f.has(TcpFlags::ACK) && (seg.ack.le(self.snd.iss) || seg.ack.gt(self.snd.max)) {
             // An ACK for something we never sent.
-            if !f.has(Flags::RST) {
+            if !f.has(TcpFlags::RST) {
                 self.flags.reply_rst = Some(seg.ack);
             }
             return;
         }
-        if f.has(Flags::RST) {
+        if f.has(TcpFlags::RST) {
             // Acceptable only with an acceptable ACK (RFC 5961 §3.2 leaves SYN-SENT alone).
-            if f.has(Flags::ACK) {
+            if f.has(TcpFlags::ACK) {
                 self.fail(TcpError::Refused);
             }
             return;
         }
-        if !f.has(Flags::SYN) {
+        if !f.has(TcpFlags::SYN) {
             return;
         }
         self.rcv.irs = seg.seq;
@@ -59,7 +59,7 @@ impl Tcb {
         self.snd.max_wnd = self.snd.wnd;
         self.snd.wl1 = seg.seq;
         self.snd.wl2 = seg.ack;
-        if f.has(Flags::ACK) {
+        if f.has(TcpFlags::ACK) {
             self.snd.una = seg.ack;
             self.establish(now);
             self.flags.ack_now = true;
@@ -95,15 +95,15 @@ impl Tcb {
     }
 
     /// Every state after SYN-SENT (RFC 9293 §3.10.7.4).
-    pub(super) fn input_synchronized(&mut self, seg: &Segment<'_>, now: u64) {
+    pub(super) fn input_synchronized(&mut self, seg: &TcpRepr<'_>, now: u64) {
         let f = seg.flags;
         let seg_len = seg.seg_len();
 
         // The peer retransmitted its SYN: our SYN-ACK was lost; send it again now.
         if self.state == State::SynReceived
-            && f.has(Flags::SYN)
-            && !f.has(Flags::ACK)
-            && !f.has(Flags::RST)
+            && f.has(TcpFlags::SYN)
+            && !f.has(TcpFlags::ACK)
+            && !f.has(TcpFlags::RST)
             && seg.seq == self.rcv.irs
         {
             self.flags.syn_pending = true;
@@ -113,9 +113,9 @@ impl Tcb {
         // Simultaneous open (RFC 9293 §3.5, Figure 8): the peer's SYN-ACK acknowledges our
         // SYN while we are in SYN-RECEIVED.
         if self.state == State::SynReceived
-            && f.has(Flags::SYN)
-            && f.has(Flags::ACK)
-            && !f.has(Flags::RST)
+            && f.has(TcpFlags::SYN)
+            && f.has(TcpFlags::ACK)
+            && !f.has(TcpFlags::RST)
             && seg.seq == self.rcv.irs
         {
             if self.snd.una.lt(seg.ack) && seg.ack.le(self.snd.max) {
@@ -136,7 +136,7 @@ impl Tcb {
         let ok = acceptable(seg.seq, seg_len, self.rcv.nxt, wnd);
 
         // RST (RFC 5961 §3.2): exact match resets, in window challenges, else ignored.
-        if f.has(Flags::RST) {
+        if f.has(TcpFlags::RST) {
             if !ok {
                 self.stats.rst_ignored += 1;
             } else if seg.seq == self.rcv.nxt {
@@ -148,7 +148,7 @@ impl Tcb {
         }
 
         // SYN in a synchronized state, whatever its number (RFC 5961 §4).
-        if f.has(Flags::SYN) {
+        if f.has(TcpFlags::SYN) {
             self.challenge_ack(now);
             return;
         }
@@ -175,7 +175,7 @@ impl Tcb {
             self.stats.out_of_window += 1;
             self.flags.ack_now = true;
             if self.state == State::TimeWait
-                && f.has(Flags::FIN)
+                && f.has(TcpFlags::FIN)
                 && seg.seq + seg_len == self.rcv.nxt
             {
                 // A retransmitted FIN: re-ACK it and restart 2·MSL (RFC 9293 §3.10.7.4).
@@ -184,7 +184,7 @@ impl Tcb {
             }
             if wnd == 0
                 && seg.seq == self.rcv.nxt
-                && f.has(Flags::ACK)
+                && f.has(TcpFlags::ACK)
                 && self.state != State::SynReceived
             {
                 self.process_ack(seg, now);
@@ -193,7 +193,7 @@ impl Tcb {
             return;
         }
 
-        if !f.has(Flags::ACK) {
+        if !f.has(TcpFlags::ACK) {
             self.stats.no_ack += 1;
             return;
         }
@@ -276,7 +276,7 @@ impl Tcb {
 
     /// The ACK field (RFC 9293 §3.10.7.4 fifth check, RFC 5961 §5). Returns false when the
     /// segment must be dropped.
-    fn process_ack(&mut self, seg: &Segment<'_>, now: u64) -> bool {
+    fn process_ack(&mut self, seg: &TcpRepr<'_>, now: u64) -> bool {
         if self.tonic.is_some() {
             // The NIC owns snd.una, snd.nxt and snd.wnd (Tonic §5): it processed this ACK.
             return true;
@@ -306,7 +306,7 @@ impl Tcb {
                 new_sack
             } else {
                 seg.payload.is_empty()
-                    && !seg.flags.has(Flags::FIN)
+                    && !seg.flags.has(TcpFlags::FIN)
                     && win != 0
                     && win == self.snd.wnd
             })
@@ -336,7 +336,7 @@ impl Tcb {
     }
 
     /// SND.UNA < SEG.ACK ≤ SND.MAX.
-    fn on_new_ack(&mut self, seg: &Segment<'_>, now: u64) {
+    fn on_new_ack(&mut self, seg: &TcpRepr<'_>, now: u64) {
         let ack = seg.ack;
         let acked = (ack - self.snd.una) as u32;
         let data_upto = ack.min(self.snd.end);
@@ -466,7 +466,7 @@ impl Tcb {
     }
 
     /// Segment text and FIN (RFC 9293 §3.10.7.4 seventh and eighth checks).
-    fn segment_text(&mut self, seg: &Segment<'_>, now: u64) {
+    fn segment_text(&mut self, seg: &TcpRepr<'_>, now: u64) {
         let receiving = matches!(
             self.state,
             State::Established | State::FinWait1 | State::FinWait2
@@ -476,7 +476,7 @@ impl Tcb {
         }
         let mut data = seg.payload;
         let mut seq = seg.seq;
-        let mut fin = seg.flags.has(Flags::FIN);
+        let mut fin = seg.flags.has(TcpFlags::FIN);
         // Trim what was already received.
         if seq.lt(self.rcv.nxt) {
             let d = (self.rcv.nxt - seq) as usize;

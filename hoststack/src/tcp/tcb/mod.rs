@@ -34,7 +34,7 @@ mod vars;
 
 use super::cc::CongestionControl;
 use super::recvbuf::RecvBuf;
-use super::segment::{Flags, Header, Options, Segment};
+use super::segment::{TcpFlags, TcpHeader, TcpOptions, TcpRepr};
 use super::sendbuf::SendBuf;
 use super::seq::Seq;
 use super::TcpConfig;
@@ -146,7 +146,7 @@ impl Tcb {
     /// Options are negotiated from the SYN: window scaling only when the SYN carried a
     /// window scale (shift clamped to 14, RFC 7323 §2.3), SACK when it carried
     /// SACK-permitted and timestamps when it carried TSopt, each also only when configured.
-    pub fn accept(cfg: &TcpConfig, ep: Endpoints, syn: &Segment<'_>, iss: Seq, now: u64) -> Tcb {
+    pub fn accept(cfg: &TcpConfig, ep: Endpoints, syn: &TcpRepr<'_>, iss: Seq, now: u64) -> Tcb {
         let mut t = Tcb::new(cfg, ep, iss, State::SynReceived);
         t.opt.ts_offset = ts_offset_for(iss, now);
         t.rcv.irs = syn.seq;
@@ -165,7 +165,7 @@ impl Tcb {
     ///
     /// Returns what changed, plus any events of timer work since the last call (see
     /// [`Tcb::take_events`]).
-    pub fn input(&mut self, seg: &Segment<'_>, now: u64) -> Events {
+    pub fn input(&mut self, seg: &TcpRepr<'_>, now: u64) -> Events {
         self.stats.segs_in += 1;
         match self.state {
             State::Closed => {}
@@ -447,7 +447,7 @@ impl Tcb {
 
     /// Records the peer's SYN options (RFC 9293 §3.7.1, RFC 7323 §2.2 and §3.2, RFC 2018
     /// §2).
-    fn negotiate(&mut self, o: &Options, now: u64) {
+    fn negotiate(&mut self, o: &TcpOptions, now: u64) {
         match o.window_scale {
             Some(ws) if self.cfg.offer_ws => {
                 self.opt.ws_ok = true;
@@ -472,12 +472,12 @@ impl Tcb {
         let peer_mss = o.mss.map_or(DEFAULT_MSS, |m| m as u32).max(MIN_MSS);
         self.opt.eff_mss = peer_mss.min(self.cfg.mss as u32);
         self.opt.base_opt_len = if self.opt.ts_ok {
-            let h = Header {
-                options: Options {
+            let h = TcpHeader {
+                options: TcpOptions {
                     timestamp: Some((0, 0)),
-                    ..Options::default()
+                    ..TcpOptions::default()
                 },
-                ..Header::default()
+                ..TcpHeader::default()
             };
             (super::segment::header_len(&h) - super::segment::FIXED_HEADER_LEN) as u32
         } else {
@@ -620,22 +620,22 @@ fn ts_offset_for(iss: Seq, now: u64) -> u32 {
 /// The RST to answer a segment that reached no connection or listener (RFC 9293 §3.10.7.1):
 /// none for a RST; `<SEQ=SEG.ACK><CTL=RST>` for an ACK; otherwise `<SEQ=0><ACK=SEG.SEQ+SEG.LEN>
 /// <CTL=RST,ACK>`. Ports are swapped.
-pub fn reset_for(seg: &Segment<'_>) -> Option<Header> {
-    if seg.flags.has(Flags::RST) {
+pub fn reset_for(seg: &TcpRepr<'_>) -> Option<TcpHeader> {
+    if seg.flags.has(TcpFlags::RST) {
         return None;
     }
-    let mut h = Header {
+    let mut h = TcpHeader {
         src_port: seg.dst_port,
         dst_port: seg.src_port,
-        ..Header::default()
+        ..TcpHeader::default()
     };
-    if seg.flags.has(Flags::ACK) {
+    if seg.flags.has(TcpFlags::ACK) {
         h.seq = seg.ack;
-        h.flags = Flags::RST;
+        h.flags = TcpFlags::RST;
     } else {
         h.seq = Seq(0);
         h.ack = seg.seq + seg.seg_len();
-        h.flags = Flags::RST | Flags::ACK;
+        h.flags = TcpFlags::RST | TcpFlags::ACK;
     }
     Some(h)
 }

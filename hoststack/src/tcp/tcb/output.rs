@@ -5,7 +5,7 @@
 //! (RFC 7323 §2.3, RFC 9293 §3.8.6) and SACK blocks (RFC 2018 §4), RST.
 
 use super::super::segment::{
-    header_len, Flags, Header, Options, SackBlock, FIXED_HEADER_LEN, MAX_SACK_BLOCKS,
+    header_len, SackBlock, TcpFlags, TcpHeader, TcpOptions, FIXED_HEADER_LEN, MAX_SACK_BLOCKS,
 };
 use super::super::seq::Seq;
 use super::{Outgoing, State, Tcb, TcpError, Timer};
@@ -74,7 +74,7 @@ impl Tcb {
             // SND.UNA, below the peer's RCV.NXT when it already holds that data, and the peer
             // would then find the ACK unacceptable (RFC 9293 §3.10.7.4) and ignore its ACK
             // field; two sides in that state at once never recover.
-            let h = self.make_header(self.snd.max, Flags::ACK, now);
+            let h = self.make_header(self.snd.max, TcpFlags::ACK, now);
             emit(&Outgoing {
                 header: h,
                 payload: [&[], &[]],
@@ -268,14 +268,14 @@ impl Tcb {
             .rbuf
             .ooo_ranges()
             .min(if self.opt.ts_ok { 3 } else { MAX_SACK_BLOCKS });
-        let h = Header {
-            flags: Flags::ACK,
-            options: Options {
+        let h = TcpHeader {
+            flags: TcpFlags::ACK,
+            options: TcpOptions {
                 timestamp: self.opt.ts_ok.then_some((0, 0)),
                 sack_len: n as u8,
-                ..Options::default()
+                ..TcpOptions::default()
             },
-            ..Header::default()
+            ..TcpHeader::default()
         };
         (header_len(&h) - FIXED_HEADER_LEN) as u32
     }
@@ -529,12 +529,12 @@ impl Tcb {
         let has_fin = self.flags.fin_queued && e == self.snd.end + 1 && s.le(self.snd.end);
         let data_end = if has_fin { self.snd.end } else { e };
         let dlen = (data_end - s).max(0) as usize;
-        let mut flags = Flags::ACK;
+        let mut flags = TcpFlags::ACK;
         if has_fin {
-            flags = flags | Flags::FIN;
+            flags = flags | TcpFlags::FIN;
         }
         if dlen > 0 && data_end == self.snd.end {
-            flags = flags | Flags::PSH;
+            flags = flags | TcpFlags::PSH;
         }
         let header = self.make_header(s, flags, now);
         let off = (s - self.snd.una).max(0) as usize;
@@ -597,9 +597,9 @@ impl Tcb {
     }
 
     /// A header with our ACK, window, timestamps and SACK blocks; the ACK obligation is met.
-    fn make_header(&mut self, seq: Seq, flags: Flags, now: u64) -> Header {
+    fn make_header(&mut self, seq: Seq, flags: TcpFlags, now: u64) -> TcpHeader {
         let window = self.advertise();
-        let mut options = Options::default();
+        let mut options = TcpOptions::default();
         if self.opt.ts_ok {
             options.timestamp = Some((self.ts_now(now), self.opt.ts_recent));
         }
@@ -619,7 +619,7 @@ impl Tcb {
         self.flags.ack_now = false;
         self.timers.ack_at = 0;
         self.rcv.unacked = 0;
-        Header {
+        TcpHeader {
             src_port: self.ep.local_port,
             dst_port: self.ep.remote_port,
             seq,
@@ -633,9 +633,9 @@ impl Tcb {
     /// SYN (SYN-SENT) or SYN-ACK (SYN-RECEIVED), first or again.
     fn emit_syn(&mut self, now: u64, emit: &mut dyn FnMut(&Outgoing<'_>)) {
         let syn_ack = self.state == State::SynReceived;
-        let mut o = Options {
+        let mut o = TcpOptions {
             mss: Some(self.cfg.mss),
-            ..Options::default()
+            ..TcpOptions::default()
         };
         if syn_ack {
             if self.opt.ws_ok {
@@ -654,15 +654,15 @@ impl Tcb {
                 o.timestamp = Some((self.ts_now(now), 0));
             }
         }
-        let h = Header {
+        let h = TcpHeader {
             src_port: self.ep.local_port,
             dst_port: self.ep.remote_port,
             seq: self.snd.iss,
             ack: if syn_ack { self.rcv.nxt } else { Seq(0) },
             flags: if syn_ack {
-                Flags::SYN | Flags::ACK
+                TcpFlags::SYN | TcpFlags::ACK
             } else {
-                Flags::SYN
+                TcpFlags::SYN
             },
             window: self.syn_window(),
             options: o,
@@ -690,18 +690,18 @@ impl Tcb {
     }
 
     fn emit_rst(&mut self, seq: Seq, ack: Option<Seq>, emit: &mut dyn FnMut(&Outgoing<'_>)) {
-        let h = Header {
+        let h = TcpHeader {
             src_port: self.ep.local_port,
             dst_port: self.ep.remote_port,
             seq,
             ack: ack.unwrap_or(Seq(0)),
             flags: if ack.is_some() {
-                Flags::RST | Flags::ACK
+                TcpFlags::RST | TcpFlags::ACK
             } else {
-                Flags::RST
+                TcpFlags::RST
             },
             window: 0,
-            options: Options::default(),
+            options: TcpOptions::default(),
         };
         emit(&Outgoing {
             header: h,

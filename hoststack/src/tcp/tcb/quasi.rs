@@ -17,7 +17,7 @@ use super::teardown::{TeardownHandover, TeardownRefusal};
 use super::types::Endpoints;
 use super::vars::Timers;
 use super::Tcb;
-use crate::tcp::segment::{Flags, Header, Options, Segment};
+use crate::tcp::segment::{TcpFlags, TcpHeader, TcpOptions, TcpRepr};
 use crate::tcp::seq::Seq;
 use crate::tcp::TcpConfig;
 
@@ -34,7 +34,7 @@ const F_FIN: u8 = 8;
 pub enum QuasiMiss {
     /// The segment is anything but an in-order ACK, data or FIN that fits (see
     /// [`QuasiTcb::input`]).
-    Segment,
+    TcpRepr,
     /// The received bytes would pass [`QuasiTcb::max_rx`].
     TooMuchData,
 }
@@ -83,15 +83,15 @@ impl QuasiTcb {
         cfg: &TcpConfig,
         ep: Endpoints,
         h: &CookieHandshake,
-        ack: &Segment<'_>,
+        ack: &TcpRepr<'_>,
         now: u64,
     ) -> Option<QuasiTcb> {
         let f = ack.flags;
-        if !f.has(Flags::ACK)
-            || f.has(Flags::SYN)
-            || f.has(Flags::RST)
-            || f.has(Flags::URG)
-            || f.has(Flags::FIN)
+        if !f.has(TcpFlags::ACK)
+            || f.has(TcpFlags::SYN)
+            || f.has(TcpFlags::RST)
+            || f.has(TcpFlags::URG)
+            || f.has(TcpFlags::FIN)
             || ack.ack != h.iss + 1
             || ack.seq != h.peer_isn + 1
             || !h.even_tsvals
@@ -247,22 +247,22 @@ impl QuasiTcb {
     /// first byte: Last.ACK.sent stays at the peer's ISN + 1 since nothing is acknowledged),
     /// keeps its bytes and FIN. Anything else (out of order, a window probe, a duplicate, a
     /// RST...) is a miss and the caller grows a full TCB that takes the segment.
-    pub fn input(&mut self, cfg: &TcpConfig, seg: &Segment<'_>) -> Result<(), QuasiMiss> {
+    pub fn input(&mut self, cfg: &TcpConfig, seg: &TcpRepr<'_>) -> Result<(), QuasiMiss> {
         let f = seg.flags;
-        if !f.has(Flags::ACK)
-            || f.has(Flags::SYN)
-            || f.has(Flags::RST)
-            || f.has(Flags::URG)
+        if !f.has(TcpFlags::ACK)
+            || f.has(TcpFlags::SYN)
+            || f.has(TcpFlags::RST)
+            || f.has(TcpFlags::URG)
             || seg.ack != Seq(self.iss) + 1
             || seg.seq != self.rcv_nxt()
             || self.has(F_FIN)
         {
-            return Err(QuasiMiss::Segment);
+            return Err(QuasiMiss::TcpRepr);
         }
         let tsval = match (self.has(F_TS), seg.options.timestamp) {
             (true, Some((v, _))) if !(v.wrapping_sub(self.ts_recent) as i32).is_negative() => v,
             (false, None) => 0,
-            _ => return Err(QuasiMiss::Segment),
+            _ => return Err(QuasiMiss::TcpRepr),
         };
         let len = seg.payload.len();
         let rx = self.rx_len as usize;
@@ -280,7 +280,7 @@ impl QuasiTcb {
             self.data.extend_from_slice(seg.payload);
             self.rx_len = (rx + len) as u16;
         }
-        if f.has(Flags::FIN) {
+        if f.has(TcpFlags::FIN) {
             self.flags |= F_FIN;
         }
         Ok(())
@@ -330,18 +330,18 @@ impl QuasiTcb {
                 ts_val: self.ts_offset.wrapping_add(((now / 1_000_000) as u32) << 1),
             }),
         };
-        let mut flags = Flags::ACK | Flags::FIN;
+        let mut flags = TcpFlags::ACK | TcpFlags::FIN;
         if remaining > 0 {
-            flags = flags | Flags::PSH;
+            flags = flags | TcpFlags::PSH;
         }
-        let header = Header {
+        let header = TcpHeader {
             src_port: self.local_port,
             dst_port: self.remote_port,
             seq: snd,
             ack: self.rcv_nxt(),
             flags,
             window: (rcv_wnd >> rcv_wscale).min(u16::MAX as u32) as u16,
-            options: Options::default(),
+            options: TcpOptions::default(),
         };
         Ok(TeardownHandover { repr, header })
     }
@@ -375,26 +375,26 @@ impl Tcb {
             even_tsvals: true,
         };
         let tsopt = ts.then_some((q.ts_recent, q.syn_ack_tsval));
-        let ack = Segment {
+        let ack = TcpRepr {
             src_port: q.remote_port,
             dst_port: q.local_port,
             seq: Seq(q.irs) + 1,
             ack: Seq(q.iss) + 1,
-            flags: Flags::ACK,
+            flags: TcpFlags::ACK,
             window: q.peer_window,
-            options: Options {
+            options: TcpOptions {
                 timestamp: tsopt,
-                ..Options::default()
+                ..TcpOptions::default()
             },
             payload: &[],
         };
         let (mut t, _) = Tcb::from_cookie(cfg, ep, &h, &ack, now);
         if q.has_unacked() {
-            let mut flags = Flags::ACK;
+            let mut flags = TcpFlags::ACK;
             if q.has(F_FIN) {
-                flags = flags | Flags::FIN;
+                flags = flags | TcpFlags::FIN;
             }
-            let seg = Segment {
+            let seg = TcpRepr {
                 flags,
                 payload: &q.data[..q.rx_len as usize],
                 ..ack

@@ -11,7 +11,7 @@
 
 use offload_api::msg::{TcpState, TeardownRepr, Timestamps};
 
-use super::super::segment::{Flags, Header, Options};
+use super::super::segment::{TcpFlags, TcpHeader, TcpOptions};
 use super::{State, Tcb};
 
 /// Why a connection cannot hand its close to the NIC.
@@ -39,7 +39,7 @@ pub struct TeardownHandover {
     pub repr: TeardownRepr,
     /// The header of the TSO packet: sequence number snd.una, ACK of rcv.nxt, FIN (the close
     /// queues one), no options; its payload is [`Tcb::teardown_payload`].
-    pub header: Header,
+    pub header: TcpHeader,
 }
 
 impl Tcb {
@@ -87,18 +87,18 @@ impl Tcb {
                 ts_val: self.ts_now(now),
             }),
         };
-        let mut flags = Flags::ACK | Flags::FIN;
+        let mut flags = TcpFlags::ACK | TcpFlags::FIN;
         if remaining > 0 {
-            flags = flags | Flags::PSH;
+            flags = flags | TcpFlags::PSH;
         }
-        let header = Header {
+        let header = TcpHeader {
             src_port: self.ep.local_port,
             dst_port: self.ep.remote_port,
             seq: self.snd.una,
             ack: self.rcv.nxt,
             flags,
             window: (self.rcv_wnd() >> repr.rcv_wscale).min(u16::MAX as u32) as u16,
-            options: Options::default(),
+            options: TcpOptions::default(),
         };
         Ok(TeardownHandover { repr, header })
     }

@@ -13,7 +13,7 @@ const EP: Endpoints = Endpoints {
     remote_port: 2222,
 };
 
-fn tx(t: &mut Tcb, now: u64) -> Vec<(Header, Vec<u8>)> {
+fn tx(t: &mut Tcb, now: u64) -> Vec<(TcpHeader, Vec<u8>)> {
     let mut v = Vec::new();
     t.poll_transmit(now, &mut |o| {
         let mut p = o.payload[0].to_vec();
@@ -23,20 +23,20 @@ fn tx(t: &mut Tcb, now: u64) -> Vec<(Header, Vec<u8>)> {
     v
 }
 
-fn seg(flags: Flags, seq: Seq, ack: Seq, window: u16, payload: &[u8]) -> Segment<'_> {
-    Segment {
+fn seg(flags: TcpFlags, seq: Seq, ack: Seq, window: u16, payload: &[u8]) -> TcpRepr<'_> {
+    TcpRepr {
         src_port: 2222,
         dst_port: 1111,
         seq,
         ack,
         flags,
         window,
-        options: Options::default(),
+        options: TcpOptions::default(),
         payload,
     }
 }
 
-fn with_ts<'a>(mut s: Segment<'a>, tsval: u32, tsecr: u32) -> Segment<'a> {
+fn with_ts<'a>(mut s: TcpRepr<'a>, tsval: u32, tsecr: u32) -> TcpRepr<'a> {
     s.options.timestamp = Some((tsval, tsecr));
     s
 }
@@ -45,13 +45,13 @@ fn with_ts<'a>(mut s: Segment<'a>, tsval: u32, tsecr: u32) -> Segment<'a> {
 const PISS: Seq = Seq(u32::MAX - 100); // its data wraps around 2^32 quickly
 
 /// An established active connection; returns it with our TSval in the SYN (if any).
-fn established(cfg: &TcpConfig, peer: Options) -> Tcb {
+fn established(cfg: &TcpConfig, peer: TcpOptions) -> Tcb {
     let mut t = Tcb::connect(cfg, EP, Seq(1000), T0);
     let out = tx(&mut t, T0);
     assert_eq!(out.len(), 1);
     let syn = out[0].0;
-    assert_eq!(syn.flags, Flags::SYN);
-    let mut sa = seg(Flags::SYN | Flags::ACK, PISS, Seq(1001), 65_535, &[]);
+    assert_eq!(syn.flags, TcpFlags::SYN);
+    let mut sa = seg(TcpFlags::SYN | TcpFlags::ACK, PISS, Seq(1001), 65_535, &[]);
     sa.options = peer;
     if let Some((v, _)) = peer.timestamp {
         sa.options.timestamp = Some((v, syn.options.timestamp.map_or(0, |t| t.0)));
@@ -60,18 +60,18 @@ fn established(cfg: &TcpConfig, peer: Options) -> Tcb {
     assert!(ev.established);
     let out = tx(&mut t, T0 + MS);
     assert_eq!(out.len(), 1);
-    assert_eq!(out[0].0.flags, Flags::ACK);
+    assert_eq!(out[0].0.flags, TcpFlags::ACK);
     assert_eq!(out[0].0.ack, PISS + 1);
     t
 }
 
-fn full_opts() -> Options {
-    Options {
+fn full_opts() -> TcpOptions {
+    TcpOptions {
         mss: Some(1460),
         window_scale: Some(7),
         sack_permitted: true,
         timestamp: Some((500, 0)),
-        ..Options::default()
+        ..TcpOptions::default()
     }
 }
 
@@ -84,21 +84,21 @@ fn plain_cfg() -> TcpConfig {
 
 #[test]
 fn reset_for_the_three_cases() {
-    let mut s = seg(Flags::RST, Seq(5), Seq(6), 0, &[]);
+    let mut s = seg(TcpFlags::RST, Seq(5), Seq(6), 0, &[]);
     assert!(reset_for(&s).is_none());
-    s.flags = Flags::ACK;
+    s.flags = TcpFlags::ACK;
     let h = reset_for(&s).unwrap();
     assert_eq!(
         (h.seq, h.flags, h.src_port, h.dst_port),
-        (Seq(6), Flags::RST, 1111, 2222)
+        (Seq(6), TcpFlags::RST, 1111, 2222)
     );
-    s.flags = Flags::SYN;
+    s.flags = TcpFlags::SYN;
     let h = reset_for(&s).unwrap();
     assert_eq!(
         (h.seq, h.ack, h.flags),
-        (Seq(0), Seq(6), Flags::RST | Flags::ACK)
+        (Seq(0), Seq(6), TcpFlags::RST | TcpFlags::ACK)
     );
-    let s = seg(Flags::PSH | Flags::FIN, Seq(10), Seq(0), 0, b"abc");
+    let s = seg(TcpFlags::PSH | TcpFlags::FIN, Seq(10), Seq(0), 0, b"abc");
     assert_eq!(reset_for(&s).unwrap().ack, Seq(14));
 }
 
@@ -114,15 +114,18 @@ fn syn_sent_checks() {
     assert!(syn.options.sack_permitted && syn.options.timestamp.is_some());
     assert_eq!(t.poll_at(), Some(T0 + c.rto_initial_ns));
     // ACK of something never sent: RST <SEQ=SEG.ACK>, state unchanged.
-    t.input(&seg(Flags::ACK, Seq(9), Seq(5000), 100, &[]), T0);
+    t.input(&seg(TcpFlags::ACK, Seq(9), Seq(5000), 100, &[]), T0);
     let out = tx(&mut t, T0);
     assert_eq!(out.len(), 1);
-    assert_eq!((out[0].0.flags, out[0].0.seq), (Flags::RST, Seq(5000)));
+    assert_eq!((out[0].0.flags, out[0].0.seq), (TcpFlags::RST, Seq(5000)));
     assert_eq!(t.state(), State::SynSent);
     // RST without ACK: ignored. RST with the right ACK: refused.
-    t.input(&seg(Flags::RST, Seq(9), Seq(0), 0, &[]), T0);
+    t.input(&seg(TcpFlags::RST, Seq(9), Seq(0), 0, &[]), T0);
     assert_eq!(t.state(), State::SynSent);
-    let ev = t.input(&seg(Flags::RST | Flags::ACK, Seq(0), Seq(1001), 0, &[]), T0);
+    let ev = t.input(
+        &seg(TcpFlags::RST | TcpFlags::ACK, Seq(0), Seq(1001), 0, &[]),
+        T0,
+    );
     assert!(ev.error);
     assert_eq!(t.error(), Some(TcpError::Refused));
     assert!(t.is_finished());
@@ -153,7 +156,10 @@ fn window_scale_applies_to_peer_window() {
     // Peer ACK with window field 20: 2,560 bytes, one full segment; the 1,100 bytes left
     // of the window wait (sender SWS avoidance: less than an MSS, less than half the
     // largest window seen).
-    t.input(&seg(Flags::ACK, PISS + 1, Seq(1001), 20, &[]), T0 + 2 * MS);
+    t.input(
+        &seg(TcpFlags::ACK, PISS + 1, Seq(1001), 20, &[]),
+        T0 + 2 * MS,
+    );
     let out = tx(&mut t, T0 + 2 * MS);
     let sent: Vec<usize> = out.iter().map(|(_, p)| p.len()).collect();
     assert_eq!(sent, [1460], "window 20 << 7");
@@ -172,11 +178,19 @@ fn shift_above_14_is_clamped() {
 #[test]
 fn paws_drops_old_duplicates() {
     let mut t = established(&TcpConfig::default(), full_opts());
-    let mut d = with_ts(seg(Flags::ACK, PISS + 1, Seq(1001), 1000, b"new"), 600, 0);
+    let mut d = with_ts(
+        seg(TcpFlags::ACK, PISS + 1, Seq(1001), 1000, b"new"),
+        600,
+        0,
+    );
     t.input(&d, T0 + 2 * MS);
     assert_eq!(t.recv_available(), 3);
     // Next segment with an older timestamp: dropped, ACKed.
-    d = with_ts(seg(Flags::ACK, PISS + 4, Seq(1001), 1000, b"old"), 590, 0);
+    d = with_ts(
+        seg(TcpFlags::ACK, PISS + 4, Seq(1001), 1000, b"old"),
+        590,
+        0,
+    );
     t.input(&d, T0 + 3 * MS);
     assert_eq!(t.recv_available(), 3);
     assert_eq!(t.stats().paws_rejected, 1);
@@ -185,7 +199,7 @@ fn paws_drops_old_duplicates() {
     // Echoes TS.Recent = 600.
     assert_eq!(out[0].0.options.timestamp.unwrap().1, 600);
     // A RST is exempt from PAWS.
-    let r = with_ts(seg(Flags::RST, PISS + 4, Seq(0), 0, &[]), 1, 0);
+    let r = with_ts(seg(TcpFlags::RST, PISS + 4, Seq(0), 0, &[]), 1, 0);
     t.input(&r, T0 + 4 * MS);
     assert_eq!(t.error(), Some(TcpError::Reset));
 }
@@ -197,7 +211,7 @@ fn ts_recent_follows_rfc7323_rules() {
     // holds only for it), so the RTT the peer measures covers the delay.
     t.input(
         &with_ts(
-            seg(Flags::ACK, PISS + 1, Seq(1001), 1000, &[1; 100]),
+            seg(TcpFlags::ACK, PISS + 1, Seq(1001), 1000, &[1; 100]),
             700,
             0,
         ),
@@ -205,7 +219,7 @@ fn ts_recent_follows_rfc7323_rules() {
     );
     t.input(
         &with_ts(
-            seg(Flags::ACK, PISS + 101, Seq(1001), 1000, &[1; 100]),
+            seg(TcpFlags::ACK, PISS + 101, Seq(1001), 1000, &[1; 100]),
             705,
             0,
         ),
@@ -222,13 +236,13 @@ fn delayed_ack_every_second_full_segment() {
     let mut t = established(&plain_cfg(), full_opts());
     let full = vec![7u8; 1460];
     t.input(
-        &seg(Flags::ACK, PISS + 1, Seq(1001), 1000, &full),
+        &seg(TcpFlags::ACK, PISS + 1, Seq(1001), 1000, &full),
         T0 + 2 * MS,
     );
     assert!(tx(&mut t, T0 + 2 * MS).is_empty());
     assert_eq!(t.poll_at(), Some(T0 + 2 * MS + 40 * MS));
     t.input(
-        &seg(Flags::ACK, PISS + 1461, Seq(1001), 1000, &full),
+        &seg(TcpFlags::ACK, PISS + 1461, Seq(1001), 1000, &full),
         T0 + 3 * MS,
     );
     let out = tx(&mut t, T0 + 3 * MS);
@@ -244,7 +258,7 @@ fn out_of_order_sack_blocks_most_recent_first() {
     let base = PISS + 1;
     for (k, off) in [1000u32, 3000, 5000, 2000].into_iter().enumerate() {
         t.input(
-            &seg(Flags::ACK, base + off, Seq(1001), 1000, &d),
+            &seg(TcpFlags::ACK, base + off, Seq(1001), 1000, &d),
             T0 + 2 * MS,
         );
         let out = tx(&mut t, T0 + 2 * MS);
@@ -256,7 +270,7 @@ fn out_of_order_sack_blocks_most_recent_first() {
     }
     // Filling the first hole is ACKed at once too.
     t.input(
-        &seg(Flags::ACK, base, Seq(1001), 1000, &[9u8; 1000]),
+        &seg(TcpFlags::ACK, base, Seq(1001), 1000, &[9u8; 1000]),
         T0 + 3 * MS,
     );
     let out = tx(&mut t, T0 + 3 * MS);
@@ -275,7 +289,7 @@ fn out_of_order_storage_is_bounded() {
     for k in 0..500u32 {
         let off = (k * 7919) % 40_000 + 1;
         t.input(
-            &seg(Flags::ACK, PISS + 1 + off, Seq(1001), 1000, &d),
+            &seg(TcpFlags::ACK, PISS + 1 + off, Seq(1001), 1000, &d),
             T0 + 2 * MS,
         );
         let _ = tx(&mut t, T0 + 2 * MS);
@@ -296,14 +310,14 @@ fn zero_window_still_takes_acks() {
     assert!(!out.is_empty());
     // Fill our window completely.
     t.input(
-        &seg(Flags::ACK, PISS + 1, Seq(1001), 1000, &[1u8; 2000]),
+        &seg(TcpFlags::ACK, PISS + 1, Seq(1001), 1000, &[1u8; 2000]),
         T0 + 3 * MS,
     );
     let out = tx(&mut t, T0 + 50 * MS);
     assert_eq!(out.last().unwrap().0.window, 0);
     // The peer's next data segment is beyond our zero window, but its ACK counts.
     t.input(
-        &seg(Flags::ACK, PISS + 2001, Seq(1001 + 1000), 3000, b"x"),
+        &seg(TcpFlags::ACK, PISS + 2001, Seq(1001 + 1000), 3000, b"x"),
         T0 + 60 * MS,
     );
     assert_eq!(t.send_queued(), 2000, "1,000 bytes acknowledged");
@@ -314,24 +328,30 @@ fn zero_window_still_takes_acks() {
 #[test]
 fn retransmitted_syn_gets_syn_ack_again() {
     let c = TcpConfig::default();
-    let syn = seg(Flags::SYN, Seq(77), Seq(0), 1000, &[]);
+    let syn = seg(TcpFlags::SYN, Seq(77), Seq(0), 1000, &[]);
     let mut t = Tcb::accept(&c, EP, &syn, Seq(4000), T0);
     assert_eq!(tx(&mut t, T0).len(), 1);
     t.input(&syn, T0 + 500 * MS);
     let out = tx(&mut t, T0 + 500 * MS);
     assert_eq!(out.len(), 1);
-    assert_eq!(out[0].0.flags, Flags::SYN | Flags::ACK);
+    assert_eq!(out[0].0.flags, TcpFlags::SYN | TcpFlags::ACK);
     assert_eq!(t.stats().retransmits, 1);
     // A wrong ACK in SYN-RECEIVED gets a RST.
     t.input(
-        &seg(Flags::ACK, Seq(78), Seq(9999), 1000, &[]),
+        &seg(TcpFlags::ACK, Seq(78), Seq(9999), 1000, &[]),
         T0 + 600 * MS,
     );
     let out = tx(&mut t, T0 + 600 * MS);
-    assert_eq!((out[0].0.flags, out[0].0.seq), (Flags::RST, Seq(9999)));
+    assert_eq!((out[0].0.flags, out[0].0.seq), (TcpFlags::RST, Seq(9999)));
     // The right one completes the handshake, with data.
     let ev = t.input(
-        &seg(Flags::ACK | Flags::PSH, Seq(78), Seq(4001), 1000, b"req"),
+        &seg(
+            TcpFlags::ACK | TcpFlags::PSH,
+            Seq(78),
+            Seq(4001),
+            1000,
+            b"req",
+        ),
         T0 + 700 * MS,
     );
     assert!(ev.established && ev.readable);
@@ -345,7 +365,7 @@ fn syn_ack_retries_exhaust() {
         syn_retries: 2,
         ..TcpConfig::default()
     };
-    let syn = seg(Flags::SYN, Seq(77), Seq(0), 1000, &[]);
+    let syn = seg(TcpFlags::SYN, Seq(77), Seq(0), 1000, &[]);
     let mut t = Tcb::accept(&c, EP, &syn, Seq(4000), T0);
     let mut now = T0;
     let mut sent = 0;
@@ -378,7 +398,7 @@ fn app_calls_by_state() {
     assert_eq!(t.send(b"x"), Err(TcpError::WriteClosed));
     assert_eq!(t.send_space(), 0);
     let out = tx(&mut t, T0 + 2 * MS);
-    assert_eq!(out[0].0.flags, Flags::ACK | Flags::FIN);
+    assert_eq!(out[0].0.flags, TcpFlags::ACK | TcpFlags::FIN);
     assert_eq!(out[0].0.seq, Seq(1001));
 
     let mut t = established(&plain_cfg(), full_opts());
@@ -387,7 +407,7 @@ fn app_calls_by_state() {
     t.abort();
     let out = tx(&mut t, T0 + 2 * MS);
     assert_eq!(out.len(), 1);
-    assert_eq!(out[0].0.flags, Flags::RST | Flags::ACK);
+    assert_eq!(out[0].0.flags, TcpFlags::RST | TcpFlags::ACK);
     assert_eq!(out[0].0.seq, Seq(1004), "after the data sent");
     assert_eq!(t.send(b"x"), Err(TcpError::NotConnected));
 }
@@ -399,7 +419,7 @@ fn data_before_handshake_and_fin_after_it() {
     t.send(b"hello").unwrap();
     t.shutdown_write();
     let _ = tx(&mut t, T0);
-    let mut sa = seg(Flags::SYN | Flags::ACK, PISS, Seq(1001), 65_535, &[]);
+    let mut sa = seg(TcpFlags::SYN | TcpFlags::ACK, PISS, Seq(1001), 65_535, &[]);
     sa.options = full_opts();
     sa.options.timestamp = None;
     t.input(&sa, T0 + MS);
@@ -407,9 +427,12 @@ fn data_before_handshake_and_fin_after_it() {
     let out = tx(&mut t, T0 + MS);
     assert_eq!(out.len(), 1);
     assert_eq!(out[0].1, b"hello");
-    assert_eq!(out[0].0.flags, Flags::ACK | Flags::PSH | Flags::FIN);
+    assert_eq!(
+        out[0].0.flags,
+        TcpFlags::ACK | TcpFlags::PSH | TcpFlags::FIN
+    );
     t.input(
-        &seg(Flags::ACK, PISS + 1, Seq(1007), 1000, &[]),
+        &seg(TcpFlags::ACK, PISS + 1, Seq(1007), 1000, &[]),
         T0 + 2 * MS,
     );
     assert_eq!(t.state(), State::FinWait2);
@@ -420,7 +443,7 @@ fn bogus_sack_blocks_are_harmless() {
     let mut t = established(&plain_cfg(), full_opts());
     t.send(&[1u8; 10_000]).unwrap();
     let _ = tx(&mut t, T0 + 2 * MS);
-    let mut a = seg(Flags::ACK, PISS + 1, Seq(1001), 1000, &[]);
+    let mut a = seg(TcpFlags::ACK, PISS + 1, Seq(1001), 1000, &[]);
     a.options.sack = [
         SackBlock {
             left: Seq(5000),
@@ -466,7 +489,7 @@ fn sack_loss_detection_enters_recovery_without_three_dupacks() {
     let out = tx(&mut t, T0 + 2 * MS);
     assert_eq!(out.len(), 10);
     // Segment 0 lost; one ACK SACKs segments 1..=3 at once: IsLost(SND.UNA) holds.
-    let mut a = seg(Flags::ACK, PISS + 1, Seq(1001), 1000, &[]);
+    let mut a = seg(TcpFlags::ACK, PISS + 1, Seq(1001), 1000, &[]);
     a.options.sack[0] = SackBlock {
         left: Seq(1001 + 1460),
         right: Seq(1001 + 4 * 1460),
@@ -506,7 +529,7 @@ fn rto_go_back_n_and_karn() {
     assert_eq!(t.rto(), 2 * rto, "backed off");
     // Its ACK is ambiguous (Karn): no RTT sample, backoff stays; slow start resends the rest.
     t.input(
-        &seg(Flags::ACK, PISS + 1, Seq(2461), 1000, &[]),
+        &seg(TcpFlags::ACK, PISS + 1, Seq(2461), 1000, &[]),
         at + 5 * MS,
     );
     assert_eq!(t.rto(), 2 * rto);
@@ -525,7 +548,7 @@ fn recv_consume_sends_window_update() {
     for k in 0..8u32 {
         t.input(
             &seg(
-                Flags::ACK,
+                TcpFlags::ACK,
                 PISS + 1 + k * 1460,
                 Seq(1001),
                 1000,
@@ -556,13 +579,19 @@ fn recv_consume_sends_window_update() {
 fn fin_out_of_order_is_held_until_the_hole_fills() {
     let mut t = established(&plain_cfg(), full_opts());
     let ev = t.input(
-        &seg(Flags::ACK | Flags::FIN, PISS + 11, Seq(1001), 1000, b"tail"),
+        &seg(
+            TcpFlags::ACK | TcpFlags::FIN,
+            PISS + 11,
+            Seq(1001),
+            1000,
+            b"tail",
+        ),
         T0 + 2 * MS,
     );
     assert!(!ev.readable && !t.fin_received());
     assert_eq!(t.state(), State::Established);
     let ev = t.input(
-        &seg(Flags::ACK, PISS + 1, Seq(1001), 1000, b"0123456789"),
+        &seg(TcpFlags::ACK, PISS + 1, Seq(1001), 1000, b"0123456789"),
         T0 + 3 * MS,
     );
     assert!(ev.readable && t.fin_received());

@@ -1,7 +1,7 @@
 //! The public value types of the TCB interface: endpoints, states, errors, events, counters
 //! and outgoing segments.
 
-use crate::tcp::segment::Header;
+use crate::tcp::segment::TcpHeader;
 
 /// The two ends of a connection, as seen from this host.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
@@ -170,7 +170,7 @@ impl TcbStats {
 #[derive(Debug)]
 pub struct Outgoing<'a> {
     /// The header (ports, numbers, flags, window, options).
-    pub header: Header,
+    pub header: TcpHeader,
     /// Payload, in order: `payload[0]` then `payload[1]`.
     pub payload: [&'a [u8]; 2],
 }
