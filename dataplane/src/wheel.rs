@@ -56,7 +56,7 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 /// Bitmap words per cache line: the unit the slot summaries mark.
 const LINE_WORDS: usize = 8;
 
-/// Dimensions of a [`TimerWheel`] (AccelTCP §4.2, Figure 6).
+/// Dimensions of a [`TimerBitmapWheel`] (AccelTCP §4.2, Figure 6).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WheelConfig {
     /// Flow ids `0..ids` (one bit per id in every slot bitmap); at most 2^32.
@@ -129,7 +129,7 @@ struct Region {
 /// The timer bitmap wheel (AccelTCP §4.2, Figure 6): one-shot timers for flow ids
 /// `0..cfg.ids`, armed, disarmed and advanced through `&self` from any number of threads.
 #[derive(Debug)]
-pub struct TimerWheel {
+pub struct TimerBitmapWheel {
     cfg: WheelConfig,
     /// 64-bit words per slot bitmap.
     words: usize,
@@ -147,22 +147,22 @@ pub struct TimerWheel {
     out_of_range: AtomicU64,
 }
 
-impl TimerWheel {
+impl TimerBitmapWheel {
     /// A wheel of `cfg` whose cursor starts at the tick of `now`.
     ///
     /// # Panics
     ///
     /// When [`try_new`](Self::try_new) fails: a zero-sized config, more than 2^32 ids, more
     /// regions than ids, or bitmaps larger than the address space.
-    pub fn new(cfg: WheelConfig, now: u64) -> TimerWheel {
-        match TimerWheel::try_new(cfg, now) {
+    pub fn new(cfg: WheelConfig, now: u64) -> TimerBitmapWheel {
+        match TimerBitmapWheel::try_new(cfg, now) {
             Ok(w) => w,
             Err(e) => panic!("{e}"),
         }
     }
 
     /// Like [`new`](Self::new), with a typed error instead of a panic.
-    pub fn try_new(cfg: WheelConfig, now: u64) -> Result<TimerWheel, WheelConfigError> {
+    pub fn try_new(cfg: WheelConfig, now: u64) -> Result<TimerBitmapWheel, WheelConfigError> {
         for (name, v) in [
             ("ids", cfg.ids as u64),
             ("slots", cfg.slots as u64),
@@ -201,7 +201,7 @@ impl TimerWheel {
                 end: region_bound(r + 1, cfg.ids, cfg.regions),
             })
             .collect();
-        Ok(TimerWheel {
+        Ok(TimerBitmapWheel {
             words,
             bits: crate::sys::huge_vec_with(total, || AtomicU64::new(0)),
             summary_words,
@@ -507,8 +507,8 @@ mod tests {
 
     const T: u64 = 100;
 
-    fn wheel(ids: usize, slots: usize) -> TimerWheel {
-        TimerWheel::new(
+    fn wheel(ids: usize, slots: usize) -> TimerBitmapWheel {
+        TimerBitmapWheel::new(
             WheelConfig {
                 ids,
                 slots,
@@ -519,7 +519,7 @@ mod tests {
         )
     }
 
-    fn fired(w: &TimerWheel, now: u64) -> Vec<u32> {
+    fn fired(w: &TimerBitmapWheel, now: u64) -> Vec<u32> {
         let mut v = Vec::new();
         w.advance(now, |id| v.push(id));
         v.sort_unstable();
@@ -529,7 +529,7 @@ mod tests {
     #[test]
     fn send_sync() {
         fn check<X: Send + Sync>() {}
-        check::<TimerWheel>();
+        check::<TimerBitmapWheel>();
     }
 
     #[test]
@@ -539,7 +539,7 @@ mod tests {
             (c.ids, c.slots, c.tick_ns, c.regions),
             (65_536, 1_024, 100_000, 1)
         );
-        let w = TimerWheel::new(c.clone(), 0);
+        let w = TimerBitmapWheel::new(c.clone(), 0);
         assert_eq!(w.config(), &c);
         assert_eq!(w.next_deadline(), None);
     }
@@ -578,7 +578,7 @@ mod tests {
             ),
         ] {
             assert_eq!(
-                TimerWheel::try_new(cfg, 0).unwrap_err(),
+                TimerBitmapWheel::try_new(cfg, 0).unwrap_err(),
                 WheelConfigError::Zero(what)
             );
         }
@@ -588,7 +588,7 @@ mod tests {
             ..ok
         };
         assert!(matches!(
-            TimerWheel::try_new(many, 0),
+            TimerBitmapWheel::try_new(many, 0),
             Err(WheelConfigError::TooManyRegions { .. })
         ));
     }
@@ -596,7 +596,7 @@ mod tests {
     #[test]
     #[should_panic(expected = "must not be zero")]
     fn new_panics_on_zero_config() {
-        TimerWheel::new(
+        TimerBitmapWheel::new(
             WheelConfig {
                 slots: 0,
                 ..Default::default()
@@ -735,7 +735,7 @@ mod tests {
 
     #[test]
     fn regions_split_the_ids() {
-        let w = TimerWheel::new(
+        let w = TimerBitmapWheel::new(
             WheelConfig {
                 ids: 1000,
                 slots: 8,
@@ -765,7 +765,7 @@ mod tests {
 
     #[test]
     fn extreme_times_do_not_overflow() {
-        let w = TimerWheel::new(
+        let w = TimerBitmapWheel::new(
             WheelConfig {
                 ids: 64,
                 slots: 4,

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread;
 
-use dataplane::wheel::{TimerWheel, WheelConfig};
+use dataplane::wheel::{TimerBitmapWheel, WheelConfig};
 use proptest::prelude::*;
 
 const T: u64 = 1_000;
@@ -25,7 +25,7 @@ fn cfg(ids: usize, slots: usize, regions: usize) -> WheelConfig {
 fn a_million_ids_each_fire_exactly_once_at_their_tick() {
     const IDS: usize = 1 << 20;
     const SPAN: u64 = 300;
-    let w = TimerWheel::new(cfg(IDS, 64, 1), 0);
+    let w = TimerBitmapWheel::new(cfg(IDS, 64, 1), 0);
     for id in 0..IDS as u32 {
         w.arm(id, 0, (u64::from(id) * 7919 % SPAN + 1) * T);
     }
@@ -46,7 +46,7 @@ fn a_million_ids_each_fire_exactly_once_at_their_tick() {
 #[test]
 fn concurrent_arm_disarm_on_shared_words() {
     const IDS: u32 = 256;
-    let w = Arc::new(TimerWheel::new(cfg(IDS as usize, 16, 1), 0));
+    let w = Arc::new(TimerBitmapWheel::new(cfg(IDS as usize, 16, 1), 0));
     let threads: Vec<_> = (0..2u32)
         .map(|parity| {
             let w = w.clone();
@@ -97,7 +97,7 @@ fn concurrent_arm_disarm_on_shared_words() {
 fn concurrent_arm_while_advancing() {
     const IDS: u32 = 4096;
     const TICKS: u64 = 3_000;
-    let w = Arc::new(TimerWheel::new(cfg(IDS as usize, 32, 1), 0));
+    let w = Arc::new(TimerBitmapWheel::new(cfg(IDS as usize, 32, 1), 0));
     let now = Arc::new(AtomicU64::new(0));
     let deadlines: Arc<Vec<AtomicU64>> = Arc::new((0..IDS).map(|_| AtomicU64::new(0)).collect());
     let armer = {
@@ -135,7 +135,7 @@ fn concurrent_arm_while_advancing() {
 fn regions_scanned_from_two_threads() {
     const IDS: usize = 1 << 16;
     const SPAN: u64 = 200;
-    let w = Arc::new(TimerWheel::new(cfg(IDS, 64, 2), 0));
+    let w = Arc::new(TimerBitmapWheel::new(cfg(IDS, 64, 2), 0));
     for id in 0..IDS as u32 {
         w.arm(id, 0, (u64::from(id) % SPAN + 1) * T);
     }
@@ -222,7 +222,7 @@ proptest! {
         regions in 1usize..4,
         start in 0..5 * T,
     ) {
-        let w = TimerWheel::new(cfg(ids as usize, slots, regions), start);
+        let w = TimerBitmapWheel::new(cfg(ids as usize, slots, regions), start);
         let mut m = Model { ids, filed: BTreeMap::new(), cursor: start / T };
         let mut now = start;
         for op in ops {

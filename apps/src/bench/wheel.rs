@@ -16,8 +16,8 @@ use std::hint::black_box;
 use std::sync::Mutex;
 use std::time::Instant;
 
-use dataplane::tonic::timer::TimerWheel as ListWheel;
-use dataplane::wheel::{TimerWheel, WheelConfig};
+use dataplane::tonic::timer::HashedTimerWheel as ListWheel;
+use dataplane::wheel::{TimerBitmapWheel, WheelConfig};
 
 /// Settings of the wheel benchmark.
 #[derive(Clone, Debug)]
@@ -196,7 +196,7 @@ pub fn wheel(o: &WheelBenchOpts) -> Result<String, String> {
     for _ in 0..o.reps {
         if o.threads > 1 {
             // Concurrent updates: the bitmap wheel as is, the list behind its mutex.
-            let w = TimerWheel::new(cfg.clone(), 0);
+            let w = TimerBitmapWheel::new(cfg.clone(), 0);
             par[0]
                 .bitmap
                 .push(parallel(o.threads, &order, &afters, |id, a| {
@@ -235,7 +235,7 @@ pub fn wheel(o: &WheelBenchOpts) -> Result<String, String> {
         }
         // Updates. Both wheels start at time 0 and stay there.
         {
-            let w = TimerWheel::new(cfg.clone(), 0);
+            let w = TimerBitmapWheel::new(cfg.clone(), 0);
             let t = Instant::now();
             for (&id, &a) in order.iter().zip(&afters) {
                 w.arm(id, 0, a);
@@ -299,7 +299,7 @@ pub fn wheel(o: &WheelBenchOpts) -> Result<String, String> {
 
         // Scans: fresh wheels; one id armed many revolutions ahead keeps both from taking
         // their "nothing armed" shortcut.
-        let w = TimerWheel::new(cfg.clone(), 0);
+        let w = TimerBitmapWheel::new(cfg.clone(), 0);
         let mut lw = ListWheel::new(o.ids as u32, o.tick_shift, o.slots.trailing_zeros());
         let far = order[0];
         w.arm(far, 0, 1_000 * slots * tick);

@@ -18,7 +18,7 @@ use super::dd::Generated;
 use super::module::CreditScheme;
 use super::rate::{RateCredit, RateRep};
 use super::rrset::RrSet;
-use super::timer::TimerWheel;
+use super::timer::HashedTimerWheel;
 use super::{FlowId, Nanos, SegId, TonicError};
 use crate::sys;
 
@@ -95,7 +95,7 @@ pub struct CreditEngine {
     init_rate: RateRep,
     flows: Vec<CeFlow>,
     ready: RrSet,
-    wheel: TimerWheel,
+    wheel: HashedTimerWheel,
 }
 
 impl CreditEngine {
@@ -122,7 +122,7 @@ impl CreditEngine {
             init_rate: RateRep::from_bps(init_rate_bps),
             flows: sys::huge_vec(p.max_flows as usize, CeFlow::default()),
             ready: RrSet::new(p.max_flows),
-            wheel: TimerWheel::new(p.max_flows, p.timer_shift, p.timer_slots_log2),
+            wheel: HashedTimerWheel::new(p.max_flows, p.timer_shift, p.timer_slots_log2),
         })
     }
 

@@ -4,7 +4,7 @@
 //! Each flow has at most one timer. A deadline is rounded *up* to a slot of `2^shift` ns, so a
 //! timer never fires early and fires at most one slot late. Slots hold intrusive doubly linked
 //! lists through per-flow index arrays: arming, cancelling and firing are O(1) and allocate
-//! nothing; [`advance`](TimerWheel::advance) visits each slot once per revolution and
+//! nothing; [`advance`](HashedTimerWheel::advance) visits each slot once per revolution and
 //! re-files entries that belong to a later revolution.
 
 use super::{FlowId, Nanos};
@@ -15,7 +15,7 @@ const HEAD: u32 = 1 << 31;
 
 /// A timing wheel of one-shot timers for ids `[0, capacity)`.
 #[derive(Clone, Debug)]
-pub struct TimerWheel {
+pub struct HashedTimerWheel {
     shift: u32,
     mask: u64,
     slots: Vec<u32>,
@@ -28,11 +28,11 @@ pub struct TimerWheel {
     armed: usize,
 }
 
-impl TimerWheel {
+impl HashedTimerWheel {
     /// A wheel of `2^slots_log2` slots of `2^shift` ns each, for ids `[0, capacity)`.
     pub fn new(capacity: u32, shift: u32, slots_log2: u32) -> Self {
         assert!(capacity < HEAD && slots_log2 < 31 && shift < 40);
-        TimerWheel {
+        HashedTimerWheel {
             shift,
             mask: (1u64 << slots_log2) - 1,
             slots: vec![NIL; 1 << slots_log2],
@@ -164,7 +164,7 @@ mod tests {
 
     #[test]
     fn fires_once_not_early_at_most_a_slot_late() {
-        let mut w = TimerWheel::new(4, 6, 4); // 64 ns slots, 16 slots (1024 ns revolution)
+        let mut w = HashedTimerWheel::new(4, 6, 4); // 64 ns slots, 16 slots (1024 ns revolution)
         w.arm(0, 100);
         w.arm(1, 5000); // several revolutions away
         w.arm(2, 64);
@@ -194,7 +194,7 @@ mod tests {
         fn fires_exactly_once_within_a_slot(
             ops in prop::collection::vec((0u8..3, 0u32..8, 0u64..5000), 1..100)
         ) {
-            let mut w = TimerWheel::new(8, 5, 3); // 32 ns slots, 8 slots
+            let mut w = HashedTimerWheel::new(8, 5, 3); // 32 ns slots, 8 slots
             let mut model: [Option<u64>; 8] = [None; 8];
             let mut now = 0u64;
             for (op, id, v) in ops {

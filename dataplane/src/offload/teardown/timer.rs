@@ -1,6 +1,6 @@
 //! The timer source of the teardown engine: one timer per flow id, for its retransmission
 //! timeout, its FIN_WAIT_2 limit or its TIME_WAIT, on the timer bitmap wheel
-//! ([`crate::wheel::TimerWheel`], AccelTCP §4.2 "Timeout management", Figure 6: "AccelTCP
+//! ([`crate::wheel::TimerBitmapWheel`], AccelTCP §4.2 "Timeout management", Figure 6: "AccelTCP
 //! supports the TIME_WAIT state, but it shares the same mechanism as RTO management for the
 //! timer").
 //!
@@ -8,13 +8,13 @@
 //! arm: its bitmaps (`slots × max_flows` bits, 8 MB with the defaults) cost nothing on an
 //! lcore that never takes a teardown.
 
-use crate::wheel::{TimerWheel, WheelConfig, WheelConfigError};
+use crate::wheel::{TimerBitmapWheel, WheelConfig, WheelConfigError};
 
 /// One timer per flow id `0..cfg.ids`, built on first use.
 #[derive(Debug)]
 pub(crate) struct FlowTimers {
     cfg: WheelConfig,
-    wheel: Option<TimerWheel>,
+    wheel: Option<TimerBitmapWheel>,
 }
 
 impl FlowTimers {
@@ -24,7 +24,7 @@ impl FlowTimers {
             return Err(WheelConfigError::TooManyIds(cfg.ids));
         }
         // A one-id probe checks the other dimensions without allocating the bitmaps.
-        TimerWheel::try_new(
+        TimerBitmapWheel::try_new(
             WheelConfig {
                 ids: 1,
                 regions: 1,
@@ -40,7 +40,7 @@ impl FlowTimers {
     pub(crate) fn arm(&mut self, id: u32, now: u64, after_ns: u64) {
         let cfg = &self.cfg;
         self.wheel
-            .get_or_insert_with(|| TimerWheel::new(cfg.clone(), now))
+            .get_or_insert_with(|| TimerBitmapWheel::new(cfg.clone(), now))
             .arm(id, now, after_ns);
     }
 
@@ -66,12 +66,14 @@ impl FlowTimers {
     /// When a timer may next expire: the wheel's bound, never late, possibly early by up to
     /// the time to the next tick.
     pub(crate) fn next_deadline(&self) -> Option<u64> {
-        self.wheel.as_ref().and_then(TimerWheel::next_deadline)
+        self.wheel
+            .as_ref()
+            .and_then(TimerBitmapWheel::next_deadline)
     }
 
     /// Number of armed ids.
     pub(crate) fn armed(&self) -> usize {
-        self.wheel.as_ref().map_or(0, TimerWheel::armed)
+        self.wheel.as_ref().map_or(0, TimerBitmapWheel::armed)
     }
 }
 
