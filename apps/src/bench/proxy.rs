@@ -41,6 +41,7 @@ use super::http_backend::{HttpBackend, MAX_BODY};
 use super::inmem::ring_frames;
 use super::procstat::thread_cpu_ns;
 use super::{median, Deadline, LinkPerTxn};
+use crate::json::Json;
 use crate::loadgen::{LoadGen, LoadGenConfig, Proto};
 use crate::node::{Node, NodeSpec};
 use crate::plot::{LinePlot, Series, StackedBars};
@@ -425,101 +426,87 @@ impl ProxyBenchReport {
     /// The report as JSON (settings, every window, the ratios and the goals).
     pub fn to_json(&self) -> String {
         let o = &self.opts;
-        let mut s = String::new();
-        let list = |v: &[String]| v.join(", ");
-        let _ = write!(
-            s,
-            "{{\n  \"benchmark\": \"proxy\",\n  \"conns\": {},\n  \"sizes\": [{}],\n  \
-             \"per_conn\": [{}],\n  \"modes\": [{}],\n  \"backends\": {},\n  \"seconds\": {},\n  \
-             \"warmup_seconds\": {},\n  \"rounds\": {},\n  \"proxy_mode\": {},\n  \"tsc_hz\": {},\n  \"points\": [\n",
-            o.conns,
-            list(&o.sizes.iter().map(|x| x.to_string()).collect::<Vec<_>>()),
-            list(&o.per_conn.iter().map(|x| x.to_string()).collect::<Vec<_>>()),
-            list(
-                &o.modes
-                    .iter()
-                    .map(|m| json_str(m.name()))
-                    .collect::<Vec<_>>()
-            ),
-            o.backends,
-            json_num(o.seconds),
-            json_num(o.warmup_seconds),
-            o.rounds,
-            json_str(if o.http { "http" } else { "tunnel" }),
-            self.tsc_hz
-        );
-        for (i, p) in self.points.iter().enumerate() {
-            let l = &p.link;
-            let _ = write!(
-                s,
-                "    {{\"mode\": {}, \"size\": {}, \"per_conn\": {}, \"round\": {}, \
-                 \"transactions\": {}, \"connections\": {}, \"wall_s\": {}, \"txn_per_s\": {}, \
-                 \"host_ns_per_txn\": {}, \"host_stack_ns_per_txn\": {}, \
-                 \"host_app_ns_per_txn\": {}, \"host_idle_ns_per_txn\": {}, \
-                 \"host_all_ns_per_txn\": {}, \"nic_ns_per_txn\": {}, \
-                 \"nic_idle_ns_per_txn\": {}, \"host_ns_per_conn\": {}, \"on_cpu\": {}, \
-                 \"pcie_to_host_packets_per_txn\": {}, \"pcie_to_host_bytes_per_txn\": {}, \
-                 \"pcie_to_nic_packets_per_txn\": {}, \"pcie_to_nic_bytes_per_txn\": {}, \
-                 \"dma_copies_per_txn\": {}, \"errors\": {}, \"detail\": {}}}{}",
-                json_str(p.mode.name()),
-                p.size,
-                p.per_conn,
-                p.round,
-                p.transactions,
-                p.connections,
-                json_num(p.wall_s),
-                json_num(p.tps()),
-                json_num(p.host_ns_per_txn()),
-                json_num(p.per_txn(p.host_stack_ns)),
-                json_num(p.per_txn(p.host_app_ns)),
-                json_num(p.per_txn(p.host_idle_ns)),
-                json_num(p.host_all_ns_per_txn()),
-                json_num(p.nic_ns_per_txn()),
-                json_num(p.per_txn(p.nic_idle_ns)),
-                p.host_ns_per_conn().map_or("null".into(), json_num),
-                json_num(p.on_cpu),
-                json_num(l.to_host_packets),
-                json_num(l.to_host_bytes),
-                json_num(l.to_nic_packets),
-                json_num(l.to_nic_bytes),
-                json_num(l.dma_copies),
-                p.errors,
-                json_str(&p.detail),
-                if i + 1 < self.points.len() { "," } else { "" }
-            );
-            s.push('\n');
-        }
-        s.push_str("  ],\n  \"ratios\": [\n");
-        let mut rows = Vec::new();
-        for &size in &o.sizes {
-            for &n in &o.per_conn {
-                let opt = |r: Option<f64>| r.map_or("null".into(), json_num);
-                rows.push(format!(
-                    "    {{\"size\": {size}, \"per_conn\": {n}, \
-                     \"host_ns_relay_over_splice\": {}, \"frames_relay_over_splice\": {}, \
-                     \"tps_relay_over_splice\": {}}}",
-                    opt(self.host_ratio(size, n)),
-                    opt(self.ratio(size, n, ProxyPoint::frames_per_txn)),
-                    opt(self.ratio(size, n, ProxyPoint::tps)),
-                ));
-            }
-        }
-        s.push_str(&rows.join(",\n"));
-        s.push_str("\n  ],\n  \"goals\": [\n");
-        let goals: Vec<String> = self
-            .goals()
+        // Three decimals are plenty for nanoseconds and ratios; not finite: null.
+        let r3 = |x: f64| Json::Num((x * 1000.0).round() / 1000.0);
+        let opt = |r: Option<f64>| r.map_or(Json::Null, r3);
+        let points: Vec<Json> = self
+            .points
             .iter()
-            .map(|g| {
-                format!(
-                    "    {{\"goal\": {}, \"met\": {}}}",
-                    json_str(&g.what),
-                    g.met.map_or("null".into(), |m| m.to_string())
-                )
+            .map(|p| {
+                let l = &p.link;
+                Json::obj()
+                    .with("mode", p.mode.name())
+                    .with("size", p.size)
+                    .with("per_conn", p.per_conn)
+                    .with("round", p.round)
+                    .with("transactions", p.transactions)
+                    .with("connections", p.connections)
+                    .with("wall_s", r3(p.wall_s))
+                    .with("txn_per_s", r3(p.tps()))
+                    .with("host_ns_per_txn", r3(p.host_ns_per_txn()))
+                    .with("host_stack_ns_per_txn", r3(p.per_txn(p.host_stack_ns)))
+                    .with("host_app_ns_per_txn", r3(p.per_txn(p.host_app_ns)))
+                    .with("host_idle_ns_per_txn", r3(p.per_txn(p.host_idle_ns)))
+                    .with("host_all_ns_per_txn", r3(p.host_all_ns_per_txn()))
+                    .with("nic_ns_per_txn", r3(p.nic_ns_per_txn()))
+                    .with("nic_idle_ns_per_txn", r3(p.per_txn(p.nic_idle_ns)))
+                    .with("host_ns_per_conn", opt(p.host_ns_per_conn()))
+                    .with("on_cpu", r3(p.on_cpu))
+                    .with("pcie_to_host_packets_per_txn", r3(l.to_host_packets))
+                    .with("pcie_to_host_bytes_per_txn", r3(l.to_host_bytes))
+                    .with("pcie_to_nic_packets_per_txn", r3(l.to_nic_packets))
+                    .with("pcie_to_nic_bytes_per_txn", r3(l.to_nic_bytes))
+                    .with("dma_copies_per_txn", r3(l.dma_copies))
+                    .with("errors", p.errors)
+                    .with("detail", p.detail.as_str())
             })
             .collect();
-        s.push_str(&goals.join(",\n"));
-        s.push_str("\n  ]\n}\n");
-        s
+        let mut ratios = Vec::new();
+        for &size in &o.sizes {
+            for &n in &o.per_conn {
+                ratios.push(
+                    Json::obj()
+                        .with("size", size)
+                        .with("per_conn", n)
+                        .with("host_ns_relay_over_splice", opt(self.host_ratio(size, n)))
+                        .with(
+                            "frames_relay_over_splice",
+                            opt(self.ratio(size, n, ProxyPoint::frames_per_txn)),
+                        )
+                        .with(
+                            "tps_relay_over_splice",
+                            opt(self.ratio(size, n, ProxyPoint::tps)),
+                        ),
+                );
+            }
+        }
+        let goals: Vec<Json> = self
+            .goals()
+            .iter()
+            .map(|g| Json::obj().with("goal", g.what.as_str()).with("met", g.met))
+            .collect();
+        Json::obj()
+            .with("benchmark", "proxy")
+            .with("conns", o.conns)
+            .with("sizes", o.sizes.clone())
+            .with("per_conn", o.per_conn.clone())
+            .with(
+                "modes",
+                o.modes
+                    .iter()
+                    .map(|m| Json::from(m.name()))
+                    .collect::<Vec<_>>(),
+            )
+            .with("backends", o.backends)
+            .with("seconds", r3(o.seconds))
+            .with("warmup_seconds", r3(o.warmup_seconds))
+            .with("rounds", o.rounds)
+            .with("proxy_mode", if o.http { "http" } else { "tunnel" })
+            .with("tsc_hz", self.tsc_hz)
+            .with("points", points)
+            .with("ratios", ratios)
+            .with("goals", goals)
+            .pretty()
     }
 
     /// Writes the SVG plots into `dir` (made if missing) and returns their paths: host ns
@@ -608,37 +595,6 @@ impl ProxyBenchReport {
             written.push(path);
         }
         Ok(written)
-    }
-}
-
-/// A JSON string literal (RFC 8259 §7).
-fn json_str(s: &str) -> String {
-    let mut o = String::with_capacity(s.len() + 2);
-    o.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => o.push_str("\\\""),
-            '\\' => o.push_str("\\\\"),
-            '\n' => o.push_str("\\n"),
-            '\r' => o.push_str("\\r"),
-            '\t' => o.push_str("\\t"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(o, "\\u{:04x}", c as u32);
-            }
-            c => o.push(c),
-        }
-    }
-    o.push('"');
-    o
-}
-
-/// A JSON number (RFC 8259 §6 has no infinity or NaN: those are null).
-fn json_num(x: f64) -> String {
-    if x.is_finite() {
-        let r = (x * 1000.0).round() / 1000.0;
-        format!("{r}")
-    } else {
-        "null".into()
     }
 }
 
@@ -1365,9 +1321,17 @@ mod tests {
     }
 
     #[test]
-    fn json_escapes() {
-        assert_eq!(json_str("a\u{1}b"), "\"a\\u0001b\"");
-        assert_eq!(json_num(f64::NAN), "null");
-        assert_eq!(json_num(1.23456), "1.235");
+    fn json_is_valid_and_rounded() {
+        let report = ProxyBenchReport {
+            opts: ProxyBenchOpts::default(),
+            tsc_hz: 1,
+            points: Vec::new(),
+            request_len: 0,
+            response_heads: Vec::new(),
+        };
+        let v = crate::json::parse(&report.to_json()).unwrap();
+        assert_eq!(v.get("benchmark").and_then(Json::as_str), Some("proxy"));
+        assert_eq!(v.get("proxy_mode").and_then(Json::as_str), Some("tunnel"));
+        assert_eq!(v.get("seconds").and_then(Json::as_f64), Some(1.0));
     }
 }
