@@ -15,6 +15,7 @@
 //! - [`tonic_cmd`]: `nicemu modules`, `nicemu testbench`, `nicemu bench tonic`;
 //! - [`tonic_plot`]: the SVG of `nicemu testbench --plot`.
 
+#![warn(missing_docs)]
 pub mod bench;
 pub mod echo;
 pub mod experiment;

@@ -4,6 +4,7 @@
 //! rx → parse → classify → handlers → tx (`docs/architecture.md`, "Life of a frame through an
 //! NIC lcore"). Everything protocol-related is sans-I/O: plain Rust over byte slices and an
 //! explicit `now`, tested without DPDK.
+#![warn(missing_docs)]
 #![deny(unsafe_code)]
 
 pub mod buf;

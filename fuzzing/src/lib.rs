@@ -28,6 +28,7 @@
 //! - `host_link`: the host stack fed arbitrary frames and messages from the NIC's end of the
 //!   PCIe link; everything it sends towards the NIC must parse.
 
+#![warn(missing_docs)]
 pub mod mutate;
 pub mod targets;
 

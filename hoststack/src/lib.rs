@@ -6,6 +6,7 @@
 //!   trait the stack sends and receives through;
 //! - [`stack`]: per-core contexts with the mTCP socket and epoll API;
 //! - [`Errno`]: errno-like errors of that API.
+#![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
 pub use offload_api;

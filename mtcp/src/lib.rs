@@ -7,6 +7,7 @@
 //! builds the DPDK topology from the configuration ([`conf`]) and hands out contexts;
 //! [`signal`] implements `mtcp_register_signal`. See docs/c-api.md.
 
+#![warn(missing_docs)]
 pub mod conf;
 pub mod cptr;
 pub mod ctx;

@@ -20,6 +20,7 @@
 //! Ordinary IPv4 frames (EtherType [`ETHERTYPE_IPV4`]) cross the link unchanged: that is the
 //! *plain-packet path*, used for every packet of a connection the host owns. Only offload
 //! handovers and control use the EtherTypes below.
+#![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
 pub mod doorbell;
