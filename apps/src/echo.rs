@@ -28,15 +28,7 @@ pub struct EchoServer {
 
 const LISTENER: u64 = u64::MAX;
 
-/// AccelTCP offloads an [`EchoServer`] asks for on its listener (its connections inherit
-/// them).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ServerOffloads {
-    /// `TCP_SETUP_OFFLOAD` (AccelTCP §4.1): the NIC answers SYNs with SYN cookies.
-    pub setup: bool,
-    /// `TCP_TEARDOWN_OFFLOAD` (AccelTCP §4.2): closes are handed to the NIC.
-    pub teardown: bool,
-}
+pub use crate::listener::ServerOffloads;
 
 impl EchoServer {
     /// Listens on `port` of `ctx`.
@@ -50,24 +42,8 @@ impl EchoServer {
         port: u16,
         off: ServerOffloads,
     ) -> Result<Self, Errno> {
-        let listener = ctx.socket()?;
-        ctx.set_nonblocking(listener, true)?;
-        ctx.setsockopt(listener, SockOpt::ReuseAddr(true))?;
-        ctx.setsockopt(listener, SockOpt::NoDelay(true))?;
-        ctx.setsockopt(listener, SockOpt::SetupOffload(off.setup))?;
-        ctx.setsockopt(listener, SockOpt::TeardownOffload(off.teardown))?;
-        ctx.bind(listener, SocketAddrV4::new([0, 0, 0, 0].into(), port))?;
-        ctx.listen(listener, 4096)?;
         let ep = ctx.epoll_create()?;
-        ctx.epoll_ctl(
-            ep,
-            EpollOp::Add,
-            listener,
-            EpollEvent {
-                events: EPOLLIN,
-                data: LISTENER,
-            },
-        )?;
+        let listener = crate::listener::listen(ctx, ep, port, 4096, off, LISTENER)?;
         Ok(EchoServer {
             listener,
             ep,

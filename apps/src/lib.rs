@@ -12,6 +12,7 @@
 //! - [`bench`]: `nicemu bench echo` (host cost per transaction: nicemu, smoltcp, kernel) and
 //!   `nicemu bench kv` (the key-value server with and without the offloads);
 //! - [`json`]: the JSON the benchmarks' `--json` writes;
+//! - [`listener`]: the listening socket the servers open (options, offloads, epoll);
 //! - [`tonic_cmd`]: `nicemu modules`, `nicemu testbench`, `nicemu bench tonic`;
 //! - [`tonic_plot`]: the SVG of `nicemu testbench --plot`.
 
@@ -21,6 +22,7 @@ pub mod echo;
 pub mod experiment;
 pub mod json;
 pub mod kv;
+pub mod listener;
 pub mod loadgen;
 pub mod node;
 pub mod plot;

@@ -12,8 +12,6 @@
 //! Responses are never copied: a connection owes a count of whole responses plus an offset
 //! into the current one, written straight from the shared response bytes.
 
-use std::net::{Ipv4Addr, SocketAddrV4};
-
 use hoststack::frame::HostLink;
 use hoststack::stack::{EpollEvent, EpollOp, SockOpt, EPOLLIN, EPOLLOUT};
 use hoststack::{Context, Errno, Fd};
@@ -99,22 +97,14 @@ impl HttpBackend {
         let ep = ctx.epoll_create()?;
         let mut listeners = Vec::new();
         for (i, &port) in ports.iter().enumerate() {
-            let l = ctx.socket()?;
-            ctx.set_nonblocking(l, true)?;
-            ctx.setsockopt(l, SockOpt::ReuseAddr(true))?;
-            ctx.setsockopt(l, SockOpt::NoDelay(true))?;
-            ctx.bind(l, SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, port))?;
-            ctx.listen(l, backlog.max(1))?;
-            ctx.epoll_ctl(
+            listeners.push(crate::listener::listen(
+                ctx,
                 ep,
-                EpollOp::Add,
-                l,
-                EpollEvent {
-                    events: EPOLLIN,
-                    data: LISTENER_TAG | i as u64,
-                },
-            )?;
-            listeners.push(l);
+                port,
+                backlog.max(1),
+                Default::default(),
+                LISTENER_TAG | i as u64,
+            )?);
         }
         Ok(HttpBackend {
             listeners,

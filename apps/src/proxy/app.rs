@@ -34,7 +34,7 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::SocketAddrV4;
 use std::sync::{Arc, Mutex};
 
 use hoststack::frame::HostLink;
@@ -124,17 +124,9 @@ fn ev(events: u32, data: u64) -> EpollEvent {
 impl Proxy {
     /// A proxy listening on `cfg.listen` of `ctx`'s address.
     pub fn new<L: HostLink>(ctx: &mut Context<L>, cfg: ProxyConfig) -> Result<Proxy, Errno> {
-        let listener = ctx.socket()?;
-        ctx.set_nonblocking(listener, true)?;
-        ctx.setsockopt(listener, SockOpt::ReuseAddr(true))?;
-        ctx.setsockopt(listener, SockOpt::NoDelay(true))?;
-        ctx.bind(
-            listener,
-            SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, cfg.listen),
-        )?;
-        ctx.listen(listener, 4096)?;
         let ep = ctx.epoll_create()?;
-        ctx.epoll_ctl(ep, EpollOp::Add, listener, ev(EPOLLIN, LISTENER))?;
+        let listener =
+            crate::listener::listen(ctx, ep, cfg.listen, 4096, Default::default(), LISTENER)?;
         let balancer = Balancer::new(&cfg.backends, cfg.policy, cfg.down_ms * MS);
         Ok(Proxy {
             listener,
