@@ -17,6 +17,8 @@ use std::time::{Duration, Instant};
 
 use apps::kv::resp::{encode_request, reply_len};
 
+#[path = "kv_diff/admin.rs"]
+mod admin;
 #[path = "kv_diff/resp3.rs"]
 mod resp3;
 #[path = "kv_diff/types.rs"]
@@ -778,4 +780,7 @@ fn kv_differential_against_redis_server() {
 
     // Phase 3: a RESP3 session.
     resp3::phase(&redis, &mut engine);
+
+    // Phase 4: scripts over several connections (CONFIG, AUTH, ...).
+    admin::phase(&redis);
 }

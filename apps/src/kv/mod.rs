@@ -62,6 +62,12 @@ impl Connection {
         &self.session
     }
 
+    /// Whether Redis's `timeout` may close this connection when idle (not while it is
+    /// subscribed to channels or blocked).
+    pub fn may_time_out(&self) -> bool {
+        true
+    }
+
     /// Bytes buffered on the input side (bounded by [`ProtoLimits::max_query_buffer`]).
     pub fn buffered(&self) -> usize {
         self.parser.buffered()
@@ -107,6 +113,14 @@ impl Connection {
     ) -> RunState {
         if self.closing {
             return RunState::Close;
+        }
+        let (bulk, qbuf) = (
+            engine.config().max_bulk_len,
+            engine.config().max_query_buffer,
+        );
+        let l = self.parser.limits();
+        if l.max_bulk_len != bulk || l.max_query_buffer != qbuf {
+            self.parser.set_limits(bulk, qbuf);
         }
         loop {
             if out.len() >= max_out {

@@ -91,6 +91,8 @@ struct Client {
     eof: bool,
     /// Registered epoll interest.
     interest: u32,
+    /// When the client last sent something (Unix ms), for Redis's `timeout`.
+    last_ms: i64,
 }
 
 impl Client {
@@ -144,6 +146,8 @@ impl KvServer {
         let mut ecfg = cfg.engine.clone();
         ecfg.port = cfg.port;
         ecfg.max_bulk_len = cfg.limits.max_bulk_len;
+        ecfg.max_query_buffer = cfg.limits.max_query_buffer;
+        ecfg.maxclients = cfg.max_connections;
         Ok(KvServer {
             listener,
             ep,
@@ -196,6 +200,7 @@ impl KvServer {
         if now_ms - self.last_expire >= EXPIRE_PERIOD_MS {
             self.last_expire = now_ms;
             self.engine.active_expire(now_ms);
+            self.close_idle(ctx, now_ms);
         }
         let n = match ctx.epoll_wait(self.ep, &mut self.events, 0) {
             Ok(n) => n,
@@ -204,7 +209,7 @@ impl KvServer {
         for i in 0..n {
             let ev = self.events[i];
             if ev.data == LISTENER {
-                self.accept(ctx);
+                self.accept(ctx, now_ms);
                 continue;
             }
             let fd = ev.data as Fd;
@@ -221,10 +226,10 @@ impl KvServer {
         n
     }
 
-    fn accept<L: HostLink>(&mut self, ctx: &mut Context<L>) {
+    fn accept<L: HostLink>(&mut self, ctx: &mut Context<L>, now_ms: i64) {
         while let Ok((fd, _)) = ctx.accept(self.listener) {
             self.stats.accepted += 1;
-            if self.clients.len() >= self.cfg.max_connections {
+            if self.clients.len() >= self.engine.config().maxclients {
                 // Redis's acceptCommonHandler: one error line, best effort, then close.
                 self.stats.refused += 1;
                 let _ = ctx.write(fd, MAX_CLIENTS_REPLY);
@@ -257,6 +262,7 @@ impl KvServer {
                     sent: 0,
                     eof: false,
                     interest: EPOLLIN,
+                    last_ms: now_ms,
                 },
             );
         }
@@ -289,6 +295,7 @@ impl KvServer {
                 match ctx.read(fd, &mut self.buf[..want]) {
                     Ok(0) => c.eof = true,
                     Ok(k) => {
+                        c.last_ms = now;
                         self.stats.bytes_in += k as u64;
                         state = c.conn.feed(&mut self.engine, &self.buf[..k]);
                         if state != RunState::Close {
@@ -349,6 +356,24 @@ impl KvServer {
                     data: fd as u64,
                 },
             );
+        }
+    }
+
+    /// Closes the clients idle for longer than Redis's `timeout` (CONFIG SET timeout), as
+    /// Redis's clientsCronHandleTimeout: not those subscribed or blocked.
+    fn close_idle<L: HostLink>(&mut self, ctx: &mut Context<L>, now_ms: i64) {
+        let t = self.engine.config().timeout_s;
+        if t == 0 {
+            return;
+        }
+        let idle: Vec<Fd> = self
+            .clients
+            .iter()
+            .filter(|(_, c)| now_ms - c.last_ms > t as i64 * 1000 && c.conn.may_time_out())
+            .map(|(&fd, _)| fd)
+            .collect();
+        for fd in idle {
+            self.close(ctx, fd);
         }
     }
 

@@ -1,4 +1,4 @@
-//! Server commands: TIME, INFO, CONFIG GET, COMMAND (Redis 7.0 `server.c`, `config.c`).
+//! Server commands: TIME, INFO, COMMAND (Redis 7.0 `server.c`, `config.c`).
 
 use super::*;
 
@@ -190,62 +190,6 @@ pub(super) fn glob_match(p: &[u8], s: &[u8], nocase: bool) -> bool {
         s.is_empty()
     }
     m(p, s, 0, &eq, &low)
-}
-
-pub(super) fn config_params(e: &Engine) -> Vec<(&'static str, String)> {
-    vec![
-        ("save", String::new()),
-        ("appendonly", "no".into()),
-        ("maxmemory", e.cfg.maxmemory.to_string()),
-        ("maxmemory-policy", "noeviction".into()),
-        ("databases", e.cfg.databases.to_string()),
-        ("proto-max-bulk-len", e.cfg.max_bulk_len.to_string()),
-        ("port", e.cfg.port.to_string()),
-        ("timeout", "0".into()),
-    ]
-}
-
-pub(super) fn config_get(
-    e: &mut Engine,
-    _: &mut Session,
-    a: &[Vec<u8>],
-    _: i64,
-    out: &mut Vec<u8>,
-) -> Flow {
-    let params = config_params(e);
-    let mut found: Vec<(Vec<u8>, String)> = Vec::new();
-    for pat in &a[2..] {
-        let pat = cstr(pat);
-        if !pat.iter().any(|b| matches!(b, b'[' | b'*' | b'?')) {
-            if found.iter().any(|(n, _)| n.eq_ignore_ascii_case(pat)) {
-                continue;
-            }
-            if let Some((_, v)) = params
-                .iter()
-                .find(|(n, _)| n.as_bytes().eq_ignore_ascii_case(pat))
-            {
-                found.push((pat.to_vec(), v.clone()));
-            }
-            continue;
-        }
-        for (n, v) in &params {
-            if found
-                .iter()
-                .any(|(f, _)| f.eq_ignore_ascii_case(n.as_bytes()))
-            {
-                continue;
-            }
-            if glob(pat, n.as_bytes()) {
-                found.push((n.as_bytes().to_vec(), v.clone()));
-            }
-        }
-    }
-    resp::array_len(out, found.len() * 2);
-    for (n, v) in found {
-        resp::bulk(out, &n);
-        resp::bulk(out, v.as_bytes());
-    }
-    Flow::Continue
 }
 
 pub(super) fn command_info_entry(c: &Cmd, full: &str, out: &mut Vec<u8>) {

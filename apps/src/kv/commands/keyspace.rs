@@ -163,33 +163,52 @@ pub(super) fn copy(e: &mut Engine, a: &[Vec<u8>], now: i64, out: &mut Vec<u8>) {
     resp::int(out, 1);
 }
 
-/// The encoding OBJECT ENCODING names, from Redis 7.0's thresholds (`*-max-listpack-entries`
-/// 128, `*-max-listpack-value` 64, `set-max-intset-entries` 512, embstr up to 44 bytes).
-/// Redis converts one way (a hash grown past the thresholds stays a hashtable when it
-/// shrinks); this derives the name from the current contents.
-fn encoding(v: &Value) -> &'static str {
-    fn small(n: usize, mut lens: impl Iterator<Item = usize>) -> bool {
-        n <= 128 && lens.all(|l| l <= 64)
+/// The encoding OBJECT ENCODING names, from Redis 7.0's thresholds as CONFIG sets them
+/// (`*-max-listpack-entries` 128, `*-max-listpack-value` 64, `set-max-intset-entries` 512,
+/// embstr up to 44 bytes). Redis converts one way (a hash grown past the thresholds stays a
+/// hashtable when it shrinks); this derives the name from the current contents.
+fn encoding(v: &Value, t: &Encodings) -> &'static str {
+    fn small(n: usize, max: usize, mut lens: impl Iterator<Item = usize>, vmax: usize) -> bool {
+        n <= max && lens.all(|l| l <= vmax)
     }
     match v {
         Value::Str(s) if s.len() <= 20 && string2ll(s).is_some() => "int",
         Value::Str(s) if s.len() <= 44 => "embstr",
         Value::Str(_) => "raw",
         Value::List(_) => "quicklist",
-        Value::Hash(h) if small(h.len(), h.iter().flat_map(|(f, x)| [f.len(), x.len()])) => {
+        Value::Hash(h)
+            if small(
+                h.len(),
+                t.hash_entries,
+                h.iter().flat_map(|(f, x)| [f.len(), x.len()]),
+                t.hash_value,
+            ) =>
+        {
             "listpack"
         }
         Value::Hash(_) => "hashtable",
-        Value::Set(s) if s.len() <= 512 && s.iter().all(|m| string2ll(m).is_some()) => "intset",
+        Value::Set(s) if s.len() <= t.set_intset && s.iter().all(|m| string2ll(m).is_some()) => {
+            "intset"
+        }
         Value::Set(_) => "hashtable",
-        Value::ZSet(z) if small(z.len(), z.order().iter().map(|(_, m)| m.len())) => "listpack",
+        Value::ZSet(z)
+            if small(
+                z.len(),
+                t.zset_entries,
+                z.order().iter().map(|(_, m)| m.len()),
+                t.zset_value,
+            ) =>
+        {
+            "listpack"
+        }
         Value::ZSet(_) => "skiplist",
     }
 }
 
 pub(super) fn object_encoding(e: &mut Engine, a: &[Vec<u8>], now: i64, out: &mut Vec<u8>) {
+    let t = e.cfg.encodings;
     match e.db.get(&a[2], now) {
-        Some(en) => resp::bulk(out, encoding(&en.value).as_bytes()),
+        Some(en) => resp::bulk(out, encoding(&en.value, &t).as_bytes()),
         None => resp::null(out),
     }
 }

@@ -12,6 +12,7 @@
 
 mod access;
 mod admin;
+mod config;
 mod connection;
 mod float;
 mod hash;
@@ -33,6 +34,7 @@ use std::collections::BTreeMap;
 
 use access::*;
 use admin::*;
+use config::*;
 use connection::*;
 use float::*;
 use hash::*;
@@ -66,6 +68,49 @@ pub struct EngineConfig {
     pub active_expire_budget: usize,
     /// Number of databases (SELECT 0 to `databases - 1`), Redis's `databases` (16).
     pub databases: usize,
+    /// Connections held at most (Redis's `maxclients`); the server refuses more.
+    pub maxclients: usize,
+    /// Seconds a client may stay idle before the server closes it (Redis's `timeout`; 0:
+    /// never).
+    pub timeout_s: u64,
+    /// The default user's password (Redis's `requirepass`): while set, a new connection
+    /// must AUTH before other commands.
+    pub requirepass: Option<Vec<u8>>,
+    /// Most bytes buffered for one connection's input (Redis's `client-query-buffer-limit`).
+    pub max_query_buffer: usize,
+    /// The thresholds OBJECT ENCODING reports against.
+    pub encodings: Encodings,
+    /// `client-output-buffer-limit`'s pubsub class: hard limit, soft limit (bytes, 0: none)
+    /// and seconds over the soft limit before a subscriber is disconnected.
+    pub pubsub_limit: (u64, u64, u64),
+}
+
+/// Redis 7.0's small-encoding thresholds (`hash-max-listpack-entries`, ...).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Encodings {
+    /// `hash-max-listpack-entries` (512: Redis 7.0's compiled-in default; its sample
+    /// redis.conf says 128).
+    pub hash_entries: usize,
+    /// `hash-max-listpack-value` (64).
+    pub hash_value: usize,
+    /// `set-max-intset-entries` (512).
+    pub set_intset: usize,
+    /// `zset-max-listpack-entries` (128).
+    pub zset_entries: usize,
+    /// `zset-max-listpack-value` (64).
+    pub zset_value: usize,
+}
+
+impl Default for Encodings {
+    fn default() -> Self {
+        Encodings {
+            hash_entries: 512,
+            hash_value: 64,
+            set_intset: 512,
+            zset_entries: 128,
+            zset_value: 64,
+        }
+    }
 }
 
 impl Default for EngineConfig {
@@ -76,6 +121,12 @@ impl Default for EngineConfig {
             port: 6379,
             active_expire_budget: 20,
             databases: 16,
+            maxclients: 10_000,
+            timeout_s: 0,
+            requirepass: None,
+            max_query_buffer: 1 << 30,
+            encodings: Encodings::default(),
+            pubsub_limit: (32 << 20, 8 << 20, 60),
         }
     }
 }
@@ -105,6 +156,9 @@ pub struct Session {
     pub db: usize,
     /// The protocol version HELLO chose: 2 (RESP2, the default) or 3 (RESP3).
     pub proto: u8,
+    /// Whether the client may run commands other than AUTH and HELLO: true from the start
+    /// while no `requirepass` is set (as Redis's `c->authenticated`), else after AUTH.
+    pub authenticated: bool,
     /// The open transaction (between MULTI and EXEC/DISCARD).
     multi: Option<Multi>,
     /// Watched keys: (database, key, version when watched).
@@ -119,6 +173,7 @@ impl Session {
             lib: (None, None),
             db: 0,
             proto: 2,
+            authenticated: true,
             multi: None,
             watched: Vec::new(),
         }
@@ -198,6 +253,8 @@ pub struct Engine {
     in_exec: bool,
     next_id: u64,
     start_ms: i64,
+    /// CONFIG's parameters.
+    params: Params,
     /// Counters.
     pub stats: EngineStats,
 }
@@ -206,7 +263,9 @@ impl Engine {
     /// An empty keyspace with settings `cfg`.
     pub fn new(mut cfg: EngineConfig) -> Self {
         cfg.databases = cfg.databases.max(1);
+        let params = Params::new(&cfg);
         Engine {
+            params,
             dbs: (0..cfg.databases).map(|_| Store::new()).collect(),
             cfg,
             db: Store::new(),
@@ -265,7 +324,9 @@ impl Engine {
         self.next_id += 1;
         self.stats.connections += 1;
         self.stats.connected += 1;
-        Session::new(id)
+        let mut s = Session::new(id);
+        s.authenticated = self.cfg.requirepass.is_none();
+        s
     }
 
     /// A session ends (its watches go).
@@ -387,6 +448,12 @@ impl Engine {
             sess.flag_transaction();
             return Flow::Continue;
         };
+        // Redis's processCommand: without authentication only AUTH, HELLO and QUIT run.
+        if !sess.authenticated && !matches!(c.name, "auth" | "hello" | "quit") {
+            resp::error(out, b"-NOAUTH Authentication required.");
+            sess.flag_transaction();
+            return Flow::Continue;
+        }
         if c.flags & DENYOOM != 0 && !self.in_exec && self.over_maxmemory() {
             resp::error(out, OOM);
             sess.flag_transaction();
@@ -458,5 +525,7 @@ fn parse_i64(a: &[u8], out: &mut Vec<u8>) -> Result<i64, ()> {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_admin;
 #[cfg(test)]
 mod tests_types;

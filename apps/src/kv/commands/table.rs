@@ -104,7 +104,12 @@ static CLIENT_SUBS: [Cmd; 4] = [
     cmd("setname", 3, FAST, NOKEYS, client_setname),
     cmd("setinfo", 4, FAST, NOKEYS, client_setinfo),
 ];
-static CONFIG_SUBS: [Cmd; 1] = [cmd("get", -3, 0, NOKEYS, config_get)];
+static CONFIG_SUBS: [Cmd; 3] = [
+    cmd("get", -3, 0, NOKEYS, config_get),
+    cmd("set", -4, 0, NOKEYS, config_set),
+    cmd("resetstat", 2, 0, NOKEYS, config_resetstat),
+];
+static FUNCTION_SUBS: [Cmd; 1] = [cmd("flush", -2, W, NOKEYS, function_flush)];
 static COMMAND_SUBS: [Cmd; 4] = [
     cmd("count", 2, 0, NOKEYS, command_count),
     cmd("docs", -2, 0, NOKEYS, command_docs),
@@ -140,6 +145,8 @@ pub(super) static COMMANDS: &[Cmd] = &[
     cmd("select", 2, FAST, NOKEYS, select),
     parent("client", -2, &CLIENT_SUBS),
     parent("config", -2, &CONFIG_SUBS),
+    parent("function", -2, &FUNCTION_SUBS),
+    cmd("auth", -2, FAST, NOKEYS, auth),
     Cmd {
         name: "command",
         arity: -1,

@@ -1,0 +1,117 @@
+//! Unit tests of CONFIG SET's effects, AUTH / requirepass, CLIENT and the server-side
+//! parameters the engine hands to the server.
+use super::tests::run;
+use super::*;
+
+#[test]
+fn kv_config_set_changes_behaviour() {
+    let mut e = Engine::new(EngineConfig::default());
+    let mut s = e.open_session();
+    assert_eq!(
+        run(
+            &mut e,
+            &mut s,
+            &[b"config", b"set", b"maxmemory", b"1", b"maxclients", b"7"]
+        ),
+        b"+OK\r\n"
+    );
+    assert_eq!((e.config().maxmemory, e.config().maxclients), (1, 7));
+    run(&mut e, &mut s, &[b"set", b"a", b"1"]);
+    assert_eq!(
+        run(&mut e, &mut s, &[b"set", b"b", b"1"]),
+        b"-OOM command not allowed when used memory > 'maxmemory'.\r\n"
+    );
+    // A failing pair leaves every parameter as it was.
+    assert!(run(
+        &mut e,
+        &mut s,
+        &[b"config", b"set", b"maxmemory", b"0", b"timeout", b"x"]
+    )
+    .starts_with(b"-ERR CONFIG SET failed (possibly related to argument 'timeout')"));
+    assert_eq!(e.config().maxmemory, 1);
+    run(
+        &mut e,
+        &mut s,
+        &[b"config", b"set", b"maxmemory", b"0", b"timeout", b"5"],
+    );
+    assert_eq!((e.config().maxmemory, e.config().timeout_s), (0, 5));
+    run(
+        &mut e,
+        &mut s,
+        &[b"config", b"set", b"proto-max-bulk-len", b"2mb"],
+    );
+    assert_eq!(e.config().max_bulk_len, 2 << 20);
+    run(
+        &mut e,
+        &mut s,
+        &[b"config", b"set", b"zset-max-ziplist-entries", b"1"],
+    );
+    run(&mut e, &mut s, &[b"zadd", b"z", b"1", b"a", b"2", b"b"]);
+    assert_eq!(
+        run(&mut e, &mut s, &[b"object", b"encoding", b"z"]),
+        b"$8\r\nskiplist\r\n"
+    );
+    run(
+        &mut e,
+        &mut s,
+        &[
+            b"config",
+            b"set",
+            b"client-output-buffer-limit",
+            b"pubsub 1mb 2k 3",
+        ],
+    );
+    assert_eq!(e.config().pubsub_limit, (1 << 20, 2000, 3));
+}
+
+#[test]
+fn kv_proto_max_bulk_len_reaches_the_parser() {
+    let mut e = Engine::new(EngineConfig::default());
+    let mut c = crate::kv::Connection::new(&mut e, crate::kv::ProtoLimits::default());
+    let mut out = Vec::new();
+    c.input(
+        &mut e,
+        b"CONFIG SET proto-max-bulk-len 1048576\r\n",
+        0,
+        &mut out,
+    );
+    assert_eq!(out, b"+OK\r\n");
+    out.clear();
+    let st = c.input(&mut e, b"*2\r\n$4\r\nECHO\r\n$1048577\r\n", 0, &mut out);
+    assert_eq!(st, crate::kv::RunState::Close);
+    assert_eq!(out, b"-ERR Protocol error: invalid bulk length\r\n");
+}
+
+#[test]
+fn kv_requirepass_and_auth() {
+    let mut e = Engine::new(EngineConfig::default());
+    let mut old = e.open_session();
+    run(
+        &mut e,
+        &mut old,
+        &[b"config", b"set", b"requirepass", b"pw"],
+    );
+    let mut s = e.open_session();
+    assert_eq!(
+        run(&mut e, &mut s, &[b"get", b"k"]),
+        b"-NOAUTH Authentication required.\r\n"
+    );
+    // Sessions that were open before the password keep running commands, as in Redis.
+    assert_eq!(run(&mut e, &mut old, &[b"get", b"k"]), b"$-1\r\n");
+    assert_eq!(
+        run(&mut e, &mut s, &[b"auth", b"nope"]),
+        b"-WRONGPASS invalid username-password pair or user is disabled.\r\n"
+    );
+    assert_eq!(
+        run(&mut e, &mut s, &[b"auth", b"default", b"pw"]),
+        b"+OK\r\n"
+    );
+    assert_eq!(run(&mut e, &mut s, &[b"get", b"k"]), b"$-1\r\n");
+    let mut h = e.open_session();
+    let r = run(
+        &mut e,
+        &mut h,
+        &[b"hello", b"3", b"auth", b"default", b"pw"],
+    );
+    assert!(r.starts_with(b"%7\r\n"), "{}", r.escape_ascii());
+}

@@ -1,0 +1,219 @@
+//! Phase 4 of the differential test: scripts over several connections at once (CONFIG SET /
+//! GET / RESETSTAT, FUNCTION FLUSH, AUTH and requirepass, OBJECT ENCODING under changed
+//! thresholds, CLIENT, publish/subscribe, blocking commands), each step's replies on every
+//! connection compared byte for byte. After each step every connection gets a `PING <sync>`
+//! and is read up to its reply, so what one connection's command sends to another (messages,
+//! unblocked pops) is compared too.
+
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+
+use apps::kv::resp::encode_request;
+use apps::kv::{Connection, Engine, EngineConfig};
+
+use super::{limits, nicemu, show, split_replies, Redis, SYNC};
+
+/// One step: the connection, the command; `None` as the command skips the comparison of
+/// that step's own replies (a reply that differs by design, e.g. a client id).
+pub(super) type Step<'a> = (usize, &'a [&'a str]);
+
+/// Runs `script` on `conns` connections of `redis` and of a fresh engine; `ignore` lists the
+/// commands whose replies are not compared (client ids, addresses).
+pub(super) fn run_script(
+    redis: &Redis,
+    name: &str,
+    conns: usize,
+    script: &[Step],
+    ignore: &[&str],
+) {
+    let mut engine = Engine::new(EngineConfig::default());
+    // A connection opens at its first step (so it sees the settings of that moment).
+    let mut rs: Vec<Option<UnixStream>> = (0..conns).map(|_| None).collect();
+    let mut cs: Vec<Option<Connection>> = (0..conns).map(|_| None).collect();
+    for (i, (k, cmd)) in script.iter().enumerate() {
+        if rs[*k].is_none() {
+            rs[*k] = Some(redis.connect());
+            cs[*k] = Some(Connection::new(&mut engine, limits()));
+        }
+        let bytes = encode_request(cmd);
+        let skip = ignore.iter().any(|x| cmd[0].eq_ignore_ascii_case(x));
+        for j in 0..conns {
+            let (Some(r), Some(c)) = (rs[j].as_mut(), cs[j].as_mut()) else {
+                continue;
+            };
+            let mut req = if j == *k { bytes.clone() } else { Vec::new() };
+            let sync = format!("{SYNC}{name}-{i}-{j}");
+            req.extend_from_slice(&encode_request(&[b"PING".as_slice(), sync.as_bytes()]));
+            let mut tail = Vec::new();
+            apps::kv::resp::bulk(&mut tail, sync.as_bytes());
+            r.write_all(&req).expect("write to redis");
+            let expect = if j == *k { 2 } else { 1 };
+            let theirs = read_sync(r, &tail, expect);
+            let (ours, _) = nicemu(&mut engine, c, &req);
+            if skip && j == *k {
+                continue;
+            }
+            assert_eq!(
+                show(&ours),
+                show(&theirs),
+                "{name} step {i} {cmd:?}, connection {j}"
+            );
+            assert_eq!(ours, theirs, "{name} step {i} {cmd:?}, connection {j}");
+        }
+    }
+    for c in cs.into_iter().flatten() {
+        c.close(&mut engine);
+    }
+}
+
+/// Reads until the sync PING's reply `tail`, or, on a connection that is not authenticated
+/// (where the PING is refused and nothing else can arrive), `expect` replies.
+fn read_sync(s: &mut UnixStream, tail: &[u8], expect: usize) -> Vec<u8> {
+    let mut got = Vec::new();
+    let mut buf = vec![0u8; 65536];
+    loop {
+        if got.ends_with(tail) {
+            return got;
+        }
+        if got.ends_with(b"-NOAUTH Authentication required.\r\n")
+            && split_replies(&got).len() >= expect
+        {
+            return got;
+        }
+        let n = s.read(&mut buf).expect("read from redis");
+        assert!(n > 0, "redis closed; got {}", show(&got));
+        got.extend_from_slice(&buf[..n]);
+    }
+}
+
+/// CONFIG, FUNCTION FLUSH, AUTH, OBJECT ENCODING thresholds.
+pub(super) fn phase(redis: &Redis) {
+    let config: &[Step] = &[
+        (0, &["CONFIG", "SET", "maxmemory", "abc"]),
+        (0, &["CONFIG", "SET", "foo", "1"]),
+        (0, &["CONFIG", "SET", "maxmemory"]),
+        (0, &["CONFIG", "SET", "maxmemory", "1", "foo"]),
+        (0, &["CONFIG", "SET", "maxmemory", "10", "maxmemory", "20"]),
+        (0, &["CONFIG", "SET", "maxmemory", "1mb"]),
+        (0, &["CONFIG", "GET", "maxmemory"]),
+        (0, &["CONFIG", "SET", "maxmemory", "1k"]),
+        (0, &["CONFIG", "GET", "MAXMEMORY"]),
+        (0, &["CONFIG", "SET", "maxmemory", "-1"]),
+        (0, &["CONFIG", "SET", "maxmemory", "0"]),
+        (0, &["CONFIG", "SET", "timeout", "-1"]),
+        (0, &["CONFIG", "SET", "timeout", "abc"]),
+        (0, &["CONFIG", "SET", "timeout", "0"]),
+        (0, &["CONFIG", "SET", "appendonly", "maybe"]),
+        (0, &["CONFIG", "SET", "maxclients", "0"]),
+        (0, &["CONFIG", "GET", "maxclients"]),
+        (0, &["CONFIG", "SET", "databases", "3"]),
+        (0, &["CONFIG", "SET", "maxmemory-policy", "foo"]),
+        (0, &["CONFIG", "SET", "proto-max-bulk-len", "100"]),
+        (0, &["CONFIG", "GET", "proto-max-bulk-len"]),
+        (0, &["CONFIG", "SET", "save", "abc"]),
+        (0, &["CONFIG", "SET", "save", "900 1"]),
+        (0, &["CONFIG", "GET", "save"]),
+        (0, &["CONFIG", "SET", "save", ""]),
+        (0, &["CONFIG", "SET", "notify-keyspace-events", "KEA"]),
+        (0, &["CONFIG", "GET", "notify-keyspace-events"]),
+        (
+            0,
+            &["CONFIG", "SET", "notify-keyspace-events", "$lshzxeKEgtmdn"],
+        ),
+        (0, &["CONFIG", "GET", "notify-keyspace-events"]),
+        (0, &["CONFIG", "SET", "notify-keyspace-events", "Z"]),
+        (0, &["CONFIG", "SET", "notify-keyspace-events", ""]),
+        (0, &["CONFIG", "SET", "hz", "1000"]),
+        (0, &["CONFIG", "GET", "hz"]),
+        (0, &["CONFIG", "SET", "hz", "10"]),
+        (0, &["CONFIG", "SET", "rdb-key-save-delay", "-5"]),
+        (0, &["CONFIG", "SET", "rdb-key-save-delay", "0"]),
+        (0, &["CONFIG", "SET", "list-max-ziplist-size", "-10"]),
+        (0, &["CONFIG", "GET", "list-max-ziplist-size"]),
+        (0, &["CONFIG", "SET", "list-max-ziplist-size", "-2"]),
+        (
+            0,
+            &["CONFIG", "SET", "client-output-buffer-limit", "foo 1 1 1"],
+        ),
+        (
+            0,
+            &["CONFIG", "SET", "client-output-buffer-limit", "pubsub 1 1"],
+        ),
+        (
+            0,
+            &[
+                "CONFIG",
+                "SET",
+                "client-output-buffer-limit",
+                "pubsub 1mb 0 0",
+            ],
+        ),
+        (0, &["CONFIG", "GET", "client-output-buffer-limit"]),
+        (
+            0,
+            &[
+                "CONFIG",
+                "SET",
+                "client-output-buffer-limit",
+                "pubsub 32mb 8mb 60",
+            ],
+        ),
+        (0, &["CONFIG", "GET", "hash-max-ziplist-entries"]),
+        (0, &["CONFIG", "SET", "hash-max-ziplist-entries", "abc"]),
+        (0, &["CONFIG", "SET", "hash-max-listpack-value", "-5"]),
+        (0, &["CONFIG", "SET", "zset-max-ziplist-entries", "1"]),
+        (0, &["CONFIG", "SET", "hash-max-ziplist-entries", "2"]),
+        (0, &["CONFIG", "SET", "set-max-intset-entries", "2"]),
+        (0, &["ZADD", "cz", "1", "a"]),
+        (0, &["OBJECT", "ENCODING", "cz"]),
+        (0, &["ZADD", "cz", "2", "b"]),
+        (0, &["OBJECT", "ENCODING", "cz"]),
+        (0, &["HSET", "ch", "a", "1", "b", "2"]),
+        (0, &["OBJECT", "ENCODING", "ch"]),
+        (0, &["HSET", "ch", "c", "3"]),
+        (0, &["OBJECT", "ENCODING", "ch"]),
+        (0, &["SADD", "cs", "1", "2", "3"]),
+        (0, &["OBJECT", "ENCODING", "cs"]),
+        (0, &["CONFIG", "SET", "zset-max-ziplist-entries", "128"]),
+        (0, &["CONFIG", "SET", "hash-max-ziplist-entries", "128"]),
+        (0, &["CONFIG", "SET", "set-max-intset-entries", "512"]),
+        (0, &["CONFIG", "RESETSTAT", "x"]),
+        (0, &["CONFIG", "RESETSTAT"]),
+        (0, &["FUNCTION", "FLUSH"]),
+        (0, &["FUNCTION", "FLUSH", "async"]),
+        (0, &["FUNCTION", "FLUSH", "x"]),
+        (0, &["FLUSHALL"]),
+    ];
+    run_script(redis, "config", 1, config, &[]);
+
+    let auth: &[Step] = &[
+        (0, &["AUTH", "foo"]),
+        (0, &["AUTH", "a", "b", "c"]),
+        (0, &["AUTH", "default", "x"]),
+        (0, &["AUTH", "x", "y"]),
+        (0, &["CONFIG", "SET", "requirepass", "foo"]),
+        // Connection 0 authenticated before the password was set: it stays so.
+        (0, &["SET", "k", "v"]),
+        (1, &["PING"]),
+        (1, &["GET", "k"]),
+        (1, &["HELLO", "3"]),
+        (1, &["HELLO", "2", "AUTH", "default", "bar"]),
+        (1, &["HELLO", "2", "AUTH", "bob", "foo"]),
+        (1, &["AUTH", "bar"]),
+        (1, &["AUTH", "x", "y"]),
+        (1, &["AUTH", "a", "b", "c"]),
+        (1, &["MULTI"]),
+        (1, &["GET", "x"]),
+        (1, &["DISCARD"]),
+        (1, &["AUTH", "foo"]),
+        (1, &["GET", "k"]),
+        (1, &["AUTH", "bar"]),
+        (1, &["GET", "k"]),
+        (1, &["AUTH", "default", "foo"]),
+        (1, &["CONFIG", "SET", "requirepass", ""]),
+        (1, &["AUTH", "foo"]),
+        (1, &["AUTH", "default", "anything"]),
+        (1, &["FLUSHALL"]),
+    ];
+    run_script(redis, "auth", 2, auth, &[]);
+}
