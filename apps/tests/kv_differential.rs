@@ -533,6 +533,11 @@ fn inline(args: &[Vec<u8>]) -> Vec<u8> {
 /// The nicemu side: feeds `bytes` in 16 KB reads (as redis-server reads) and collects replies.
 fn nicemu(engine: &mut Engine, conn: &mut Connection, bytes: &[u8]) -> (Vec<u8>, bool) {
     let mut out = Vec::new();
+    if bytes.is_empty() {
+        // Nothing to send: what other clients left for this one is still delivered.
+        let closed = conn.input(engine, b"", unix_ms(), &mut out) == RunState::Close;
+        return (out, closed);
+    }
     for chunk in bytes.chunks(16 * 1024) {
         if conn.input(engine, chunk, unix_ms(), &mut out) == RunState::Close {
             return (out, true);

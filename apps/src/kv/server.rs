@@ -116,6 +116,8 @@ pub struct KvServer {
     events: Vec<EpollEvent>,
     buf: Vec<u8>,
     clients: HashMap<Fd, Client>,
+    /// Client id → descriptor, to deliver what the engine left in outboxes.
+    ids: HashMap<u64, Fd>,
     engine: Engine,
     last_expire: i64,
     /// Counters.
@@ -154,6 +156,7 @@ impl KvServer {
             events: vec![EpollEvent::default(); 512],
             buf: vec![0; cfg.read_chunk.max(1)],
             clients: HashMap::new(),
+            ids: HashMap::new(),
             engine: Engine::new(ecfg),
             last_expire: i64::MIN,
             stats: KvStats::default(),
@@ -222,12 +225,36 @@ impl KvServer {
                 continue;
             }
             self.serve(ctx, fd, ev.events & (EPOLLIN | EPOLLHUP) != 0, now_ms);
+            self.deliver(ctx, now_ms);
         }
+        self.deliver(ctx, now_ms);
         n
     }
 
+    /// Serves the clients the engine left something for (published messages, replies of
+    /// unblocked commands) or marked to be closed (CLIENT KILL, output limits), until none
+    /// is left (serving one may publish to others).
+    fn deliver<L: HostLink>(&mut self, ctx: &mut Context<L>, now_ms: i64) {
+        for _ in 0..64 {
+            let dirty = self.engine.take_dirty();
+            if dirty.is_empty() {
+                return;
+            }
+            for id in dirty {
+                let Some(&fd) = self.ids.get(&id) else {
+                    continue;
+                };
+                if self.engine.killed(id) {
+                    self.close(ctx, fd);
+                } else {
+                    self.serve(ctx, fd, false, now_ms);
+                }
+            }
+        }
+    }
+
     fn accept<L: HostLink>(&mut self, ctx: &mut Context<L>, now_ms: i64) {
-        while let Ok((fd, _)) = ctx.accept(self.listener) {
+        while let Ok((fd, peer)) = ctx.accept(self.listener) {
             self.stats.accepted += 1;
             if self.clients.len() >= self.engine.config().maxclients {
                 // Redis's acceptCommonHandler: one error line, best effort, then close.
@@ -254,6 +281,14 @@ impl KvServer {
                 continue;
             }
             let conn = Connection::new(&mut self.engine, self.cfg.limits);
+            let id = conn.session().id;
+            let local = ctx
+                .getsockname(fd)
+                .map(|a| a.to_string())
+                .unwrap_or_default();
+            self.engine
+                .set_peer_addr(id, peer.to_string(), local, fd as i64, now_ms);
+            self.ids.insert(id, fd);
             self.clients.insert(
                 fd,
                 Client {
@@ -369,7 +404,9 @@ impl KvServer {
         let idle: Vec<Fd> = self
             .clients
             .iter()
-            .filter(|(_, c)| now_ms - c.last_ms > t as i64 * 1000 && c.conn.may_time_out())
+            .filter(|(_, c)| {
+                now_ms - c.last_ms > t as i64 * 1000 && c.conn.may_time_out(&self.engine)
+            })
             .map(|(&fd, _)| fd)
             .collect();
         for fd in idle {
@@ -381,6 +418,7 @@ impl KvServer {
         let _ = ctx.epoll_ctl(self.ep, EpollOp::Del, fd, EpollEvent::default());
         let _ = ctx.close(fd);
         if let Some(c) = self.clients.remove(&fd) {
+            self.ids.remove(&c.conn.session().id);
             c.conn.close(&mut self.engine);
             self.stats.closed += 1;
         }

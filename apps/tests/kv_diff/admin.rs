@@ -7,6 +7,7 @@
 
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
+use std::time::Duration;
 
 use apps::kv::resp::encode_request;
 use apps::kv::{Connection, Engine, EngineConfig};
@@ -30,7 +31,21 @@ pub(super) fn run_script(
     // A connection opens at its first step (so it sees the settings of that moment).
     let mut rs: Vec<Option<UnixStream>> = (0..conns).map(|_| None).collect();
     let mut cs: Vec<Option<Connection>> = (0..conns).map(|_| None).collect();
+    // Connections under CLIENT REPLY OFF: no sync PING (it would not be answered); what
+    // arrives within a short wait is compared.
+    let mut off = vec![false; conns];
     for (i, (k, cmd)) in script.iter().enumerate() {
+        let reply_mode = |m: &str| {
+            cmd.len() == 3
+                && cmd[0].eq_ignore_ascii_case("client")
+                && cmd[1].eq_ignore_ascii_case("reply")
+                && cmd[2].eq_ignore_ascii_case(m)
+        };
+        if reply_mode("off") {
+            off[*k] = true;
+        } else if reply_mode("on") {
+            off[*k] = false;
+        }
         if rs[*k].is_none() {
             rs[*k] = Some(redis.connect());
             cs[*k] = Some(Connection::new(&mut engine, limits()));
@@ -42,13 +57,22 @@ pub(super) fn run_script(
                 continue;
             };
             let mut req = if j == *k { bytes.clone() } else { Vec::new() };
-            let sync = format!("{SYNC}{name}-{i}-{j}");
-            req.extend_from_slice(&encode_request(&[b"PING".as_slice(), sync.as_bytes()]));
-            let mut tail = Vec::new();
-            apps::kv::resp::bulk(&mut tail, sync.as_bytes());
-            r.write_all(&req).expect("write to redis");
-            let expect = if j == *k { 2 } else { 1 };
-            let theirs = read_sync(r, &tail, expect);
+            let theirs = if off[j] {
+                r.write_all(&req).expect("write to redis");
+                read_for(r, Duration::from_millis(200))
+            } else {
+                if j == *k && reply_mode("skip") {
+                    // The PING after SKIP is the command whose reply is skipped.
+                    req.extend_from_slice(&encode_request(&[b"PING".as_slice()]));
+                }
+                let sync = format!("{SYNC}{name}-{i}-{j}");
+                req.extend_from_slice(&encode_request(&[b"PING".as_slice(), sync.as_bytes()]));
+                let mut tail = Vec::new();
+                apps::kv::resp::bulk(&mut tail, sync.as_bytes());
+                r.write_all(&req).expect("write to redis");
+                let expect = if j == *k { 2 } else { 1 };
+                read_sync(r, &tail, expect, &format!("{name} step {i} {cmd:?}"))
+            };
             let (ours, _) = nicemu(&mut engine, c, &req);
             if skip && j == *k {
                 continue;
@@ -66,9 +90,25 @@ pub(super) fn run_script(
     }
 }
 
+/// What arrives on `s` within `wait`.
+fn read_for(s: &mut UnixStream, wait: Duration) -> Vec<u8> {
+    std::thread::sleep(wait);
+    s.set_nonblocking(true).unwrap();
+    let mut got = Vec::new();
+    let mut buf = vec![0u8; 65536];
+    while let Ok(n) = s.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        got.extend_from_slice(&buf[..n]);
+    }
+    s.set_nonblocking(false).unwrap();
+    got
+}
+
 /// Reads until the sync PING's reply `tail`, or, on a connection that is not authenticated
 /// (where the PING is refused and nothing else can arrive), `expect` replies.
-fn read_sync(s: &mut UnixStream, tail: &[u8], expect: usize) -> Vec<u8> {
+fn read_sync(s: &mut UnixStream, tail: &[u8], expect: usize, what: &str) -> Vec<u8> {
     let mut got = Vec::new();
     let mut buf = vec![0u8; 65536];
     loop {
@@ -80,7 +120,9 @@ fn read_sync(s: &mut UnixStream, tail: &[u8], expect: usize) -> Vec<u8> {
         {
             return got;
         }
-        let n = s.read(&mut buf).expect("read from redis");
+        let n = s
+            .read(&mut buf)
+            .unwrap_or_else(|e| panic!("{what}: read from redis: {e}; got {}", show(&got)));
         assert!(n > 0, "redis closed; got {}", show(&got));
         got.extend_from_slice(&buf[..n]);
     }
@@ -216,4 +258,68 @@ pub(super) fn phase(redis: &Redis) {
         (1, &["FLUSHALL"]),
     ];
     run_script(redis, "auth", 2, auth, &[]);
+
+    let pubsub: &[Step] = &[
+        (0, &["SUBSCRIBE", "a", "b", "a"]),
+        (1, &["PUBLISH", "a", "hello"]),
+        (1, &["PUBLISH", "c", "nobody"]),
+        (0, &["GET", "x"]),
+        (0, &["PING"]),
+        (0, &["PING", "z"]),
+        (0, &["MULTI"]),
+        (0, &["PSUBSCRIBE", "a*", "b?"]),
+        (1, &["PUBLISH", "a", "twice"]),
+        (1, &["PUBSUB", "NUMSUB", "a", "b", "zz"]),
+        (1, &["PUBSUB", "NUMPAT"]),
+        (1, &["PUBSUB", "NUMPAT", "x"]),
+        (1, &["PUBSUB", "CHANNELS", "a*"]),
+        (1, &["PUBSUB", "CHANNELS", "a", "b"]),
+        (1, &["PUBSUB"]),
+        (1, &["PUBLISH", "a"]),
+        (1, &["SUBSCRIBE"]),
+        (2, &["HELLO", "3"]),
+        (2, &["SUBSCRIBE", "a"]),
+        (2, &["GET", "x"]),
+        (2, &["PING"]),
+        (2, &["PUBLISH", "a", "self"]),
+        (2, &["PSUBSCRIBE", "*"]),
+        (1, &["PUBLISH", "b", "bin\x00ary"]),
+        (2, &["UNSUBSCRIBE"]),
+        (2, &["PUNSUBSCRIBE"]),
+        (2, &["UNSUBSCRIBE"]),
+        (0, &["UNSUBSCRIBE", "b", "nosuch"]),
+        (0, &["PUNSUBSCRIBE", "b?"]),
+        (1, &["PUBLISH", "a", "again"]),
+        (0, &["UNSUBSCRIBE", "a"]),
+        (0, &["PUNSUBSCRIBE"]),
+        (0, &["GET", "x"]),
+        (0, &["PING"]),
+        (0, &["UNSUBSCRIBE"]),
+        (0, &["PUNSUBSCRIBE", "x", "y"]),
+        (1, &["CLIENT", "REPLY", "x"]),
+        // As Redis's test: a RESP3 client (a RESP2 subscriber could not turn replies on).
+        (2, &["CLIENT", "REPLY", "OFF"]),
+        (2, &["PING"]),
+        (2, &["SUBSCRIBE", "r"]),
+        (0, &["PUBLISH", "r", "off"]),
+        (2, &["CLIENT", "REPLY", "ON"]),
+        (2, &["UNSUBSCRIBE"]),
+        (1, &["CLIENT", "REPLY", "SKIP"]),
+        (1, &["PING", "skipped"]),
+        (1, &["PING", "shown"]),
+        (1, &["CLIENT", "NO-EVICT", "on"]),
+        (1, &["CLIENT", "NO-EVICT", "x"]),
+        (1, &["CLIENT", "KILL", "1.2.3.4:5"]),
+        (1, &["CLIENT", "KILL", "ID", "9999"]),
+        (1, &["CLIENT", "KILL", "ADDR", "1.2.3.4:5"]),
+        (1, &["CLIENT", "KILL", "foo", "bar"]),
+        (1, &["CLIENT", "KILL", "ID", "x"]),
+        (1, &["CLIENT", "KILL", "SKIPME", "maybe"]),
+        (1, &["CLIENT", "KILL", "TYPE", "foo"]),
+        (1, &["CLIENT", "LIST", "TYPE", "foo"]),
+        (1, &["CLIENT", "LIST", "ID", "x"]),
+        (1, &["CLIENT", "LIST", "x"]),
+        (1, &["CLIENT", "LIST", "ID", "99999"]),
+    ];
+    run_script(redis, "pubsub", 3, pubsub, &["HELLO"]);
 }

@@ -366,8 +366,8 @@ fn check(i: usize, v: &[u8], old: &str) -> Result<String, String> {
         Kind::Str => Ok(text()),
         Kind::Save => {
             let words: Vec<&[u8]> = v.split(|&b| b == b' ').filter(|w| !w.is_empty()).collect();
-            let good =
-                words.len().is_multiple_of(2) && words.iter().all(|w| string2ll(w).is_some_and(|n| n >= 0));
+            let good = words.len().is_multiple_of(2)
+                && words.iter().all(|w| string2ll(w).is_some_and(|n| n >= 0));
             if !good {
                 return Err("Invalid save parameters".into());
             }

@@ -7,13 +7,18 @@ use super::*;
 
 pub(super) fn ping(
     _: &mut Engine,
-    _: &mut Session,
+    s: &mut Session,
     a: &[Vec<u8>],
     _: i64,
     out: &mut Vec<u8>,
 ) -> Flow {
     if a.len() > 2 {
         arity_error(out, "ping");
+    } else if s.proto == 2 && s.subscriptions() > 0 {
+        // Redis 7.0's pingCommand for a RESP2 subscriber: `*2 pong <arg or "">`.
+        resp::array_len(out, 2);
+        resp::bulk(out, b"pong");
+        resp::bulk(out, a.get(1).map(|x| &x[..]).unwrap_or(b""));
     } else if a.len() == 1 {
         out.extend_from_slice(b"+PONG\r\n");
     } else {

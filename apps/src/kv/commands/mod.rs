@@ -12,6 +12,7 @@
 
 mod access;
 mod admin;
+mod client;
 mod config;
 mod connection;
 mod float;
@@ -21,6 +22,7 @@ mod keyspace;
 mod list;
 mod list_edit;
 mod multi;
+mod pubsub;
 mod resp3;
 mod set;
 mod string;
@@ -30,10 +32,13 @@ mod zset;
 mod zset_range;
 
 use std::borrow::Cow;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+
+pub use pubsub::Peer;
 
 use access::*;
 use admin::*;
+use client::*;
 use config::*;
 use connection::*;
 use float::*;
@@ -43,6 +48,7 @@ use keyspace::*;
 use list::*;
 use list_edit::*;
 use multi::*;
+use pubsub::*;
 use resp3::*;
 use set::*;
 use string::*;
@@ -163,6 +169,22 @@ pub struct Session {
     multi: Option<Multi>,
     /// Watched keys: (database, key, version when watched).
     watched: Vec<(usize, Vec<u8>, u64)>,
+    /// Channels subscribed, in subscription order.
+    channels: Vec<Vec<u8>>,
+    /// Patterns subscribed, in subscription order.
+    patterns: Vec<Vec<u8>>,
+    /// CLIENT REPLY: on, off, or skip the next command's reply.
+    reply: ReplyMode,
+}
+
+/// CLIENT REPLY's modes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ReplyMode {
+    On,
+    Off,
+    Skip,
+    /// SKIP was the last command: the next reply is dropped.
+    SkipNext,
 }
 
 impl Session {
@@ -176,7 +198,15 @@ impl Session {
             authenticated: true,
             multi: None,
             watched: Vec::new(),
+            channels: Vec::new(),
+            patterns: Vec::new(),
+            reply: ReplyMode::On,
         }
+    }
+
+    /// Whether the client has subscriptions (channels or patterns).
+    pub fn subscribed(&self) -> bool {
+        self.subscriptions() > 0
     }
 
     /// Whether a transaction is open (MULTI was called).
@@ -201,6 +231,8 @@ pub struct EngineStats {
     pub connected: u64,
     /// Connections ended by a protocol error or the query buffer limit.
     pub protocol_errors: u64,
+    /// Subscribers disconnected past `client-output-buffer-limit pubsub`.
+    pub output_limit_disconnects: u64,
 }
 
 /// The command of `table` named `name` (any case): a hash lookup in the top-level table
@@ -255,6 +287,12 @@ pub struct Engine {
     start_ms: i64,
     /// CONFIG's parameters.
     params: Params,
+    /// What the engine keeps of each open connection (outbox, CLIENT LIST's fields).
+    peers: HashMap<u64, Peer>,
+    /// Subscriptions.
+    pubsub: PubSub,
+    /// Clients with pushes waiting or to be closed (see [`Engine::take_dirty`]).
+    dirty: Vec<u64>,
     /// Counters.
     pub stats: EngineStats,
 }
@@ -266,6 +304,9 @@ impl Engine {
         let params = Params::new(&cfg);
         Engine {
             params,
+            peers: HashMap::new(),
+            pubsub: PubSub::default(),
+            dirty: Vec::new(),
             dbs: (0..cfg.databases).map(|_| Store::new()).collect(),
             cfg,
             db: Store::new(),
@@ -326,12 +367,25 @@ impl Engine {
         self.stats.connected += 1;
         let mut s = Session::new(id);
         s.authenticated = self.cfg.requirepass.is_none();
+        self.peers.insert(
+            id,
+            Peer {
+                proto: 2,
+                multi: -1,
+                fd: -1,
+                created_ms: self.start_ms,
+                last_ms: self.start_ms,
+                ..Peer::default()
+            },
+        );
         s
     }
 
     /// A session ends (its watches go).
     pub fn close_session(&mut self, mut s: Session) {
         self.unwatch_all(&mut s);
+        self.unsubscribe_all(&mut s);
+        self.peers.remove(&s.id);
         self.stats.connected = self.stats.connected.saturating_sub(1);
     }
 
@@ -363,6 +417,7 @@ impl Engine {
         let start = out.len();
         let flow = self.dispatch(sess, argv, now_ms, out);
         self.stats.commands += 1;
+        self.after_command(sess, argv, now_ms, out, start);
         if out.get(start) == Some(&b'-') {
             self.stats.errors += 1;
             let rest = &out[start + 1..];
@@ -423,6 +478,11 @@ impl Engine {
         Some((c, full))
     }
 
+    /// Whether client `id` waits in a blocking command.
+    pub fn blocked_on(&self, _id: u64) -> bool {
+        false
+    }
+
     fn over_maxmemory(&self) -> bool {
         self.cfg.maxmemory > 0 && self.used_memory() as u64 > self.cfg.maxmemory
     }
@@ -448,6 +508,10 @@ impl Engine {
             sess.flag_transaction();
             return Flow::Continue;
         };
+        if let Some(p) = self.peers.get_mut(&sess.id) {
+            p.cmd.clear();
+            p.cmd.push_str(&full);
+        }
         // Redis's processCommand: without authentication only AUTH, HELLO and QUIT run.
         if !sess.authenticated && !matches!(c.name, "auth" | "hello" | "quit") {
             resp::error(out, b"-NOAUTH Authentication required.");
@@ -456,6 +520,25 @@ impl Engine {
         }
         if c.flags & DENYOOM != 0 && !self.in_exec && self.over_maxmemory() {
             resp::error(out, OOM);
+            sess.flag_transaction();
+            return Flow::Continue;
+        }
+        // Redis 7.0: a RESP2 client with subscriptions only runs these.
+        if sess.proto == 2
+            && sess.subscriptions() > 0
+            && !matches!(
+                c.name,
+                "ping" | "subscribe" | "unsubscribe" | "psubscribe" | "punsubscribe" | "quit"
+            )
+        {
+            resp::error_fmt(
+                out,
+                format!(
+                    "Can't execute '{full}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / \
+                     QUIT / RESET are allowed in this context"
+                )
+                .as_bytes(),
+            );
             sess.flag_transaction();
             return Flow::Continue;
         }
@@ -480,7 +563,11 @@ impl Engine {
             Run::Subs => Flow::Continue,
         };
         // EXEC's elements were converted as they ran; its own null is converted here.
-        if sess.proto == 3 && (full != "exec" || out[start..] == *b"*-1\r\n") {
+        let pushes = matches!(
+            c.name,
+            "subscribe" | "unsubscribe" | "psubscribe" | "punsubscribe"
+        );
+        if sess.proto == 3 && !pushes && (full != "exec" || out[start..] == *b"*-1\r\n") {
             to_resp3(&full, argv, out, start);
         }
         flow

@@ -98,8 +98,13 @@ const WDF: u8 = WRITE | DENYOOM | FAST;
 const R: u8 = READONLY;
 const RF: u8 = READONLY | FAST;
 
-static CLIENT_SUBS: [Cmd; 4] = [
+static CLIENT_SUBS: [Cmd; 9] = [
     cmd("id", 2, FAST, NOKEYS, client_id),
+    cmd("list", -2, 0, NOKEYS, client_list),
+    cmd("info", 2, 0, NOKEYS, client_info),
+    cmd("kill", -3, 0, NOKEYS, client_kill),
+    cmd("no-evict", 3, 0, NOKEYS, client_no_evict),
+    cmd("reply", 3, 0, NOKEYS, client_reply),
     cmd("getname", 2, FAST, NOKEYS, client_getname),
     cmd("setname", 3, FAST, NOKEYS, client_setname),
     cmd("setinfo", 4, FAST, NOKEYS, client_setinfo),
@@ -108,6 +113,11 @@ static CONFIG_SUBS: [Cmd; 3] = [
     cmd("get", -3, 0, NOKEYS, config_get),
     cmd("set", -4, 0, NOKEYS, config_set),
     cmd("resetstat", 2, 0, NOKEYS, config_resetstat),
+];
+static PUBSUB_SUBS: [Cmd; 3] = [
+    cmd("channels", -2, 0, NOKEYS, pubsub_channels),
+    cmd("numsub", -2, 0, NOKEYS, pubsub_numsub),
+    cmd("numpat", 2, 0, NOKEYS, pubsub_numpat),
 ];
 static FUNCTION_SUBS: [Cmd; 1] = [cmd("flush", -2, W, NOKEYS, function_flush)];
 static COMMAND_SUBS: [Cmd; 4] = [
@@ -161,6 +171,13 @@ pub(super) static COMMANDS: &[Cmd] = &[
     plain("swapdb", 3, WF, NOKEYS, swapdb),
     cmd("info", -1, 0, NOKEYS, info),
     cmd("time", 1, FAST, NOKEYS, time),
+    // Publish/subscribe.
+    cmd("subscribe", -2, 0, NOKEYS, subscribe),
+    cmd("unsubscribe", -1, 0, NOKEYS, unsubscribe),
+    cmd("psubscribe", -2, 0, NOKEYS, psubscribe),
+    cmd("punsubscribe", -1, 0, NOKEYS, punsubscribe),
+    cmd("publish", 3, FAST, NOKEYS, publish),
+    parent("pubsub", -2, &PUBSUB_SUBS),
     // Transactions.
     cmd("multi", 1, FAST, NOKEYS, multi),
     cmd("exec", 1, 0, NOKEYS, exec),

@@ -115,3 +115,70 @@ fn kv_requirepass_and_auth() {
     );
     assert!(r.starts_with(b"%7\r\n"), "{}", r.escape_ascii());
 }
+
+#[test]
+fn kv_pubsub_outbox_is_bounded() {
+    let mut e = Engine::new(EngineConfig::default());
+    let mut sub = e.open_session();
+    let mut publ = e.open_session();
+    run(&mut e, &mut sub, &[b"subscribe", b"ch"]);
+    run(
+        &mut e,
+        &mut publ,
+        &[
+            b"config",
+            b"set",
+            b"client-output-buffer-limit",
+            b"pubsub 1000 0 0",
+        ],
+    );
+    assert_eq!(
+        run(&mut e, &mut publ, &[b"publish", b"ch", b"x"]),
+        b":1\r\n"
+    );
+    assert_eq!(e.take_dirty(), vec![sub.id]);
+    let mut got = Vec::new();
+    e.drain_outbox(sub.id, &mut got);
+    assert_eq!(got, b"*3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$1\r\nx\r\n");
+    // The subscriber does not read: past the hard limit it is cut off.
+    for _ in 0..40 {
+        run(&mut e, &mut publ, &[b"publish", b"ch", &[b'y'; 30]]);
+    }
+    assert!(e.killed(sub.id));
+    assert_eq!(e.stats.output_limit_disconnects, 1);
+    let mut got = Vec::new();
+    e.drain_outbox(sub.id, &mut got);
+    assert!(got.is_empty());
+    e.close_session(sub);
+    assert_eq!(
+        run(&mut e, &mut publ, &[b"publish", b"ch", b"x"]),
+        b":0\r\n"
+    );
+}
+
+#[test]
+fn kv_client_kill_marks_the_client() {
+    let mut e = Engine::new(EngineConfig::default());
+    let mut a = e.open_session();
+    let b = e.open_session();
+    e.set_peer_addr(b.id, "192.0.2.2:4000".into(), "192.0.2.1:6379".into(), 9, 0);
+    assert_eq!(
+        run(
+            &mut e,
+            &mut a,
+            &[b"client", b"kill", b"addr", b"192.0.2.2:4000"]
+        ),
+        b":1\r\n"
+    );
+    assert!(e.killed(b.id) && !e.killed(a.id));
+    let list = run(
+        &mut e,
+        &mut a,
+        &[b"client", b"list", b"id", b.id.to_string().as_bytes()],
+    );
+    assert!(
+        String::from_utf8_lossy(&list).contains("addr=192.0.2.2:4000 laddr=192.0.2.1:6379 fd=9"),
+        "{}",
+        list.escape_ascii()
+    );
+}
