@@ -133,6 +133,10 @@ impl Connection {
             if out.len() >= max_out {
                 return RunState::OutputFull;
             }
+            // A client in a blocking command runs nothing more until it is served.
+            if engine.blocked_on(id) {
+                return RunState::NeedInput;
+            }
             match self.parser.next_request() {
                 Ok(Some(argv)) => {
                     let flow = engine.execute(&mut self.session, &argv, now_ms, out);

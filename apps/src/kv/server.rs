@@ -205,6 +205,7 @@ impl KvServer {
             self.engine.active_expire(now_ms);
             self.close_idle(ctx, now_ms);
         }
+        self.engine.expire_blocked(now_ms);
         let n = match ctx.epoll_wait(self.ep, &mut self.events, 0) {
             Ok(n) => n,
             Err(_) => return 0,

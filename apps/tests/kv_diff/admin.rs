@@ -34,6 +34,10 @@ pub(super) fn run_script(
     // Connections under CLIENT REPLY OFF: no sync PING (it would not be answered); what
     // arrives within a short wait is compared.
     let mut off = vec![false; conns];
+    // Connections waiting in a blocking command: read without a sync PING until their
+    // reply comes.
+    let mut waiting = vec![false; conns];
+    let mut in_multi = vec![false; conns];
     for (i, (k, cmd)) in script.iter().enumerate() {
         let reply_mode = |m: &str| {
             cmd.len() == 3
@@ -41,6 +45,23 @@ pub(super) fn run_script(
                 && cmd[1].eq_ignore_ascii_case("reply")
                 && cmd[2].eq_ignore_ascii_case(m)
         };
+        let blocks = !in_multi[*k]
+            && [
+                "blpop",
+                "brpop",
+                "blmove",
+                "brpoplpush",
+                "bzpopmin",
+                "bzpopmax",
+            ]
+            .iter()
+            .any(|b| cmd[0].eq_ignore_ascii_case(b))
+            && cmd.last() == Some(&"0");
+        if cmd[0].eq_ignore_ascii_case("multi") {
+            in_multi[*k] = true;
+        } else if cmd[0].eq_ignore_ascii_case("exec") || cmd[0].eq_ignore_ascii_case("discard") {
+            in_multi[*k] = false;
+        }
         if reply_mode("off") {
             off[*k] = true;
         } else if reply_mode("on") {
@@ -57,7 +78,20 @@ pub(super) fn run_script(
                 continue;
             };
             let mut req = if j == *k { bytes.clone() } else { Vec::new() };
-            let theirs = if off[j] {
+            let theirs = if in_multi[j] {
+                // Inside MULTI a sync PING would be queued: read the one reply.
+                if j != *k {
+                    continue;
+                }
+                r.write_all(&req).expect("write to redis");
+                read_n(r, 1)
+            } else if (j == *k && blocks) || waiting[j] {
+                // The command may block (then nothing comes back yet) or be served at once.
+                r.write_all(&req).expect("write to redis");
+                let got = read_for(r, Duration::from_millis(100));
+                waiting[j] = got.is_empty();
+                got
+            } else if off[j] {
                 r.write_all(&req).expect("write to redis");
                 read_for(r, Duration::from_millis(200))
             } else {
@@ -88,6 +122,18 @@ pub(super) fn run_script(
     for c in cs.into_iter().flatten() {
         c.close(&mut engine);
     }
+}
+
+/// Reads `n` whole replies.
+fn read_n(s: &mut UnixStream, n: usize) -> Vec<u8> {
+    let mut got = Vec::new();
+    let mut buf = vec![0u8; 65536];
+    while apps::kv::resp::reply_len(&got).is_none() || split_replies(&got).len() < n {
+        let k = s.read(&mut buf).expect("read from redis");
+        assert!(k > 0, "redis closed; got {}", show(&got));
+        got.extend_from_slice(&buf[..k]);
+    }
+    got
 }
 
 /// What arrives on `s` within `wait`.
@@ -322,4 +368,52 @@ pub(super) fn phase(redis: &Redis) {
         (1, &["CLIENT", "LIST", "ID", "99999"]),
     ];
     run_script(redis, "pubsub", 3, pubsub, &["HELLO"]);
+
+    let blocking: &[Step] = &[
+        (0, &["BLPOP", "bl", "-1"]),
+        (0, &["BLPOP", "bl", "x"]),
+        (0, &["BLPOP", "bl", "100000000000000000"]),
+        (0, &["BLPOP", "bl", "inf"]),
+        (0, &["BLMOVE", "bl", "b2", "LEFT", "UP", "0"]),
+        (0, &["SET", "s", "x"]),
+        (0, &["BLPOP", "s", "0"]),
+        (0, &["BLPOP", "nokey", "s", "0"]),
+        (0, &["RPUSH", "l1", "a", "b"]),
+        (0, &["BLPOP", "nokey", "l1", "0"]),
+        (0, &["BRPOP", "nokey", "l1", "0"]),
+        (0, &["BZPOPMIN", "z", "s", "0"]),
+        (0, &["ZADD", "z", "1.5", "m", "2", "n", "inf", "o"]),
+        (0, &["BZPOPMAX", "z", "0"]),
+        (0, &["BZPOPMIN", "z", "0"]),
+        (0, &["MULTI"]),
+        (0, &["BLPOP", "empty", "0"]),
+        (0, &["BLMOVE", "empty", "x", "LEFT", "LEFT", "0"]),
+        (0, &["BZPOPMIN", "empty", "0"]),
+        (0, &["BRPOPLPUSH", "empty", "x", "0"]),
+        (0, &["EXEC"]),
+        // Two clients wait on the same key: the first one is served first.
+        (1, &["BLPOP", "q", "q2", "0"]),
+        (2, &["BRPOP", "q", "0"]),
+        (0, &["RPUSH", "q", "one"]),
+        (0, &["RPUSH", "q", "two", "three"]),
+        (0, &["LRANGE", "q", "0", "-1"]),
+        (1, &["BLMOVE", "src", "dst", "RIGHT", "LEFT", "0"]),
+        (2, &["BLPOP", "dst", "0"]),
+        // The move's push serves the second waiter.
+        (0, &["LPUSH", "src", "x"]),
+        (0, &["EXISTS", "src", "dst"]),
+        (1, &["BZPOPMIN", "zq", "0"]),
+        (0, &["ZADD", "zq", "3", "c"]),
+        (2, &["HELLO", "3"]),
+        (2, &["BZPOPMAX", "zq", "zq2", "0"]),
+        (0, &["ZADD", "zq2", "4.5", "d", "5", "e"]),
+        (1, &["BLPOP", "gone", "0"]),
+        (0, &["CLIENT", "UNBLOCK", "x"]),
+        (0, &["CLIENT", "UNBLOCK", "1", "foo"]),
+        (0, &["CLIENT", "UNBLOCK", "99999"]),
+        (0, &["RPUSH", "gone", "v"]),
+        (0, &["LLEN", "gone"]),
+        (0, &["FLUSHALL"]),
+    ];
+    run_script(redis, "blocking", 3, blocking, &["HELLO"]);
 }

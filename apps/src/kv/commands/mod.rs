@@ -12,6 +12,7 @@
 
 mod access;
 mod admin;
+mod blocking;
 mod client;
 mod config;
 mod connection;
@@ -38,6 +39,7 @@ pub use pubsub::Peer;
 
 use access::*;
 use admin::*;
+use blocking::*;
 use client::*;
 use config::*;
 use connection::*;
@@ -293,6 +295,8 @@ pub struct Engine {
     pubsub: PubSub,
     /// Clients with pushes waiting or to be closed (see [`Engine::take_dirty`]).
     dirty: Vec<u64>,
+    /// Clients waiting in blocking commands.
+    waits: Waits,
     /// Counters.
     pub stats: EngineStats,
 }
@@ -307,6 +311,7 @@ impl Engine {
             peers: HashMap::new(),
             pubsub: PubSub::default(),
             dirty: Vec::new(),
+            waits: Waits::default(),
             dbs: (0..cfg.databases).map(|_| Store::new()).collect(),
             cfg,
             db: Store::new(),
@@ -385,6 +390,7 @@ impl Engine {
     pub fn close_session(&mut self, mut s: Session) {
         self.unwatch_all(&mut s);
         self.unsubscribe_all(&mut s);
+        self.forget_blocked(s.id);
         self.peers.remove(&s.id);
         self.stats.connected = self.stats.connected.saturating_sub(1);
     }
@@ -418,6 +424,7 @@ impl Engine {
         let flow = self.dispatch(sess, argv, now_ms, out);
         self.stats.commands += 1;
         self.after_command(sess, argv, now_ms, out, start);
+        self.serve_blocked(now_ms);
         if out.get(start) == Some(&b'-') {
             self.stats.errors += 1;
             let rest = &out[start + 1..];
@@ -476,11 +483,6 @@ impl Engine {
             return None;
         }
         Some((c, full))
-    }
-
-    /// Whether client `id` waits in a blocking command.
-    pub fn blocked_on(&self, _id: u64) -> bool {
-        false
     }
 
     fn over_maxmemory(&self) -> bool {

@@ -98,7 +98,8 @@ const WDF: u8 = WRITE | DENYOOM | FAST;
 const R: u8 = READONLY;
 const RF: u8 = READONLY | FAST;
 
-static CLIENT_SUBS: [Cmd; 9] = [
+static CLIENT_SUBS: [Cmd; 10] = [
+    cmd("unblock", -3, 0, NOKEYS, client_unblock),
     cmd("id", 2, FAST, NOKEYS, client_id),
     cmd("list", -2, 0, NOKEYS, client_list),
     cmd("info", 2, 0, NOKEYS, client_info),
@@ -242,6 +243,12 @@ pub(super) static COMMANDS: &[Cmd] = &[
     key1("linsert", 5, WD, linsert),
     key1("lpos", -3, R, lpos),
     plain("lmove", 5, WD, TWOKEYS, lmove),
+    cmd("blpop", -3, W, (1, -2, 1), blocking),
+    cmd("brpop", -3, W, (1, -2, 1), blocking),
+    cmd("blmove", 6, WD, TWOKEYS, blocking),
+    cmd("brpoplpush", 4, WD, TWOKEYS, blocking),
+    cmd("bzpopmin", -3, WF, (1, -2, 1), blocking),
+    cmd("bzpopmax", -3, WF, (1, -2, 1), blocking),
     plain("rpoplpush", 3, WD, TWOKEYS, rpoplpush),
     // Hashes.
     key1("hset", -4, WDF, hset),

@@ -182,3 +182,52 @@ fn kv_client_kill_marks_the_client() {
         list.escape_ascii()
     );
 }
+
+#[test]
+fn kv_blocking_pop_waits_times_out_and_unblocks() {
+    let mut e = Engine::new(EngineConfig::default());
+    let mut a = e.open_session();
+    let mut b = e.open_session();
+    let t0 = 1_700_000_000_000;
+    let mut out = Vec::new();
+    let argv = |v: &[&[u8]]| v.iter().map(|x| x.to_vec()).collect::<Vec<_>>();
+    e.execute(&mut a, &argv(&[b"blpop", b"k", b"0.5"]), t0, &mut out);
+    assert!(out.is_empty() && e.blocked_on(a.id));
+    // Not yet due.
+    e.expire_blocked(t0 + 499);
+    assert!(e.blocked_on(a.id));
+    e.expire_blocked(t0 + 500);
+    assert!(!e.blocked_on(a.id));
+    e.drain_outbox(a.id, &mut out);
+    assert_eq!(out, b"*-1\r\n");
+    // Timeout 0 waits for ever; CLIENT UNBLOCK ... ERROR ends it with an error.
+    out.clear();
+    e.execute(&mut a, &argv(&[b"brpop", b"k", b"0"]), t0, &mut out);
+    e.expire_blocked(i64::MAX);
+    assert!(e.blocked_on(a.id));
+    let id = a.id.to_string();
+    assert_eq!(
+        run(
+            &mut e,
+            &mut b,
+            &[b"client", b"unblock", id.as_bytes(), b"error"]
+        ),
+        b":1\r\n"
+    );
+    e.drain_outbox(a.id, &mut out);
+    assert_eq!(out, b"-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n");
+    // A push serves the waiter before the pusher's next command sees the list.
+    out.clear();
+    e.execute(&mut a, &argv(&[b"blpop", b"k", b"0"]), t0, &mut out);
+    assert_eq!(run(&mut e, &mut b, &[b"rpush", b"k", b"v"]), b":1\r\n");
+    assert_eq!(run(&mut e, &mut b, &[b"llen", b"k"]), b":0\r\n");
+    e.drain_outbox(a.id, &mut out);
+    assert_eq!(out, b"*2\r\n$1\r\nk\r\n$1\r\nv\r\n");
+    // The end of the connection ends the wait.
+    e.execute(&mut a, &argv(&[b"blpop", b"k", b"0"]), t0, &mut out);
+    let id = a.id;
+    e.close_session(a);
+    assert!(!e.blocked_on(id));
+    assert_eq!(run(&mut e, &mut b, &[b"rpush", b"k", b"v"]), b":1\r\n");
+    assert_eq!(run(&mut e, &mut b, &[b"llen", b"k"]), b":1\r\n");
+}
