@@ -53,10 +53,11 @@ pub(super) fn run_script(
                 "brpoplpush",
                 "bzpopmin",
                 "bzpopmax",
+                "blmpop",
+                "bzmpop",
             ]
             .iter()
-            .any(|b| cmd[0].eq_ignore_ascii_case(b))
-            && cmd.last() == Some(&"0");
+            .any(|b| cmd[0].eq_ignore_ascii_case(b));
         if cmd[0].eq_ignore_ascii_case("multi") {
             in_multi[*k] = true;
         } else if cmd[0].eq_ignore_ascii_case("exec") || cmd[0].eq_ignore_ascii_case("discard") {
@@ -312,7 +313,7 @@ pub(super) fn phase(redis: &Redis) {
         (0, &["GET", "x"]),
         (0, &["PING"]),
         (0, &["PING", "z"]),
-        (0, &["MULTI"]),
+        (0, &["WATCH", "x"]),
         (0, &["PSUBSCRIBE", "a*", "b?"]),
         (1, &["PUBLISH", "a", "twice"]),
         (1, &["PUBSUB", "NUMSUB", "a", "b", "zz"]),
@@ -413,6 +414,33 @@ pub(super) fn phase(redis: &Redis) {
         (0, &["CLIENT", "UNBLOCK", "99999"]),
         (0, &["RPUSH", "gone", "v"]),
         (0, &["LLEN", "gone"]),
+        (0, &["LMPOP", "0", "a", "LEFT"]),
+        (0, &["LMPOP", "x", "a", "LEFT"]),
+        (0, &["LMPOP", "2", "a", "LEFT"]),
+        (0, &["LMPOP", "1", "a", "UP"]),
+        (0, &["LMPOP", "1", "a", "LEFT", "COUNT", "0"]),
+        (0, &["LMPOP", "1", "a", "LEFT", "COUNT", "1", "COUNT", "2"]),
+        (0, &["LMPOP", "1", "a", "LEFT", "foo"]),
+        (0, &["LMPOP", "2", "nokey", "s", "LEFT"]),
+        (0, &["RPUSH", "ml", "1", "2", "3"]),
+        (0, &["LMPOP", "2", "nokey", "ml", "RIGHT", "COUNT", "2"]),
+        (0, &["LMPOP", "1", "nokey", "LEFT"]),
+        (0, &["ZMPOP", "1", "z", "LEFT"]),
+        (0, &["ZADD", "mz", "1", "a", "2.5", "b", "3", "c"]),
+        (0, &["ZMPOP", "2", "nokey", "mz", "MAX", "COUNT", "10"]),
+        (0, &["ZMPOP", "1", "nokey", "MIN"]),
+        (0, &["BLMPOP", "x", "1", "a", "LEFT"]),
+        (0, &["BLMPOP", "0", "1", "a", "UP"]),
+        (0, &["BLMPOP", "-1", "1", "a", "LEFT"]),
+        (0, &["BZMPOP", "0", "0", "a", "MIN"]),
+        (1, &["BLMPOP", "0", "2", "e1", "e2", "LEFT", "COUNT", "2"]),
+        (2, &["BZMPOP", "0", "1", "ez", "MIN", "COUNT", "2"]),
+        (0, &["RPUSH", "e2", "x", "y", "z"]),
+        (0, &["ZADD", "ez", "1", "m", "2", "n", "3", "o"]),
+        (0, &["MULTI"]),
+        (0, &["BLMPOP", "0", "1", "empty", "LEFT"]),
+        (0, &["BZMPOP", "0", "1", "empty", "MAX"]),
+        (0, &["EXEC"]),
         (0, &["FLUSHALL"]),
     ];
     run_script(redis, "blocking", 3, blocking, &["HELLO"]);

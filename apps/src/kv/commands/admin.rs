@@ -56,6 +56,8 @@ pub(super) fn info(
             "clients" => {
                 s.push_str("# Clients\r\n");
                 s.push_str(&format!("connected_clients:{}\r\n", e.stats.connected));
+                s.push_str(&format!("maxclients:{}\r\n", e.cfg.maxclients));
+                s.push_str(&format!("blocked_clients:{}\r\n", e.blocked_count()));
             }
             "memory" => {
                 s.push_str("# Memory\r\n");

@@ -68,6 +68,8 @@ enum Op {
     Move(bool, bool),
     /// BZPOPMIN (false) / BZPOPMAX (true).
     Zset(bool),
+    /// BLMPOP (false) / BZMPOP (true).
+    Mpop(bool),
 }
 
 fn op_of(argv: &[Vec<u8>]) -> Option<Op> {
@@ -84,6 +86,10 @@ fn op_of(argv: &[Vec<u8>]) -> Option<Op> {
         Some(Op::Zset(false))
     } else if is(n, "bzpopmax") {
         Some(Op::Zset(true))
+    } else if is(n, "blmpop") {
+        Some(Op::Mpop(false))
+    } else if is(n, "bzmpop") {
+        Some(Op::Mpop(true))
     } else {
         None
     }
@@ -93,7 +99,19 @@ fn op_of(argv: &[Vec<u8>]) -> Option<Op> {
 fn keys_of(op: Op, argv: &[Vec<u8>]) -> &[Vec<u8>] {
     match op {
         Op::Move(..) => &argv[1..2],
+        Op::Mpop(z) => match parse_mpop(argv, 2, z, &mut Vec::new()) {
+            Some(m) => &argv[m.keys],
+            None => &[],
+        },
         _ => &argv[1..argv.len() - 1],
+    }
+}
+
+/// Where the timeout is: BLMPOP and BZMPOP take it first.
+fn timeout_arg(op: Op, argv: &[Vec<u8>]) -> &[u8] {
+    match op {
+        Op::Mpop(_) => &argv[1],
+        _ => &argv[argv.len() - 1],
     }
 }
 
@@ -102,8 +120,12 @@ impl Engine {
     /// `Err` (with the WRONGTYPE reply) when it holds another type.
     fn takes(&mut self, op: Op, k: &[u8], now: i64, out: &mut Vec<u8>) -> Result<bool, ()> {
         Ok(match op {
-            Op::Zset(_) => self.read::<ZSet>(k, now, out)?.is_some_and(|z| !z.is_empty()),
-            _ => self.read::<List>(k, now, out)?.is_some_and(|l| !l.is_empty()),
+            Op::Zset(_) | Op::Mpop(true) => self
+                .read::<ZSet>(k, now, out)?
+                .is_some_and(|z| !z.is_empty()),
+            _ => self
+                .read::<List>(k, now, out)?
+                .is_some_and(|l| !l.is_empty()),
         })
     }
 
@@ -113,6 +135,14 @@ impl Engine {
         let mut r = Vec::new();
         let key = k.to_vec();
         match op {
+            Op::Mpop(zset) => {
+                if let Some(m) = parse_mpop(argv, 2, zset, &mut r) {
+                    self.mpop_from(&key, &m, zset, now, &mut out);
+                    if proto == 3 {
+                        to_resp3(if zset { "bzmpop" } else { "blmpop" }, argv, &mut out, 0);
+                    }
+                }
+            }
             Op::List(head) => {
                 let cmd = if head { "lpop" } else { "rpop" };
                 let pop = if head { lpop } else { rpop };
@@ -154,6 +184,11 @@ impl Engine {
             }
         }
         out
+    }
+
+    /// Clients waiting in blocking commands (INFO's blocked_clients).
+    pub fn blocked_count(&self) -> usize {
+        self.waits.clients.len()
     }
 
     /// Whether client `id` waits in a blocking command.
@@ -256,6 +291,11 @@ pub(super) fn blocking(
     let Some(op) = op_of(a) else {
         return Flow::Continue;
     };
+    if let Op::Mpop(zset) = op {
+        if parse_mpop(a, 2, zset, out).is_none() {
+            return Flow::Continue;
+        }
+    }
     if is(&a[0], "blmove") {
         for w in &a[3..5] {
             if !is(w, "left") && !is(w, "right") {
@@ -264,7 +304,7 @@ pub(super) fn blocking(
             }
         }
     }
-    let Some(timeout) = parse_timeout(&a[a.len() - 1], now, out) else {
+    let Some(timeout) = parse_timeout(timeout_arg(op, a), now, out) else {
         return Flow::Continue;
     };
     for k in keys_of(op, a) {

@@ -12,6 +12,7 @@
 
 mod access;
 mod admin;
+mod bits;
 mod blocking;
 mod client;
 mod config;
@@ -22,6 +23,7 @@ mod keys;
 mod keyspace;
 mod list;
 mod list_edit;
+mod mpop;
 mod multi;
 mod pubsub;
 mod resp3;
@@ -39,6 +41,7 @@ pub use pubsub::Peer;
 
 use access::*;
 use admin::*;
+use bits::*;
 use blocking::*;
 use client::*;
 use config::*;
@@ -49,6 +52,7 @@ use keys::*;
 use keyspace::*;
 use list::*;
 use list_edit::*;
+use mpop::*;
 use multi::*;
 use pubsub::*;
 use resp3::*;
@@ -424,7 +428,11 @@ impl Engine {
         let flow = self.dispatch(sess, argv, now_ms, out);
         self.stats.commands += 1;
         self.after_command(sess, argv, now_ms, out, start);
-        self.serve_blocked(now_ms);
+        // As Redis's handleClientsBlockedOnKeys: after a whole command, EXEC included, not
+        // between the commands of a transaction.
+        if !self.in_exec {
+            self.serve_blocked(now_ms);
+        }
         if out.get(start) == Some(&b'-') {
             self.stats.errors += 1;
             let rest = &out[start + 1..];

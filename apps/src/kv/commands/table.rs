@@ -207,6 +207,8 @@ pub(super) static COMMANDS: &[Cmd] = &[
     key1("getrange", 4, R, getrange),
     key1("substr", 4, R, getrange),
     key1("setrange", 4, WD, setrange),
+    key1("setbit", 4, WD, setbit),
+    key1("getbit", 3, RF, getbit),
     // Keys.
     plain("del", -2, W, ALLKEYS, del),
     plain("unlink", -2, WF, ALLKEYS, del),
@@ -249,6 +251,10 @@ pub(super) static COMMANDS: &[Cmd] = &[
     cmd("brpoplpush", 4, WD, TWOKEYS, blocking),
     cmd("bzpopmin", -3, WF, (1, -2, 1), blocking),
     cmd("bzpopmax", -3, WF, (1, -2, 1), blocking),
+    plain("lmpop", -4, W, NOKEYS, lmpop),
+    cmd("blmpop", -5, W, NOKEYS, blocking),
+    plain("zmpop", -4, W, NOKEYS, zmpop),
+    cmd("bzmpop", -5, W, NOKEYS, blocking),
     plain("rpoplpush", 3, WD, TWOKEYS, rpoplpush),
     // Hashes.
     key1("hset", -4, WDF, hset),
