@@ -341,8 +341,8 @@ impl Gen {
                 v
             }
             19 | 20 => {
-                let c = self.rng.pick(&["ttl", "pttl"]);
-                ttl = Some(if c == "ttl" { 1 } else { 1000 });
+                let c = self.rng.pick(&["ttl", "pttl", "expiretime", "pexpiretime"]);
+                ttl = Some(if c.starts_with('p') { 1000 } else { 1 });
                 vec![self.name(c), self.key()]
             }
             21 => vec![self.name("persist"), self.key()],

@@ -221,6 +221,8 @@ pub(super) static COMMANDS: &[Cmd] = &[
     key1("pexpireat", -3, WF, pexpireat),
     key1("ttl", 2, RF, ttl),
     key1("pttl", 2, RF, pttl),
+    key1("expiretime", 2, RF, expiretime),
+    key1("pexpiretime", 2, RF, pexpiretime),
     key1("persist", 2, WF, persist),
     plain("keys", 2, R, NOKEYS, keys),
     plain("scan", -2, R, NOKEYS, scan),
@@ -286,6 +288,7 @@ pub(super) static COMMANDS: &[Cmd] = &[
     plain("sunion", -2, R, ALLKEYS, sunion),
     plain("sdiff", -2, R, ALLKEYS, sdiff),
     plain("sinterstore", -3, WD, ALLKEYS, sinterstore),
+    plain("sintercard", -3, R, NOKEYS, sintercard),
     plain("sunionstore", -3, WD, ALLKEYS, sunionstore),
     plain("sdiffstore", -3, WD, ALLKEYS, sdiffstore),
     // Sorted sets.
