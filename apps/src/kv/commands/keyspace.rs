@@ -247,3 +247,23 @@ pub(super) fn swapdb(e: &mut Engine, a: &[Vec<u8>], _: i64, out: &mut Vec<u8>) {
     }
     ok(out);
 }
+
+/// MEMORY USAGE key [SAMPLES count]: the bytes nicemu accounts for the key (its own
+/// approximation, see docs/redis-compat.md), a null for a missing key.
+pub(super) fn memory_usage(e: &mut Engine, a: &[Vec<u8>], now: i64, out: &mut Vec<u8>) {
+    let mut j = 3;
+    while j < a.len() {
+        if is(&a[j], "samples") && j + 1 < a.len() {
+            if parse_i64(&a[j + 1], out).is_err() {
+                return;
+            }
+            j += 2;
+        } else {
+            return resp::error(out, SYNTAX);
+        }
+    }
+    match e.db.get(&a[2], now) {
+        Some(en) => resp::int(out, crate::kv::store::cost(&a[2], &en.value) as i64),
+        None => resp::null(out),
+    }
+}

@@ -32,6 +32,7 @@ mod string;
 mod string_range;
 mod table;
 mod zset;
+mod zset_ops;
 mod zset_range;
 
 use std::borrow::Cow;
@@ -61,6 +62,7 @@ use string::*;
 use string_range::*;
 use table::*;
 use zset::*;
+use zset_ops::*;
 use zset_range::*;
 
 use super::resp::{self, string2ll};

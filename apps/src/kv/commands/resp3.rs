@@ -136,6 +136,12 @@ pub(super) fn to_resp3(full: &str, a: &[Vec<u8>], out: &mut Vec<u8>, start: usiz
             pairs(items, true, &mut o)
         }
         (R::Arr(items), "hrandfield") if has("withvalues") => pairs(items, false, &mut o),
+        (R::Arr(items), "zrandmember") if has("withscores") => pairs(items, true, &mut o),
+        (R::Arr(items), "zunion" | "zinter" | "zdiff")
+            if a.iter().skip(1).any(|x| is(x, "withscores")) =>
+        {
+            pairs(items, true, &mut o)
+        }
         // `[key, [[member, score], ...]]` with the scores as doubles.
         (R::Arr(items), "zmpop" | "bzmpop") if items.len() == 2 => {
             resp::array_len(&mut o, 2);

@@ -120,6 +120,7 @@ static PUBSUB_SUBS: [Cmd; 3] = [
     cmd("numsub", -2, 0, NOKEYS, pubsub_numsub),
     cmd("numpat", 2, 0, NOKEYS, pubsub_numpat),
 ];
+static MEMORY_SUBS: [Cmd; 1] = [plain("usage", -3, R, (2, 2, 1), memory_usage)];
 static FUNCTION_SUBS: [Cmd; 1] = [cmd("flush", -2, W, NOKEYS, function_flush)];
 static COMMAND_SUBS: [Cmd; 4] = [
     cmd("count", 2, 0, NOKEYS, command_count),
@@ -157,6 +158,7 @@ pub(super) static COMMANDS: &[Cmd] = &[
     parent("client", -2, &CLIENT_SUBS),
     parent("config", -2, &CONFIG_SUBS),
     parent("function", -2, &FUNCTION_SUBS),
+    parent("memory", -2, &MEMORY_SUBS),
     cmd("auth", -2, FAST, NOKEYS, auth),
     Cmd {
         name: "command",
@@ -313,4 +315,12 @@ pub(super) static COMMANDS: &[Cmd] = &[
     key1("zremrangebyrank", 4, W, zremrangebyrank),
     key1("zremrangebyscore", 4, W, zremrangebyscore),
     key1("zremrangebylex", 4, W, zremrangebylex),
+    plain("zunion", -3, R, NOKEYS, zunion),
+    plain("zinter", -3, R, NOKEYS, zinter),
+    plain("zdiff", -3, R, NOKEYS, zdiff),
+    plain("zunionstore", -4, WD, KEY1, zunionstore),
+    plain("zinterstore", -4, WD, KEY1, zinterstore),
+    plain("zdiffstore", -4, WD, KEY1, zdiffstore),
+    plain("zintercard", -3, R, NOKEYS, zintercard),
+    key1("zrandmember", -2, R, zrandmember),
 ];
