@@ -114,12 +114,15 @@ pub(super) fn glob_match(p: &[u8], s: &[u8], nocase: bool) -> bool {
         }
     };
     let low = |a: u8| if nocase { a.to_ascii_lowercase() } else { a };
+    // `skip`: Redis's skipLongerMatches: once a `*` tried every rest of the string without
+    // a match, longer tries at outer `*`s cannot match either (keeps `a*a*a*...b` linear).
     fn m(
         p: &[u8],
         s: &[u8],
         depth: u32,
         eq: &dyn Fn(u8, u8) -> bool,
         low: &dyn Fn(u8) -> u8,
+        skip: &mut bool,
     ) -> bool {
         if depth > 100 {
             return false;
@@ -134,7 +137,16 @@ pub(super) fn glob_match(p: &[u8], s: &[u8], nocase: bool) -> bool {
                     if p.is_empty() {
                         return true;
                     }
-                    return (0..=s.len()).any(|i| m(p, &s[i..], depth + 1, eq, low));
+                    for i in 0..=s.len() {
+                        if m(p, &s[i..], depth + 1, eq, low, skip) {
+                            return true;
+                        }
+                        if *skip {
+                            return false;
+                        }
+                    }
+                    *skip = true;
+                    return false;
                 }
                 b'?' => {
                     if s.is_empty() {
@@ -191,7 +203,7 @@ pub(super) fn glob_match(p: &[u8], s: &[u8], nocase: bool) -> bool {
         }
         s.is_empty()
     }
-    m(p, s, 0, &eq, &low)
+    m(p, s, 0, &eq, &low, &mut false)
 }
 
 pub(super) fn command_info_entry(c: &Cmd, full: &str, out: &mut Vec<u8>) {

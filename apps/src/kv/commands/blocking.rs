@@ -27,6 +27,8 @@ pub(super) struct Blocked {
 pub(super) struct Waits {
     clients: HashMap<u64, Blocked>,
     keys: HashMap<(usize, Vec<u8>), std::collections::VecDeque<u64>>,
+    /// Waited keys that write commands touched, in order (Redis's ready_keys list).
+    signaled: Vec<(usize, Vec<u8>)>,
 }
 
 /// Redis's getTimeoutFromObjectOrReply in seconds: a float, times 1000, truncated to an
@@ -212,6 +214,20 @@ impl Engine {
         Some(b)
     }
 
+    /// Notes that a write command touched `keys` of database `db`: waiters on them are
+    /// served in that order (Redis serves the keys in the order they were signaled).
+    pub(super) fn signal_keys<'a>(&mut self, db: usize, keys: impl Iterator<Item = &'a Vec<u8>>) {
+        if self.waits.clients.is_empty() {
+            return;
+        }
+        for k in keys {
+            let slot = (db, k.clone());
+            if self.waits.keys.contains_key(&slot) && !self.waits.signaled.contains(&slot) {
+                self.waits.signaled.push(slot);
+            }
+        }
+    }
+
     /// The end of client `id`'s connection.
     pub(super) fn forget_blocked(&mut self, id: u64) {
         self.unblock(id);
@@ -227,7 +243,18 @@ impl Engine {
         let mut progress = true;
         while progress {
             progress = false;
-            let slots: Vec<(usize, Vec<u8>)> = self.waits.keys.keys().cloned().collect();
+            // The signaled keys first, in order; then any other waited key that holds
+            // something (SWAPDB, RENAME and the like fill keys too).
+            let mut slots = std::mem::take(&mut self.waits.signaled);
+            let mut rest: Vec<(usize, Vec<u8>)> = self
+                .waits
+                .keys
+                .keys()
+                .filter(|k| !slots.contains(k))
+                .cloned()
+                .collect();
+            rest.sort();
+            slots.extend(rest);
             for (db, key) in slots {
                 self.select_db(db);
                 while let Some(&id) = self

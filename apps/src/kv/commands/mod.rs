@@ -495,6 +495,23 @@ impl Engine {
         Some((c, full))
     }
 
+    /// Signals the keys a write command names (its key positions; LMPOP-style commands and
+    /// the STORE forms by their destination or keys) to the waiting clients.
+    fn signal_written(&mut self, c: &Cmd, argv: &[Vec<u8>], db: usize) {
+        let (first, last, step) = c.keys;
+        if first <= 0 {
+            // Keys after a numkeys argument, or none: every argument may be a key.
+            self.signal_keys(db, argv[1..].iter());
+            return;
+        }
+        let n = argv.len() as i32;
+        let last = if last < 0 { n + last } else { last.min(n - 1) };
+        let keys = (first..=last)
+            .step_by(step.max(1) as usize)
+            .filter_map(|i| argv.get(i as usize));
+        self.signal_keys(db, keys);
+    }
+
     fn over_maxmemory(&self) -> bool {
         self.cfg.maxmemory > 0 && self.used_memory() as u64 > self.cfg.maxmemory
     }
@@ -574,6 +591,9 @@ impl Engine {
             }
             Run::Subs => Flow::Continue,
         };
+        if c.flags & WRITE != 0 && self.blocked_count() > 0 {
+            self.signal_written(c, argv, sess.db);
+        }
         // EXEC's elements were converted as they ran; its own null is converted here.
         let pushes = matches!(
             c.name,
