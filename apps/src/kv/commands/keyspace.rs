@@ -267,3 +267,45 @@ pub(super) fn memory_usage(e: &mut Engine, a: &[Vec<u8>], now: i64, out: &mut Ve
         None => resp::null(out),
     }
 }
+
+/// MOVE key db (Redis 7.0 moveCommand): 1 when moved with its time to live, 0 when the key
+/// is missing or already in the target database.
+pub(super) fn move_cmd(e: &mut Engine, a: &[Vec<u8>], now: i64, out: &mut Vec<u8>) {
+    let dst_db = match string2ll(&a[2]) {
+        Some(n) if (i32::MIN as i64..=i32::MAX as i64).contains(&n) => n,
+        _ => return resp::error(out, NOT_INTEGER),
+    };
+    if dst_db < 0 || dst_db as usize >= e.dbs.len() {
+        return resp::error(out, b"DB index is out of range");
+    }
+    let dst_db = dst_db as usize;
+    if dst_db == e.cur {
+        return resp::error(out, b"source and destination objects are the same");
+    }
+    if !e.db.contains(&a[1], now) || e.store_mut(dst_db).contains(&a[1], now) {
+        return resp::int(out, 0);
+    }
+    let Some(en) = e.db.take(&a[1]) else {
+        return resp::int(out, 0);
+    };
+    let dst = e.store_mut(dst_db);
+    dst.set(&a[1], en.value, false);
+    if let Some(t) = en.expire_at {
+        dst.set_expire(&a[1], t);
+    }
+    resp::int(out, 1);
+}
+
+/// OBJECT REFCOUNT key: 1, or INT_MAX for the integers 0..9999 Redis keeps as shared
+/// objects (OBJ_SHARED_INTEGERS, with the default noeviction policy).
+pub(super) fn object_refcount(e: &mut Engine, a: &[Vec<u8>], now: i64, out: &mut Vec<u8>) {
+    match e.db.get(&a[2], now).map(|en| &en.value) {
+        None => resp::null(out),
+        Some(Value::Str(s))
+            if s.len() <= 20 && string2ll(s).is_some_and(|n| (0..10000).contains(&n)) =>
+        {
+            resp::int(out, i32::MAX as i64)
+        }
+        Some(_) => resp::int(out, 1),
+    }
+}

@@ -128,7 +128,10 @@ static COMMAND_SUBS: [Cmd; 4] = [
     cmd("info", -2, 0, NOKEYS, command_info),
     cmd("list", -2, 0, NOKEYS, command_list),
 ];
-static OBJECT_SUBS: [Cmd; 1] = [plain("encoding", 3, R, (2, 2, 1), object_encoding)];
+static OBJECT_SUBS: [Cmd; 2] = [
+    plain("encoding", 3, R, (2, 2, 1), object_encoding),
+    plain("refcount", 3, R, (2, 2, 1), object_refcount),
+];
 
 /// The top-level command named `name` (any case), through a hash index built on first use.
 pub(super) fn find_command(name: &[u8]) -> Option<&'static Cmd> {
@@ -232,6 +235,7 @@ pub(super) static COMMANDS: &[Cmd] = &[
     plain("rename", 3, W, TWOKEYS, rename),
     plain("renamenx", 3, WF, TWOKEYS, renamenx),
     plain("copy", -3, WD, TWOKEYS, copy),
+    key1("move", 3, WF, move_cmd),
     parent("object", -2, &OBJECT_SUBS),
     // Lists.
     key1("lpush", -3, WDF, lpush),
