@@ -22,22 +22,35 @@ pub(super) fn info(
     now: i64,
     out: &mut Vec<u8>,
 ) -> Flow {
-    let all = ["server", "clients", "memory", "stats", "keyspace"];
+    // Redis 7.0's sections in its order; "default" leaves out commandstats.
+    let all = [
+        "server",
+        "clients",
+        "memory",
+        "persistence",
+        "stats",
+        "replication",
+        "cpu",
+        "commandstats",
+        "errorstats",
+        "keyspace",
+    ];
     let wanted: Vec<String> = if a.len() == 1 {
-        all.iter().map(|s| s.to_string()).collect()
+        vec!["default".into()]
     } else {
         a[1..]
             .iter()
             .map(|s| String::from_utf8_lossy(cstr(s)).to_ascii_lowercase())
             .collect()
     };
-    let every = wanted
-        .iter()
-        .any(|w| matches!(w.as_str(), "all" | "default" | "everything"));
+    let everything = wanted.iter().any(|w| w == "all" || w == "everything");
+    let default = everything || wanted.iter().any(|w| w == "default");
     let mut s = String::new();
     let uptime = (now - e.start_ms).max(0) / 1000;
     for sec in all {
-        if !every && !wanted.iter().any(|w| w == sec) {
+        let named = wanted.iter().any(|w| w == sec);
+        let shown = named || everything || (default && sec != "commandstats");
+        if !shown {
             continue;
         }
         if !s.is_empty() {
@@ -79,6 +92,41 @@ pub(super) fn info(
                 s.push_str(&format!("expired_keys:{expired}\r\n"));
                 s.push_str(&format!("total_error_replies:{}\r\n", e.stats.errors));
             }
+            "persistence" => {
+                s.push_str("# Persistence\r\nloading:0\r\nasync_loading:0\r\n");
+                s.push_str("rdb_changes_since_last_save:0\r\nrdb_bgsave_in_progress:0\r\n");
+                s.push_str("aof_enabled:0\r\naof_rewrite_in_progress:0\r\n");
+                s.push_str("aof_rewrite_scheduled:0\r\n");
+            }
+            "replication" => {
+                s.push_str("# Replication\r\nrole:master\r\nconnected_slaves:0\r\n");
+                s.push_str("master_repl_offset:0\r\n");
+            }
+            "cpu" => {
+                let (user, sys) = cpu_times();
+                s.push_str(&format!(
+                    "# CPU\r\nused_cpu_sys:{sys:.6}\r\nused_cpu_user:{user:.6}\r\n\
+                     used_cpu_sys_children:0.000000\r\nused_cpu_user_children:0.000000\r\n"
+                ));
+            }
+            "commandstats" => {
+                s.push_str("# Commandstats\r\n");
+                let mut v: Vec<&(String, CmdStat)> = e.cmdstats.values().collect();
+                v.sort_by(|x, y| x.0.cmp(&y.0));
+                for (name, c) in v {
+                    s.push_str(&format!(
+                        "cmdstat_{name}:calls={},usec=0,usec_per_call=0.00,rejected_calls={},\
+                         failed_calls={}\r\n",
+                        c.calls, c.rejected, c.failed
+                    ));
+                }
+            }
+            "errorstats" => {
+                s.push_str("# Errorstats\r\n");
+                for (k, n) in &e.stats.errors_by_kind {
+                    s.push_str(&format!("errorstat_{k}:count={n}\r\n"));
+                }
+            }
             _ => {
                 s.push_str("# Keyspace\r\n");
                 for i in 0..e.dbs.len() {
@@ -96,6 +144,17 @@ pub(super) fn info(
     }
     resp::bulk(out, s.as_bytes());
     Flow::Continue
+}
+
+/// Seconds of CPU time the process used in user and system mode (INFO cpu), from
+/// /proc/self/stat (clock ticks of 1/100 s).
+fn cpu_times() -> (f64, f64) {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name's closing parenthesis; utime and stime are 14 and 15.
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let tick = |i: usize| f.get(i).and_then(|x| x.parse::<f64>().ok()).unwrap_or(0.0) / 100.0;
+    (tick(11), tick(12))
 }
 
 /// Redis's `stringmatch`, case-insensitive (as CONFIG GET uses it).

@@ -517,6 +517,7 @@ pub(super) fn config_resetstat(
     e.stats.errors_by_kind.clear();
     e.stats.connections = 0;
     e.stats.protocol_errors = 0;
+    e.cmdstats.clear();
     for i in 0..e.dbs.len() {
         e.store_mut(i).expired_keys = 0;
     }

@@ -223,6 +223,14 @@ impl Session {
     }
 }
 
+/// INFO commandstats' counters of one command.
+#[derive(Clone, Copy, Debug, Default)]
+struct CmdStat {
+    calls: u64,
+    rejected: u64,
+    failed: u64,
+}
+
 /// Counters of the engine.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct EngineStats {
@@ -303,6 +311,8 @@ pub struct Engine {
     dirty: Vec<u64>,
     /// Clients waiting in blocking commands.
     waits: Waits,
+    /// Calls per command (INFO commandstats), keyed by the command's table entry.
+    cmdstats: HashMap<usize, (String, CmdStat)>,
     /// Counters.
     pub stats: EngineStats,
 }
@@ -318,6 +328,7 @@ impl Engine {
             pubsub: PubSub::default(),
             dirty: Vec::new(),
             waits: Waits::default(),
+            cmdstats: HashMap::new(),
             dbs: (0..cfg.databases).map(|_| Store::new()).collect(),
             cfg,
             db: Store::new(),
@@ -512,6 +523,16 @@ impl Engine {
         self.signal_keys(db, keys);
     }
 
+    /// A command refused before it ran (NOAUTH, OOM, pubsub context): INFO commandstats'
+    /// rejected_calls.
+    fn count_rejected(&mut self, key: usize, full: &str) {
+        self.cmdstats
+            .entry(key)
+            .or_insert_with(|| (full.to_string(), CmdStat::default()))
+            .1
+            .rejected += 1;
+    }
+
     fn over_maxmemory(&self) -> bool {
         self.cfg.maxmemory > 0 && self.used_memory() as u64 > self.cfg.maxmemory
     }
@@ -541,15 +562,18 @@ impl Engine {
             p.cmd.clear();
             p.cmd.push_str(&full);
         }
+        let stat_key = c as *const Cmd as usize;
         // Redis's processCommand: without authentication only AUTH, HELLO and QUIT run.
         if !sess.authenticated && !matches!(c.name, "auth" | "hello" | "quit") {
             resp::error(out, b"-NOAUTH Authentication required.");
             sess.flag_transaction();
+            self.count_rejected(stat_key, &full);
             return Flow::Continue;
         }
         if c.flags & DENYOOM != 0 && !self.in_exec && self.over_maxmemory() {
             resp::error(out, OOM);
             sess.flag_transaction();
+            self.count_rejected(stat_key, &full);
             return Flow::Continue;
         }
         // Redis 7.0: a RESP2 client with subscriptions only runs these.
@@ -569,6 +593,7 @@ impl Engine {
                 .as_bytes(),
             );
             sess.flag_transaction();
+            self.count_rejected(stat_key, &full);
             return Flow::Continue;
         }
         if sess.in_multi()
@@ -593,6 +618,15 @@ impl Engine {
         };
         if c.flags & WRITE != 0 && self.blocked_count() > 0 {
             self.signal_written(c, argv, sess.db);
+        }
+        let st = &mut self
+            .cmdstats
+            .entry(stat_key)
+            .or_insert_with(|| (full.to_string(), CmdStat::default()))
+            .1;
+        st.calls += 1;
+        if out.get(start) == Some(&b'-') {
+            st.failed += 1;
         }
         // EXEC's elements were converted as they ran; its own null is converted here.
         let pushes = matches!(

@@ -231,3 +231,24 @@ fn kv_blocking_pop_waits_times_out_and_unblocks() {
     assert_eq!(run(&mut e, &mut b, &[b"rpush", b"k", b"v"]), b":1\r\n");
     assert_eq!(run(&mut e, &mut b, &[b"llen", b"k"]), b":1\r\n");
 }
+
+#[test]
+fn kv_info_sections_and_commandstats() {
+    let mut e = Engine::new(EngineConfig::default());
+    let mut s = e.open_session();
+    run(&mut e, &mut s, &[b"set", b"k", b"v"]);
+    run(&mut e, &mut s, &[b"incr", b"k"]);
+    let text = |r: Vec<u8>| String::from_utf8_lossy(&r).into_owned();
+    let default = text(run(&mut e, &mut s, &[b"info"]));
+    assert!(default.contains("used_cpu_user:") && default.contains("role:master"));
+    assert!(!default.contains("cmdstat_"));
+    let all = text(run(&mut e, &mut s, &[b"info", b"commandSTATS"]));
+    assert!(all.contains("cmdstat_set:calls=1,"), "{all}");
+    assert!(all.contains(
+        "cmdstat_incr:calls=1,usec=0,usec_per_call=0.00,rejected_calls=0,failed_calls=1"
+    ));
+    assert!(!all.contains("used_memory"));
+    run(&mut e, &mut s, &[b"config", b"resetstat"]);
+    let after = text(run(&mut e, &mut s, &[b"info", b"commandstats"]));
+    assert!(!after.contains("cmdstat_set"), "{after}");
+}
