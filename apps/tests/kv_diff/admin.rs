@@ -333,6 +333,21 @@ pub(super) fn phase(redis: &Redis) {
         (0, &["ZRANDMEMBER", "za", "0"]),
         (0, &["ZRANDMEMBER", "za", "1", "foo"]),
         (0, &["ZRANDMEMBER", "str"]),
+        (
+            0,
+            &["ZRANDMEMBER", "za", "-9223372036854770000", "WITHSCORES"],
+        ),
+        (0, &["ZRANDMEMBER", "za", "-9223372036854775808"]),
+        (
+            0,
+            &["ZRANDMEMBER", "za", "-4611686018427387904", "WITHSCORES"],
+        ),
+        (0, &["HSET", "hr", "a", "1"]),
+        (
+            0,
+            &["HRANDFIELD", "hr", "-9223372036854770000", "WITHVALUES"],
+        ),
+        (0, &["HRANDFIELD", "hr", "-9223372036854775808"]),
         (0, &["MOVE", "str", "x"]),
         (0, &["MOVE", "str", "99"]),
         (0, &["MOVE", "str", "0"]),

@@ -238,14 +238,11 @@ pub(super) fn zrandmember(e: &mut Engine, a: &[Vec<u8>], now: i64, out: &mut Vec
     }
     let count = match a.get(2) {
         None => None,
-        Some(c) => match parse_i64(c, out) {
+        Some(c) => match rand_count(c, with, out) {
             Ok(c) => Some(c),
             Err(()) => return,
         },
     };
-    if with && count.is_some_and(|c| c < -(i64::MAX / 2)) {
-        return resp::error(out, b"value is out of range");
-    }
     let Ok(z) = e.read::<ZSet>(&a[1], now, out) else {
         return;
     };
