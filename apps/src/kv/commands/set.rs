@@ -133,15 +133,20 @@ pub(super) fn smove(e: &mut Engine, a: &[Vec<u8>], now: i64, out: &mut Vec<u8>) 
         return;
     };
     let member = src.contains(&a[3]);
-    if e.read::<Set>(&a[2], now, out).is_err() {
+    let Ok(dst) = e.read::<Set>(&a[2], now, out) else {
         return;
-    }
+    };
+    let in_dst = dst.is_some_and(|d| d.contains(&a[3]));
     if a[1] == a[2] || !member {
         resp::int(out, member as i64);
         return;
     }
     let _ = e.write::<Set, _>(&a[1], now, out, false, |s| s.remove(&a[3]));
-    let _ = e.write::<Set, _>(&a[2], now, out, true, |s| s.insert(&a[3]));
+    // As Redis's smoveCommand: a member already in the destination leaves it untouched (a
+    // WATCH on it is not triggered).
+    if !in_dst {
+        let _ = e.write::<Set, _>(&a[2], now, out, true, |s| s.insert(&a[3]));
+    }
     resp::int(out, 1);
 }
 

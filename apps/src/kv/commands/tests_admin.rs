@@ -252,3 +252,22 @@ fn kv_info_sections_and_commandstats() {
     let after = text(run(&mut e, &mut s, &[b"info", b"commandstats"]));
     assert!(!after.contains("cmdstat_set"), "{after}");
 }
+
+#[test]
+fn kv_smove_of_a_member_already_there_leaves_watchers_alone() {
+    let mut e = Engine::new(EngineConfig::default());
+    let mut a = e.open_session();
+    let mut b = e.open_session();
+    run(&mut e, &mut a, &[b"sadd", b"src", b"a", b"b"]);
+    run(&mut e, &mut a, &[b"sadd", b"dst", b"a"]);
+    run(&mut e, &mut a, &[b"watch", b"dst"]);
+    run(&mut e, &mut a, &[b"multi"]);
+    run(&mut e, &mut a, &[b"sadd", b"dst", b"c"]);
+    assert_eq!(
+        run(&mut e, &mut b, &[b"smove", b"src", b"dst", b"a"]),
+        b":1\r\n"
+    );
+    assert_eq!(run(&mut e, &mut a, &[b"exec"]), b"*1\r\n:1\r\n");
+    assert_eq!(run(&mut e, &mut a, &[b"scard", b"dst"]), b":2\r\n");
+    assert_eq!(run(&mut e, &mut a, &[b"scard", b"src"]), b":1\r\n");
+}
