@@ -327,4 +327,5 @@ pub(super) static COMMANDS: &[Cmd] = &[
     plain("zdiffstore", -4, WD, KEY1, zdiffstore),
     plain("zintercard", -3, R, NOKEYS, zintercard),
     key1("zrandmember", -2, R, zrandmember),
+    plain("zrangestore", -5, WD, TWOKEYS, zrangestore),
 ];

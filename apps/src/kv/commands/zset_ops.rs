@@ -267,3 +267,50 @@ pub(super) fn zrandmember(e: &mut Engine, a: &[Vec<u8>], now: i64, out: &mut Vec
     }
     out.extend_from_slice(&r);
 }
+
+/// ZRANGESTORE dst src min max [BYSCORE|BYLEX] [REV] [LIMIT offset count]: ZRANGE's
+/// selection (its parsing and errors; WITHSCORES is a syntax error here) stored in `dst` with
+/// the members' scores; the number stored, `dst` deleted when none.
+pub(super) fn zrangestore(e: &mut Engine, a: &[Vec<u8>], now: i64, out: &mut Vec<u8>) {
+    if a[5..].iter().any(|x| is(x, "withscores")) {
+        return resp::error(out, SYNTAX);
+    }
+    let mut argv = vec![b"zrange".to_vec()];
+    argv.extend_from_slice(&a[2..]);
+    let mut r = Vec::new();
+    zrange(e, &argv, now, &mut r);
+    if r.first() != Some(&b'*') {
+        out.extend_from_slice(&r);
+        return;
+    }
+    // `*N` then N bulk strings.
+    let mut members = Vec::new();
+    let mut i = r
+        .iter()
+        .position(|&b| b == b'\n')
+        .map_or(r.len(), |p| p + 1);
+    while i < r.len() {
+        let nl = i + r[i..].iter().position(|&b| b == b'\n').unwrap_or(0);
+        let len: usize = std::str::from_utf8(&r[i + 1..nl - 1])
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        members.push(r[nl + 1..nl + 1 + len].to_vec());
+        i = nl + 1 + len + 2;
+    }
+    let mut z = ZSet::default();
+    if let Ok(Some(src)) = e.read::<ZSet>(&a[2], now, &mut Vec::new()) {
+        for m in &members {
+            if let Some(s) = src.score(m) {
+                z.insert(m, s);
+            }
+        }
+    }
+    let n = z.len();
+    if n == 0 {
+        e.db.remove(&a[1]);
+    } else {
+        e.db.set(&a[1], Value::ZSet(z), false);
+    }
+    resp::int(out, n as i64);
+}
