@@ -17,6 +17,8 @@ use std::time::{Duration, Instant};
 
 use apps::kv::resp::{encode_request, reply_len};
 
+#[path = "kv_diff/admin.rs"]
+mod admin;
 #[path = "kv_diff/resp3.rs"]
 mod resp3;
 #[path = "kv_diff/types.rs"]
@@ -339,8 +341,8 @@ impl Gen {
                 v
             }
             19 | 20 => {
-                let c = self.rng.pick(&["ttl", "pttl"]);
-                ttl = Some(if c == "ttl" { 1 } else { 1000 });
+                let c = self.rng.pick(&["ttl", "pttl", "expiretime", "pexpiretime"]);
+                ttl = Some(if c.starts_with('p') { 1000 } else { 1 });
                 vec![self.name(c), self.key()]
             }
             21 => vec![self.name("persist"), self.key()],
@@ -531,6 +533,11 @@ fn inline(args: &[Vec<u8>]) -> Vec<u8> {
 /// The nicemu side: feeds `bytes` in 16 KB reads (as redis-server reads) and collects replies.
 fn nicemu(engine: &mut Engine, conn: &mut Connection, bytes: &[u8]) -> (Vec<u8>, bool) {
     let mut out = Vec::new();
+    if bytes.is_empty() {
+        // Nothing to send: what other clients left for this one is still delivered.
+        let closed = conn.input(engine, b"", unix_ms(), &mut out) == RunState::Close;
+        return (out, closed);
+    }
     for chunk in bytes.chunks(16 * 1024) {
         if conn.input(engine, chunk, unix_ms(), &mut out) == RunState::Close {
             return (out, true);
@@ -778,4 +785,7 @@ fn kv_differential_against_redis_server() {
 
     // Phase 3: a RESP3 session.
     resp3::phase(&redis, &mut engine);
+
+    // Phase 4: scripts over several connections (CONFIG, AUTH, ...).
+    admin::phase(&redis);
 }

@@ -62,6 +62,12 @@ impl Connection {
         &self.session
     }
 
+    /// Whether Redis's `timeout` may close this connection when idle (not while it is
+    /// subscribed to channels or blocked).
+    pub fn may_time_out(&self, engine: &Engine) -> bool {
+        !self.session.subscribed() && !engine.blocked_on(self.session.id)
+    }
+
     /// Bytes buffered on the input side (bounded by [`ProtoLimits::max_query_buffer`]).
     pub fn buffered(&self) -> usize {
         self.parser.buffered()
@@ -108,13 +114,33 @@ impl Connection {
         if self.closing {
             return RunState::Close;
         }
+        let (bulk, qbuf) = (
+            engine.config().max_bulk_len,
+            engine.config().max_query_buffer,
+        );
+        let l = self.parser.limits();
+        if l.max_bulk_len != bulk || l.max_query_buffer != qbuf {
+            self.parser.set_limits(bulk, qbuf);
+        }
+        let id = self.session.id;
         loop {
+            // Messages from other clients first: they were sent before what comes next.
+            engine.drain_outbox(id, out);
+            if engine.killed(id) {
+                self.closing = true;
+                return RunState::Close;
+            }
             if out.len() >= max_out {
                 return RunState::OutputFull;
             }
+            // A client in a blocking command runs nothing more until it is served.
+            if engine.blocked_on(id) {
+                return RunState::NeedInput;
+            }
             match self.parser.next_request() {
                 Ok(Some(argv)) => {
-                    if engine.execute(&mut self.session, &argv, now_ms, out) == Flow::Close {
+                    let flow = engine.execute(&mut self.session, &argv, now_ms, out);
+                    if flow == Flow::Close || engine.killed(id) {
                         self.closing = true;
                         return RunState::Close;
                     }

@@ -166,6 +166,13 @@ impl Parser {
         &self.limits
     }
 
+    /// Changes the bulk length and query buffer limits (CONFIG SET proto-max-bulk-len,
+    /// client-query-buffer-limit); they apply from the next request on.
+    pub fn set_limits(&mut self, max_bulk_len: u64, max_query_buffer: usize) {
+        self.limits.max_bulk_len = max_bulk_len;
+        self.limits.max_query_buffer = max_query_buffer;
+    }
+
     /// Bytes held for this connection: unparsed input plus the arguments of the request
     /// being assembled.
     pub fn buffered(&self) -> usize {

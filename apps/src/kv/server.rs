@@ -91,6 +91,8 @@ struct Client {
     eof: bool,
     /// Registered epoll interest.
     interest: u32,
+    /// When the client last sent something (Unix ms), for Redis's `timeout`.
+    last_ms: i64,
 }
 
 impl Client {
@@ -114,6 +116,8 @@ pub struct KvServer {
     events: Vec<EpollEvent>,
     buf: Vec<u8>,
     clients: HashMap<Fd, Client>,
+    /// Client id → descriptor, to deliver what the engine left in outboxes.
+    ids: HashMap<u64, Fd>,
     engine: Engine,
     last_expire: i64,
     /// Counters.
@@ -144,12 +148,15 @@ impl KvServer {
         let mut ecfg = cfg.engine.clone();
         ecfg.port = cfg.port;
         ecfg.max_bulk_len = cfg.limits.max_bulk_len;
+        ecfg.max_query_buffer = cfg.limits.max_query_buffer;
+        ecfg.maxclients = cfg.max_connections;
         Ok(KvServer {
             listener,
             ep,
             events: vec![EpollEvent::default(); 512],
             buf: vec![0; cfg.read_chunk.max(1)],
             clients: HashMap::new(),
+            ids: HashMap::new(),
             engine: Engine::new(ecfg),
             last_expire: i64::MIN,
             stats: KvStats::default(),
@@ -196,7 +203,9 @@ impl KvServer {
         if now_ms - self.last_expire >= EXPIRE_PERIOD_MS {
             self.last_expire = now_ms;
             self.engine.active_expire(now_ms);
+            self.close_idle(ctx, now_ms);
         }
+        self.engine.expire_blocked(now_ms);
         let n = match ctx.epoll_wait(self.ep, &mut self.events, 0) {
             Ok(n) => n,
             Err(_) => return 0,
@@ -204,7 +213,7 @@ impl KvServer {
         for i in 0..n {
             let ev = self.events[i];
             if ev.data == LISTENER {
-                self.accept(ctx);
+                self.accept(ctx, now_ms);
                 continue;
             }
             let fd = ev.data as Fd;
@@ -217,14 +226,38 @@ impl KvServer {
                 continue;
             }
             self.serve(ctx, fd, ev.events & (EPOLLIN | EPOLLHUP) != 0, now_ms);
+            self.deliver(ctx, now_ms);
         }
+        self.deliver(ctx, now_ms);
         n
     }
 
-    fn accept<L: HostLink>(&mut self, ctx: &mut Context<L>) {
-        while let Ok((fd, _)) = ctx.accept(self.listener) {
+    /// Serves the clients the engine left something for (published messages, replies of
+    /// unblocked commands) or marked to be closed (CLIENT KILL, output limits), until none
+    /// is left (serving one may publish to others).
+    fn deliver<L: HostLink>(&mut self, ctx: &mut Context<L>, now_ms: i64) {
+        for _ in 0..64 {
+            let dirty = self.engine.take_dirty();
+            if dirty.is_empty() {
+                return;
+            }
+            for id in dirty {
+                let Some(&fd) = self.ids.get(&id) else {
+                    continue;
+                };
+                if self.engine.killed(id) {
+                    self.close(ctx, fd);
+                } else {
+                    self.serve(ctx, fd, false, now_ms);
+                }
+            }
+        }
+    }
+
+    fn accept<L: HostLink>(&mut self, ctx: &mut Context<L>, now_ms: i64) {
+        while let Ok((fd, peer)) = ctx.accept(self.listener) {
             self.stats.accepted += 1;
-            if self.clients.len() >= self.cfg.max_connections {
+            if self.clients.len() >= self.engine.config().maxclients {
                 // Redis's acceptCommonHandler: one error line, best effort, then close.
                 self.stats.refused += 1;
                 let _ = ctx.write(fd, MAX_CLIENTS_REPLY);
@@ -249,6 +282,14 @@ impl KvServer {
                 continue;
             }
             let conn = Connection::new(&mut self.engine, self.cfg.limits);
+            let id = conn.session().id;
+            let local = ctx
+                .getsockname(fd)
+                .map(|a| a.to_string())
+                .unwrap_or_default();
+            self.engine
+                .set_peer_addr(id, peer.to_string(), local, fd as i64, now_ms);
+            self.ids.insert(id, fd);
             self.clients.insert(
                 fd,
                 Client {
@@ -257,6 +298,7 @@ impl KvServer {
                     sent: 0,
                     eof: false,
                     interest: EPOLLIN,
+                    last_ms: now_ms,
                 },
             );
         }
@@ -289,6 +331,7 @@ impl KvServer {
                 match ctx.read(fd, &mut self.buf[..want]) {
                     Ok(0) => c.eof = true,
                     Ok(k) => {
+                        c.last_ms = now;
                         self.stats.bytes_in += k as u64;
                         state = c.conn.feed(&mut self.engine, &self.buf[..k]);
                         if state != RunState::Close {
@@ -352,10 +395,31 @@ impl KvServer {
         }
     }
 
+    /// Closes the clients idle for longer than Redis's `timeout` (CONFIG SET timeout), as
+    /// Redis's clientsCronHandleTimeout: not those subscribed or blocked.
+    fn close_idle<L: HostLink>(&mut self, ctx: &mut Context<L>, now_ms: i64) {
+        let t = self.engine.config().timeout_s;
+        if t == 0 {
+            return;
+        }
+        let idle: Vec<Fd> = self
+            .clients
+            .iter()
+            .filter(|(_, c)| {
+                now_ms - c.last_ms > t as i64 * 1000 && c.conn.may_time_out(&self.engine)
+            })
+            .map(|(&fd, _)| fd)
+            .collect();
+        for fd in idle {
+            self.close(ctx, fd);
+        }
+    }
+
     fn close<L: HostLink>(&mut self, ctx: &mut Context<L>, fd: Fd) {
         let _ = ctx.epoll_ctl(self.ep, EpollOp::Del, fd, EpollEvent::default());
         let _ = ctx.close(fd);
         if let Some(c) = self.clients.remove(&fd) {
+            self.ids.remove(&c.conn.session().id);
             c.conn.close(&mut self.engine);
             self.stats.closed += 1;
         }

@@ -80,7 +80,8 @@ pub struct Entry {
 /// Approximate bookkeeping cost of one key (hash table slot, entry, allocation headers).
 const KEY_OVERHEAD: usize = 64;
 
-fn cost(key: &[u8], v: &Value) -> usize {
+/// The bytes accounted for `key` holding `v` (MEMORY USAGE).
+pub fn cost(key: &[u8], v: &Value) -> usize {
     KEY_OVERHEAD + key.len() + v.size()
 }
 

@@ -1,4 +1,4 @@
-//! Server commands: TIME, INFO, CONFIG GET, COMMAND (Redis 7.0 `server.c`, `config.c`).
+//! Server commands: TIME, INFO, COMMAND (Redis 7.0 `server.c`, `config.c`).
 
 use super::*;
 
@@ -22,22 +22,35 @@ pub(super) fn info(
     now: i64,
     out: &mut Vec<u8>,
 ) -> Flow {
-    let all = ["server", "clients", "memory", "stats", "keyspace"];
+    // Redis 7.0's sections in its order; "default" leaves out commandstats.
+    let all = [
+        "server",
+        "clients",
+        "memory",
+        "persistence",
+        "stats",
+        "replication",
+        "cpu",
+        "commandstats",
+        "errorstats",
+        "keyspace",
+    ];
     let wanted: Vec<String> = if a.len() == 1 {
-        all.iter().map(|s| s.to_string()).collect()
+        vec!["default".into()]
     } else {
         a[1..]
             .iter()
             .map(|s| String::from_utf8_lossy(cstr(s)).to_ascii_lowercase())
             .collect()
     };
-    let every = wanted
-        .iter()
-        .any(|w| matches!(w.as_str(), "all" | "default" | "everything"));
+    let everything = wanted.iter().any(|w| w == "all" || w == "everything");
+    let default = everything || wanted.iter().any(|w| w == "default");
     let mut s = String::new();
     let uptime = (now - e.start_ms).max(0) / 1000;
     for sec in all {
-        if !every && !wanted.iter().any(|w| w == sec) {
+        let named = wanted.iter().any(|w| w == sec);
+        let shown = named || everything || (default && sec != "commandstats");
+        if !shown {
             continue;
         }
         if !s.is_empty() {
@@ -56,6 +69,8 @@ pub(super) fn info(
             "clients" => {
                 s.push_str("# Clients\r\n");
                 s.push_str(&format!("connected_clients:{}\r\n", e.stats.connected));
+                s.push_str(&format!("maxclients:{}\r\n", e.cfg.maxclients));
+                s.push_str(&format!("blocked_clients:{}\r\n", e.blocked_count()));
             }
             "memory" => {
                 s.push_str("# Memory\r\n");
@@ -77,6 +92,41 @@ pub(super) fn info(
                 s.push_str(&format!("expired_keys:{expired}\r\n"));
                 s.push_str(&format!("total_error_replies:{}\r\n", e.stats.errors));
             }
+            "persistence" => {
+                s.push_str("# Persistence\r\nloading:0\r\nasync_loading:0\r\n");
+                s.push_str("rdb_changes_since_last_save:0\r\nrdb_bgsave_in_progress:0\r\n");
+                s.push_str("aof_enabled:0\r\naof_rewrite_in_progress:0\r\n");
+                s.push_str("aof_rewrite_scheduled:0\r\n");
+            }
+            "replication" => {
+                s.push_str("# Replication\r\nrole:master\r\nconnected_slaves:0\r\n");
+                s.push_str("master_repl_offset:0\r\n");
+            }
+            "cpu" => {
+                let (user, sys) = cpu_times();
+                s.push_str(&format!(
+                    "# CPU\r\nused_cpu_sys:{sys:.6}\r\nused_cpu_user:{user:.6}\r\n\
+                     used_cpu_sys_children:0.000000\r\nused_cpu_user_children:0.000000\r\n"
+                ));
+            }
+            "commandstats" => {
+                s.push_str("# Commandstats\r\n");
+                let mut v: Vec<&(String, CmdStat)> = e.cmdstats.values().collect();
+                v.sort_by(|x, y| x.0.cmp(&y.0));
+                for (name, c) in v {
+                    s.push_str(&format!(
+                        "cmdstat_{name}:calls={},usec=0,usec_per_call=0.00,rejected_calls={},\
+                         failed_calls={}\r\n",
+                        c.calls, c.rejected, c.failed
+                    ));
+                }
+            }
+            "errorstats" => {
+                s.push_str("# Errorstats\r\n");
+                for (k, n) in &e.stats.errors_by_kind {
+                    s.push_str(&format!("errorstat_{k}:count={n}\r\n"));
+                }
+            }
             _ => {
                 s.push_str("# Keyspace\r\n");
                 for i in 0..e.dbs.len() {
@@ -96,6 +146,17 @@ pub(super) fn info(
     Flow::Continue
 }
 
+/// Seconds of CPU time the process used in user and system mode (INFO cpu), from
+/// /proc/self/stat (clock ticks of 1/100 s).
+fn cpu_times() -> (f64, f64) {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name's closing parenthesis; utime and stime are 14 and 15.
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let tick = |i: usize| f.get(i).and_then(|x| x.parse::<f64>().ok()).unwrap_or(0.0) / 100.0;
+    (tick(11), tick(12))
+}
+
 /// Redis's `stringmatch`, case-insensitive (as CONFIG GET uses it).
 pub(super) fn glob(p: &[u8], s: &[u8]) -> bool {
     glob_match(p, s, true)
@@ -112,12 +173,15 @@ pub(super) fn glob_match(p: &[u8], s: &[u8], nocase: bool) -> bool {
         }
     };
     let low = |a: u8| if nocase { a.to_ascii_lowercase() } else { a };
+    // `skip`: Redis's skipLongerMatches: once a `*` tried every rest of the string without
+    // a match, longer tries at outer `*`s cannot match either (keeps `a*a*a*...b` linear).
     fn m(
         p: &[u8],
         s: &[u8],
         depth: u32,
         eq: &dyn Fn(u8, u8) -> bool,
         low: &dyn Fn(u8) -> u8,
+        skip: &mut bool,
     ) -> bool {
         if depth > 100 {
             return false;
@@ -132,7 +196,16 @@ pub(super) fn glob_match(p: &[u8], s: &[u8], nocase: bool) -> bool {
                     if p.is_empty() {
                         return true;
                     }
-                    return (0..=s.len()).any(|i| m(p, &s[i..], depth + 1, eq, low));
+                    for i in 0..=s.len() {
+                        if m(p, &s[i..], depth + 1, eq, low, skip) {
+                            return true;
+                        }
+                        if *skip {
+                            return false;
+                        }
+                    }
+                    *skip = true;
+                    return false;
                 }
                 b'?' => {
                     if s.is_empty() {
@@ -189,63 +262,7 @@ pub(super) fn glob_match(p: &[u8], s: &[u8], nocase: bool) -> bool {
         }
         s.is_empty()
     }
-    m(p, s, 0, &eq, &low)
-}
-
-pub(super) fn config_params(e: &Engine) -> Vec<(&'static str, String)> {
-    vec![
-        ("save", String::new()),
-        ("appendonly", "no".into()),
-        ("maxmemory", e.cfg.maxmemory.to_string()),
-        ("maxmemory-policy", "noeviction".into()),
-        ("databases", e.cfg.databases.to_string()),
-        ("proto-max-bulk-len", e.cfg.max_bulk_len.to_string()),
-        ("port", e.cfg.port.to_string()),
-        ("timeout", "0".into()),
-    ]
-}
-
-pub(super) fn config_get(
-    e: &mut Engine,
-    _: &mut Session,
-    a: &[Vec<u8>],
-    _: i64,
-    out: &mut Vec<u8>,
-) -> Flow {
-    let params = config_params(e);
-    let mut found: Vec<(Vec<u8>, String)> = Vec::new();
-    for pat in &a[2..] {
-        let pat = cstr(pat);
-        if !pat.iter().any(|b| matches!(b, b'[' | b'*' | b'?')) {
-            if found.iter().any(|(n, _)| n.eq_ignore_ascii_case(pat)) {
-                continue;
-            }
-            if let Some((_, v)) = params
-                .iter()
-                .find(|(n, _)| n.as_bytes().eq_ignore_ascii_case(pat))
-            {
-                found.push((pat.to_vec(), v.clone()));
-            }
-            continue;
-        }
-        for (n, v) in &params {
-            if found
-                .iter()
-                .any(|(f, _)| f.eq_ignore_ascii_case(n.as_bytes()))
-            {
-                continue;
-            }
-            if glob(pat, n.as_bytes()) {
-                found.push((n.as_bytes().to_vec(), v.clone()));
-            }
-        }
-    }
-    resp::array_len(out, found.len() * 2);
-    for (n, v) in found {
-        resp::bulk(out, &n);
-        resp::bulk(out, v.as_bytes());
-    }
-    Flow::Continue
+    m(p, s, 0, &eq, &low, &mut false)
 }
 
 pub(super) fn command_info_entry(c: &Cmd, full: &str, out: &mut Vec<u8>) {

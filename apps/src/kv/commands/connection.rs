@@ -7,13 +7,18 @@ use super::*;
 
 pub(super) fn ping(
     _: &mut Engine,
-    _: &mut Session,
+    s: &mut Session,
     a: &[Vec<u8>],
     _: i64,
     out: &mut Vec<u8>,
 ) -> Flow {
     if a.len() > 2 {
         arity_error(out, "ping");
+    } else if s.proto == 2 && s.subscriptions() > 0 {
+        // Redis 7.0's pingCommand for a RESP2 subscriber: `*2 pong <arg or "">`.
+        resp::array_len(out, 2);
+        resp::bulk(out, b"pong");
+        resp::bulk(out, a.get(1).map(|x| &x[..]).unwrap_or(b""));
     } else if a.len() == 1 {
         out.extend_from_slice(b"+PONG\r\n");
     } else {
@@ -49,7 +54,7 @@ pub(super) fn valid_name(n: &[u8]) -> bool {
 }
 
 pub(super) fn hello(
-    _: &mut Engine,
+    e: &mut Engine,
     s: &mut Session,
     a: &[Vec<u8>],
     _: i64,
@@ -69,27 +74,43 @@ pub(super) fn hello(
         proto = Some(ver as u8);
         j = 2;
     }
+    let mut auth = None;
+    let mut name = None;
     while j < a.len() {
         let more = a.len() - 1 - j;
         if is(&a[j], "AUTH") && more >= 2 {
-            if !is(&a[j + 1], "default") {
-                resp::error(
-                    out,
-                    b"-WRONGPASS invalid username-password pair or user is disabled.",
-                );
-                return Flow::Continue;
-            }
+            auth = Some((&a[j + 1], &a[j + 2]));
             j += 3;
         } else if is(&a[j], "SETNAME") && more >= 1 {
-            if !set_name(s, &a[j + 1], out) {
-                return Flow::Continue;
-            }
+            name = Some(&a[j + 1]);
             j += 2;
         } else {
             let mut m = b"Syntax error in HELLO option '".to_vec();
             m.extend_from_slice(cstr(&a[j]));
             m.push(b'\'');
             resp::error_fmt(out, &m);
+            return Flow::Continue;
+        }
+    }
+    // Redis 7.0's helloCommand: authenticate, then require authentication, then the name.
+    if let Some((user, pass)) = auth {
+        if !e.check_password(user, pass) {
+            resp::error(out, WRONGPASS);
+            return Flow::Continue;
+        }
+        s.authenticated = true;
+    }
+    if !s.authenticated {
+        resp::error(
+            out,
+            b"-NOAUTH HELLO must be called with the client already authenticated, otherwise \
+              the HELLO AUTH <user> <pass> option can be used to authenticate the client and \
+              select the RESP protocol version at the same time",
+        );
+        return Flow::Continue;
+    }
+    if let Some(n) = name {
+        if !set_name(s, n, out) {
             return Flow::Continue;
         }
     }
@@ -110,6 +131,50 @@ pub(super) fn hello(
     }
     resp::bulk(out, b"modules");
     resp::array_len(out, 0);
+    Flow::Continue
+}
+
+const WRONGPASS: &[u8] = b"-WRONGPASS invalid username-password pair or user is disabled.";
+
+impl Engine {
+    /// Whether `user` / `pass` is the default user's (Redis 7.0 without ACL files: the only
+    /// user is `default`, and without `requirepass` it takes any password).
+    fn check_password(&self, user: &[u8], pass: &[u8]) -> bool {
+        user == b"default" && self.cfg.requirepass.as_deref().is_none_or(|p| p == pass)
+    }
+}
+
+/// AUTH [username] password (Redis 7.0 `authCommand`).
+pub(super) fn auth(
+    e: &mut Engine,
+    s: &mut Session,
+    a: &[Vec<u8>],
+    _: i64,
+    out: &mut Vec<u8>,
+) -> Flow {
+    if a.len() > 3 {
+        resp::error(out, SYNTAX);
+        return Flow::Continue;
+    }
+    if a.len() == 2 && e.cfg.requirepass.is_none() {
+        resp::error(
+            out,
+            b"AUTH <password> called without any password configured for the default user. \
+              Are you sure your configuration is correct?",
+        );
+        return Flow::Continue;
+    }
+    let (user, pass) = if a.len() == 3 {
+        (&a[1][..], &a[2][..])
+    } else {
+        (&b"default"[..], &a[1][..])
+    };
+    if e.check_password(user, pass) {
+        s.authenticated = true;
+        ok(out);
+    } else {
+        resp::error(out, WRONGPASS);
+    }
     Flow::Continue
 }
 

@@ -205,7 +205,7 @@ pub(super) fn hrandfield(e: &mut Engine, a: &[Vec<u8>], now: i64, out: &mut Vec<
     }
     let count = match a.get(2) {
         None => None,
-        Some(c) => match parse_i64(c, out) {
+        Some(c) => match rand_count(c, with_values, out) {
             Ok(c) => Some(c),
             Err(()) => return,
         },
@@ -231,6 +231,25 @@ pub(super) fn hrandfield(e: &mut Engine, a: &[Vec<u8>], now: i64, out: &mut Vec<
             resp::bulk(out, fields[i].1);
         }
     }
+}
+
+/// HRANDFIELD / ZRANDMEMBER's count (Redis 7.0: within ±LONG_MAX, and with the values at
+/// least -LONG_MAX/2, whose pairs would overflow the reply length).
+pub(super) fn rand_count(c: &[u8], with: bool, out: &mut Vec<u8>) -> Result<i64, ()> {
+    let n = parse_i64(c, out)?;
+    if n == i64::MIN {
+        resp::error(
+            out,
+            b"value is out of range, value must between -9223372036854775807 and \
+              9223372036854775807",
+        );
+        return Err(());
+    }
+    if with && n < -(i64::MAX / 2) {
+        resp::error(out, b"value is out of range");
+        return Err(());
+    }
+    Ok(n)
 }
 
 /// Indexes below `len` (> 0): `count` distinct ones (at most `len`) for `count >= 0`,

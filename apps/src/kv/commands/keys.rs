@@ -119,12 +119,18 @@ pub(super) fn pexpireat(e: &mut Engine, a: &[Vec<u8>], now: i64, out: &mut Vec<u
 }
 
 pub(super) fn ttl_generic(e: &mut Engine, key: &[u8], ms: bool, now: i64, out: &mut Vec<u8>) {
+    ttl_or_time(e, key, ms, false, now, out)
+}
+
+/// Redis's ttlGenericCommand: the time left (TTL, PTTL) or the expiry time itself (EXPIRETIME,
+/// PEXPIRETIME, `abs`), in seconds rounded or in milliseconds.
+fn ttl_or_time(e: &mut Engine, key: &[u8], ms: bool, abs: bool, now: i64, out: &mut Vec<u8>) {
     match e.db.get(key, now) {
         None => resp::int(out, -2),
         Some(en) => match en.expire_at {
             None => resp::int(out, -1),
             Some(t) => {
-                let left = t.wrapping_sub(now).max(0);
+                let left = if abs { t } else { t.wrapping_sub(now) }.max(0);
                 // Wrapping as Redis's C arithmetic does for expiry times near i64::MAX.
                 resp::int(
                     out,
@@ -145,6 +151,14 @@ pub(super) fn ttl(e: &mut Engine, a: &[Vec<u8>], now: i64, out: &mut Vec<u8>) {
 
 pub(super) fn pttl(e: &mut Engine, a: &[Vec<u8>], now: i64, out: &mut Vec<u8>) {
     ttl_generic(e, &a[1], true, now, out)
+}
+
+pub(super) fn expiretime(e: &mut Engine, a: &[Vec<u8>], now: i64, out: &mut Vec<u8>) {
+    ttl_or_time(e, &a[1], false, true, now, out)
+}
+
+pub(super) fn pexpiretime(e: &mut Engine, a: &[Vec<u8>], now: i64, out: &mut Vec<u8>) {
+    ttl_or_time(e, &a[1], true, true, now, out)
 }
 
 pub(super) fn persist(e: &mut Engine, a: &[Vec<u8>], now: i64, out: &mut Vec<u8>) {

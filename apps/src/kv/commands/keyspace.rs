@@ -163,33 +163,52 @@ pub(super) fn copy(e: &mut Engine, a: &[Vec<u8>], now: i64, out: &mut Vec<u8>) {
     resp::int(out, 1);
 }
 
-/// The encoding OBJECT ENCODING names, from Redis 7.0's thresholds (`*-max-listpack-entries`
-/// 128, `*-max-listpack-value` 64, `set-max-intset-entries` 512, embstr up to 44 bytes).
-/// Redis converts one way (a hash grown past the thresholds stays a hashtable when it
-/// shrinks); this derives the name from the current contents.
-fn encoding(v: &Value) -> &'static str {
-    fn small(n: usize, mut lens: impl Iterator<Item = usize>) -> bool {
-        n <= 128 && lens.all(|l| l <= 64)
+/// The encoding OBJECT ENCODING names, from Redis 7.0's thresholds as CONFIG sets them
+/// (`*-max-listpack-entries` 128, `*-max-listpack-value` 64, `set-max-intset-entries` 512,
+/// embstr up to 44 bytes). Redis converts one way (a hash grown past the thresholds stays a
+/// hashtable when it shrinks); this derives the name from the current contents.
+fn encoding(v: &Value, t: &Encodings) -> &'static str {
+    fn small(n: usize, max: usize, mut lens: impl Iterator<Item = usize>, vmax: usize) -> bool {
+        n <= max && lens.all(|l| l <= vmax)
     }
     match v {
         Value::Str(s) if s.len() <= 20 && string2ll(s).is_some() => "int",
         Value::Str(s) if s.len() <= 44 => "embstr",
         Value::Str(_) => "raw",
         Value::List(_) => "quicklist",
-        Value::Hash(h) if small(h.len(), h.iter().flat_map(|(f, x)| [f.len(), x.len()])) => {
+        Value::Hash(h)
+            if small(
+                h.len(),
+                t.hash_entries,
+                h.iter().flat_map(|(f, x)| [f.len(), x.len()]),
+                t.hash_value,
+            ) =>
+        {
             "listpack"
         }
         Value::Hash(_) => "hashtable",
-        Value::Set(s) if s.len() <= 512 && s.iter().all(|m| string2ll(m).is_some()) => "intset",
+        Value::Set(s) if s.len() <= t.set_intset && s.iter().all(|m| string2ll(m).is_some()) => {
+            "intset"
+        }
         Value::Set(_) => "hashtable",
-        Value::ZSet(z) if small(z.len(), z.order().iter().map(|(_, m)| m.len())) => "listpack",
+        Value::ZSet(z)
+            if small(
+                z.len(),
+                t.zset_entries,
+                z.order().iter().map(|(_, m)| m.len()),
+                t.zset_value,
+            ) =>
+        {
+            "listpack"
+        }
         Value::ZSet(_) => "skiplist",
     }
 }
 
 pub(super) fn object_encoding(e: &mut Engine, a: &[Vec<u8>], now: i64, out: &mut Vec<u8>) {
+    let t = e.cfg.encodings;
     match e.db.get(&a[2], now) {
-        Some(en) => resp::bulk(out, encoding(&en.value).as_bytes()),
+        Some(en) => resp::bulk(out, encoding(&en.value, &t).as_bytes()),
         None => resp::null(out),
     }
 }
@@ -227,4 +246,66 @@ pub(super) fn swapdb(e: &mut Engine, a: &[Vec<u8>], _: i64, out: &mut Vec<u8>) {
         std::mem::swap(&mut e.db, &mut e.dbs[cur]);
     }
     ok(out);
+}
+
+/// MEMORY USAGE key [SAMPLES count]: the bytes nicemu accounts for the key (its own
+/// approximation, see docs/redis-compat.md), a null for a missing key.
+pub(super) fn memory_usage(e: &mut Engine, a: &[Vec<u8>], now: i64, out: &mut Vec<u8>) {
+    let mut j = 3;
+    while j < a.len() {
+        if is(&a[j], "samples") && j + 1 < a.len() {
+            if parse_i64(&a[j + 1], out).is_err() {
+                return;
+            }
+            j += 2;
+        } else {
+            return resp::error(out, SYNTAX);
+        }
+    }
+    match e.db.get(&a[2], now) {
+        Some(en) => resp::int(out, crate::kv::store::cost(&a[2], &en.value) as i64),
+        None => resp::null(out),
+    }
+}
+
+/// MOVE key db (Redis 7.0 moveCommand): 1 when moved with its time to live, 0 when the key
+/// is missing or already in the target database.
+pub(super) fn move_cmd(e: &mut Engine, a: &[Vec<u8>], now: i64, out: &mut Vec<u8>) {
+    let dst_db = match string2ll(&a[2]) {
+        Some(n) if (i32::MIN as i64..=i32::MAX as i64).contains(&n) => n,
+        _ => return resp::error(out, NOT_INTEGER),
+    };
+    if dst_db < 0 || dst_db as usize >= e.dbs.len() {
+        return resp::error(out, b"DB index is out of range");
+    }
+    let dst_db = dst_db as usize;
+    if dst_db == e.cur {
+        return resp::error(out, b"source and destination objects are the same");
+    }
+    if !e.db.contains(&a[1], now) || e.store_mut(dst_db).contains(&a[1], now) {
+        return resp::int(out, 0);
+    }
+    let Some(en) = e.db.take(&a[1]) else {
+        return resp::int(out, 0);
+    };
+    let dst = e.store_mut(dst_db);
+    dst.set(&a[1], en.value, false);
+    if let Some(t) = en.expire_at {
+        dst.set_expire(&a[1], t);
+    }
+    resp::int(out, 1);
+}
+
+/// OBJECT REFCOUNT key: 1, or INT_MAX for the integers 0..9999 Redis keeps as shared
+/// objects (OBJ_SHARED_INTEGERS, with the default noeviction policy).
+pub(super) fn object_refcount(e: &mut Engine, a: &[Vec<u8>], now: i64, out: &mut Vec<u8>) {
+    match e.db.get(&a[2], now).map(|en| &en.value) {
+        None => resp::null(out),
+        Some(Value::Str(s))
+            if s.len() <= 20 && string2ll(s).is_some_and(|n| (0..10000).contains(&n)) =>
+        {
+            resp::int(out, i32::MAX as i64)
+        }
+        Some(_) => resp::int(out, 1),
+    }
 }

@@ -12,6 +12,10 @@
 
 mod access;
 mod admin;
+mod bits;
+mod blocking;
+mod client;
+mod config;
 mod connection;
 mod float;
 mod hash;
@@ -19,20 +23,29 @@ mod keys;
 mod keyspace;
 mod list;
 mod list_edit;
+mod mpop;
 mod multi;
+mod pubsub;
 mod resp3;
 mod set;
 mod string;
 mod string_range;
 mod table;
 mod zset;
+mod zset_ops;
 mod zset_range;
 
 use std::borrow::Cow;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+
+pub use pubsub::Peer;
 
 use access::*;
 use admin::*;
+use bits::*;
+use blocking::*;
+use client::*;
+use config::*;
 use connection::*;
 use float::*;
 use hash::*;
@@ -40,13 +53,16 @@ use keys::*;
 use keyspace::*;
 use list::*;
 use list_edit::*;
+use mpop::*;
 use multi::*;
+use pubsub::*;
 use resp3::*;
 use set::*;
 use string::*;
 use string_range::*;
 use table::*;
 use zset::*;
+use zset_ops::*;
 use zset_range::*;
 
 use super::resp::{self, string2ll};
@@ -66,6 +82,49 @@ pub struct EngineConfig {
     pub active_expire_budget: usize,
     /// Number of databases (SELECT 0 to `databases - 1`), Redis's `databases` (16).
     pub databases: usize,
+    /// Connections held at most (Redis's `maxclients`); the server refuses more.
+    pub maxclients: usize,
+    /// Seconds a client may stay idle before the server closes it (Redis's `timeout`; 0:
+    /// never).
+    pub timeout_s: u64,
+    /// The default user's password (Redis's `requirepass`): while set, a new connection
+    /// must AUTH before other commands.
+    pub requirepass: Option<Vec<u8>>,
+    /// Most bytes buffered for one connection's input (Redis's `client-query-buffer-limit`).
+    pub max_query_buffer: usize,
+    /// The thresholds OBJECT ENCODING reports against.
+    pub encodings: Encodings,
+    /// `client-output-buffer-limit`'s pubsub class: hard limit, soft limit (bytes, 0: none)
+    /// and seconds over the soft limit before a subscriber is disconnected.
+    pub pubsub_limit: (u64, u64, u64),
+}
+
+/// Redis 7.0's small-encoding thresholds (`hash-max-listpack-entries`, ...).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Encodings {
+    /// `hash-max-listpack-entries` (512: Redis 7.0's compiled-in default; its sample
+    /// redis.conf says 128).
+    pub hash_entries: usize,
+    /// `hash-max-listpack-value` (64).
+    pub hash_value: usize,
+    /// `set-max-intset-entries` (512).
+    pub set_intset: usize,
+    /// `zset-max-listpack-entries` (128).
+    pub zset_entries: usize,
+    /// `zset-max-listpack-value` (64).
+    pub zset_value: usize,
+}
+
+impl Default for Encodings {
+    fn default() -> Self {
+        Encodings {
+            hash_entries: 512,
+            hash_value: 64,
+            set_intset: 512,
+            zset_entries: 128,
+            zset_value: 64,
+        }
+    }
 }
 
 impl Default for EngineConfig {
@@ -76,6 +135,12 @@ impl Default for EngineConfig {
             port: 6379,
             active_expire_budget: 20,
             databases: 16,
+            maxclients: 10_000,
+            timeout_s: 0,
+            requirepass: None,
+            max_query_buffer: 1 << 30,
+            encodings: Encodings::default(),
+            pubsub_limit: (32 << 20, 8 << 20, 60),
         }
     }
 }
@@ -105,10 +170,29 @@ pub struct Session {
     pub db: usize,
     /// The protocol version HELLO chose: 2 (RESP2, the default) or 3 (RESP3).
     pub proto: u8,
+    /// Whether the client may run commands other than AUTH and HELLO: true from the start
+    /// while no `requirepass` is set (as Redis's `c->authenticated`), else after AUTH.
+    pub authenticated: bool,
     /// The open transaction (between MULTI and EXEC/DISCARD).
     multi: Option<Multi>,
     /// Watched keys: (database, key, version when watched).
     watched: Vec<(usize, Vec<u8>, u64)>,
+    /// Channels subscribed, in subscription order.
+    channels: Vec<Vec<u8>>,
+    /// Patterns subscribed, in subscription order.
+    patterns: Vec<Vec<u8>>,
+    /// CLIENT REPLY: on, off, or skip the next command's reply.
+    reply: ReplyMode,
+}
+
+/// CLIENT REPLY's modes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ReplyMode {
+    On,
+    Off,
+    Skip,
+    /// SKIP was the last command: the next reply is dropped.
+    SkipNext,
 }
 
 impl Session {
@@ -119,15 +203,32 @@ impl Session {
             lib: (None, None),
             db: 0,
             proto: 2,
+            authenticated: true,
             multi: None,
             watched: Vec::new(),
+            channels: Vec::new(),
+            patterns: Vec::new(),
+            reply: ReplyMode::On,
         }
+    }
+
+    /// Whether the client has subscriptions (channels or patterns).
+    pub fn subscribed(&self) -> bool {
+        self.subscriptions() > 0
     }
 
     /// Whether a transaction is open (MULTI was called).
     pub fn in_multi(&self) -> bool {
         self.multi.is_some()
     }
+}
+
+/// INFO commandstats' counters of one command.
+#[derive(Clone, Copy, Debug, Default)]
+struct CmdStat {
+    calls: u64,
+    rejected: u64,
+    failed: u64,
 }
 
 /// Counters of the engine.
@@ -146,6 +247,8 @@ pub struct EngineStats {
     pub connected: u64,
     /// Connections ended by a protocol error or the query buffer limit.
     pub protocol_errors: u64,
+    /// Subscribers disconnected past `client-output-buffer-limit pubsub`.
+    pub output_limit_disconnects: u64,
 }
 
 /// The command of `table` named `name` (any case): a hash lookup in the top-level table
@@ -198,6 +301,18 @@ pub struct Engine {
     in_exec: bool,
     next_id: u64,
     start_ms: i64,
+    /// CONFIG's parameters.
+    params: Params,
+    /// What the engine keeps of each open connection (outbox, CLIENT LIST's fields).
+    peers: HashMap<u64, Peer>,
+    /// Subscriptions.
+    pubsub: PubSub,
+    /// Clients with pushes waiting or to be closed (see [`Engine::take_dirty`]).
+    dirty: Vec<u64>,
+    /// Clients waiting in blocking commands.
+    waits: Waits,
+    /// Calls per command (INFO commandstats), keyed by the command's table entry.
+    cmdstats: HashMap<usize, (String, CmdStat)>,
     /// Counters.
     pub stats: EngineStats,
 }
@@ -206,7 +321,14 @@ impl Engine {
     /// An empty keyspace with settings `cfg`.
     pub fn new(mut cfg: EngineConfig) -> Self {
         cfg.databases = cfg.databases.max(1);
+        let params = Params::new(&cfg);
         Engine {
+            params,
+            peers: HashMap::new(),
+            pubsub: PubSub::default(),
+            dirty: Vec::new(),
+            waits: Waits::default(),
+            cmdstats: HashMap::new(),
             dbs: (0..cfg.databases).map(|_| Store::new()).collect(),
             cfg,
             db: Store::new(),
@@ -265,12 +387,28 @@ impl Engine {
         self.next_id += 1;
         self.stats.connections += 1;
         self.stats.connected += 1;
-        Session::new(id)
+        let mut s = Session::new(id);
+        s.authenticated = self.cfg.requirepass.is_none();
+        self.peers.insert(
+            id,
+            Peer {
+                proto: 2,
+                multi: -1,
+                fd: -1,
+                created_ms: self.start_ms,
+                last_ms: self.start_ms,
+                ..Peer::default()
+            },
+        );
+        s
     }
 
     /// A session ends (its watches go).
     pub fn close_session(&mut self, mut s: Session) {
         self.unwatch_all(&mut s);
+        self.unsubscribe_all(&mut s);
+        self.forget_blocked(s.id);
+        self.peers.remove(&s.id);
         self.stats.connected = self.stats.connected.saturating_sub(1);
     }
 
@@ -302,6 +440,12 @@ impl Engine {
         let start = out.len();
         let flow = self.dispatch(sess, argv, now_ms, out);
         self.stats.commands += 1;
+        self.after_command(sess, argv, now_ms, out, start);
+        // As Redis's handleClientsBlockedOnKeys: after a whole command, EXEC included, not
+        // between the commands of a transaction.
+        if !self.in_exec {
+            self.serve_blocked(now_ms);
+        }
         if out.get(start) == Some(&b'-') {
             self.stats.errors += 1;
             let rest = &out[start + 1..];
@@ -362,6 +506,33 @@ impl Engine {
         Some((c, full))
     }
 
+    /// Signals the keys a write command names (its key positions; LMPOP-style commands and
+    /// the STORE forms by their destination or keys) to the waiting clients.
+    fn signal_written(&mut self, c: &Cmd, argv: &[Vec<u8>], db: usize) {
+        let (first, last, step) = c.keys;
+        if first <= 0 {
+            // Keys after a numkeys argument, or none: every argument may be a key.
+            self.signal_keys(db, argv[1..].iter());
+            return;
+        }
+        let n = argv.len() as i32;
+        let last = if last < 0 { n + last } else { last.min(n - 1) };
+        let keys = (first..=last)
+            .step_by(step.max(1) as usize)
+            .filter_map(|i| argv.get(i as usize));
+        self.signal_keys(db, keys);
+    }
+
+    /// A command refused before it ran (NOAUTH, OOM, pubsub context): INFO commandstats'
+    /// rejected_calls.
+    fn count_rejected(&mut self, key: usize, full: &str) {
+        self.cmdstats
+            .entry(key)
+            .or_insert_with(|| (full.to_string(), CmdStat::default()))
+            .1
+            .rejected += 1;
+    }
+
     fn over_maxmemory(&self) -> bool {
         self.cfg.maxmemory > 0 && self.used_memory() as u64 > self.cfg.maxmemory
     }
@@ -387,9 +558,42 @@ impl Engine {
             sess.flag_transaction();
             return Flow::Continue;
         };
+        if let Some(p) = self.peers.get_mut(&sess.id) {
+            p.cmd.clear();
+            p.cmd.push_str(&full);
+        }
+        let stat_key = c as *const Cmd as usize;
+        // Redis's processCommand: without authentication only AUTH, HELLO and QUIT run.
+        if !sess.authenticated && !matches!(c.name, "auth" | "hello" | "quit") {
+            resp::error(out, b"-NOAUTH Authentication required.");
+            sess.flag_transaction();
+            self.count_rejected(stat_key, &full);
+            return Flow::Continue;
+        }
         if c.flags & DENYOOM != 0 && !self.in_exec && self.over_maxmemory() {
             resp::error(out, OOM);
             sess.flag_transaction();
+            self.count_rejected(stat_key, &full);
+            return Flow::Continue;
+        }
+        // Redis 7.0: a RESP2 client with subscriptions only runs these.
+        if sess.proto == 2
+            && sess.subscriptions() > 0
+            && !matches!(
+                c.name,
+                "ping" | "subscribe" | "unsubscribe" | "psubscribe" | "punsubscribe" | "quit"
+            )
+        {
+            resp::error_fmt(
+                out,
+                format!(
+                    "Can't execute '{full}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / \
+                     QUIT / RESET are allowed in this context"
+                )
+                .as_bytes(),
+            );
+            sess.flag_transaction();
+            self.count_rejected(stat_key, &full);
             return Flow::Continue;
         }
         if sess.in_multi()
@@ -412,8 +616,24 @@ impl Engine {
             }
             Run::Subs => Flow::Continue,
         };
+        if c.flags & WRITE != 0 && self.blocked_count() > 0 {
+            self.signal_written(c, argv, sess.db);
+        }
+        let st = &mut self
+            .cmdstats
+            .entry(stat_key)
+            .or_insert_with(|| (full.to_string(), CmdStat::default()))
+            .1;
+        st.calls += 1;
+        if out.get(start) == Some(&b'-') {
+            st.failed += 1;
+        }
         // EXEC's elements were converted as they ran; its own null is converted here.
-        if sess.proto == 3 && (full != "exec" || out[start..] == *b"*-1\r\n") {
+        let pushes = matches!(
+            c.name,
+            "subscribe" | "unsubscribe" | "psubscribe" | "punsubscribe"
+        );
+        if sess.proto == 3 && !pushes && (full != "exec" || out[start..] == *b"*-1\r\n") {
             to_resp3(&full, argv, out, start);
         }
         flow
@@ -458,5 +678,7 @@ fn parse_i64(a: &[u8], out: &mut Vec<u8>) -> Result<i64, ()> {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_admin;
 #[cfg(test)]
 mod tests_types;

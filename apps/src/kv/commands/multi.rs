@@ -25,6 +25,11 @@ impl Session {
         }
     }
 
+    /// Commands queued in the open transaction (`None`: no MULTI).
+    pub(super) fn queued(&self) -> Option<usize> {
+        self.multi.as_ref().map(|m| m.queue.len())
+    }
+
     /// Queues a command of the open transaction.
     pub(super) fn queue(&mut self, argv: Vec<Vec<u8>>, flags: u8) {
         if let Some(m) = &mut self.multi {

@@ -136,6 +136,33 @@ pub(super) fn to_resp3(full: &str, a: &[Vec<u8>], out: &mut Vec<u8>, start: usiz
             pairs(items, true, &mut o)
         }
         (R::Arr(items), "hrandfield") if has("withvalues") => pairs(items, false, &mut o),
+        (R::Arr(items), "zrandmember") if has("withscores") => pairs(items, true, &mut o),
+        (R::Arr(items), "zunion" | "zinter" | "zdiff")
+            if a.iter().skip(1).any(|x| is(x, "withscores")) =>
+        {
+            pairs(items, true, &mut o)
+        }
+        // `[key, [[member, score], ...]]` with the scores as doubles.
+        (R::Arr(items), "zmpop" | "bzmpop") if items.len() == 2 => {
+            resp::array_len(&mut o, 2);
+            emit(&items[0], &mut o);
+            match &items[1] {
+                R::Arr(ps) => {
+                    resp::array_len(&mut o, ps.len());
+                    for p in ps {
+                        match p {
+                            R::Arr(ms) if ms.len() == 2 => {
+                                resp::array_len(&mut o, 2);
+                                emit(&ms[0], &mut o);
+                                double(&ms[1], &mut o);
+                            }
+                            x => emit(x, &mut o),
+                        }
+                    }
+                }
+                x => emit(x, &mut o),
+            }
+        }
         _ => emit(&r, &mut o),
     }
     out.truncate(start);

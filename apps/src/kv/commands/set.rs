@@ -133,15 +133,20 @@ pub(super) fn smove(e: &mut Engine, a: &[Vec<u8>], now: i64, out: &mut Vec<u8>) 
         return;
     };
     let member = src.contains(&a[3]);
-    if e.read::<Set>(&a[2], now, out).is_err() {
+    let Ok(dst) = e.read::<Set>(&a[2], now, out) else {
         return;
-    }
+    };
+    let in_dst = dst.is_some_and(|d| d.contains(&a[3]));
     if a[1] == a[2] || !member {
         resp::int(out, member as i64);
         return;
     }
     let _ = e.write::<Set, _>(&a[1], now, out, false, |s| s.remove(&a[3]));
-    let _ = e.write::<Set, _>(&a[2], now, out, true, |s| s.insert(&a[3]));
+    // As Redis's smoveCommand: a member already in the destination leaves it untouched (a
+    // WATCH on it is not triggered).
+    if !in_dst {
+        let _ = e.write::<Set, _>(&a[2], now, out, true, |s| s.insert(&a[3]));
+    }
     resp::int(out, 1);
 }
 
@@ -238,4 +243,44 @@ pub(super) fn sunionstore(e: &mut Engine, a: &[Vec<u8>], now: i64, out: &mut Vec
 
 pub(super) fn sdiffstore(e: &mut Engine, a: &[Vec<u8>], now: i64, out: &mut Vec<u8>) {
     set_op_store(e, a, Op::Diff, now, out)
+}
+
+/// SINTERCARD numkeys key [key ...] [LIMIT limit] (Redis 7.0): the size of the intersection,
+/// at most `limit` (0: no limit).
+pub(super) fn sintercard(e: &mut Engine, a: &[Vec<u8>], now: i64, out: &mut Vec<u8>) {
+    let n = match string2ll(&a[1]) {
+        Some(n) if n > 0 => n as usize,
+        _ => return resp::error(out, b"numkeys should be greater than 0"),
+    };
+    if n > a.len() - 2 {
+        return resp::error(out, b"Number of keys can't be greater than number of args");
+    }
+    let mut limit = 0usize;
+    let mut j = 2 + n;
+    while j < a.len() {
+        if is(&a[j], "limit") && j + 1 < a.len() {
+            match string2ll(&a[j + 1]) {
+                Some(l) if l >= 0 => limit = l as usize,
+                _ => return resp::error(out, b"LIMIT can't be negative"),
+            }
+            j += 2;
+        } else {
+            return resp::error(out, SYNTAX);
+        }
+    }
+    // SINTER over the keys, then its element count.
+    let mut argv = vec![b"sinter".to_vec()];
+    argv.extend_from_slice(&a[2..2 + n]);
+    let mut r = Vec::new();
+    set_op(e, &argv, Op::Inter, now, &mut r);
+    if r.first() != Some(&b'*') {
+        out.extend_from_slice(&r);
+        return;
+    }
+    let end = r.iter().position(|&b| b == b'\r').unwrap_or(1);
+    let card: usize = std::str::from_utf8(&r[1..end])
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    resp::int(out, if limit > 0 { card.min(limit) } else { card } as i64);
 }

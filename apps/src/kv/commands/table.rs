@@ -98,20 +98,40 @@ const WDF: u8 = WRITE | DENYOOM | FAST;
 const R: u8 = READONLY;
 const RF: u8 = READONLY | FAST;
 
-static CLIENT_SUBS: [Cmd; 4] = [
+static CLIENT_SUBS: [Cmd; 10] = [
+    cmd("unblock", -3, 0, NOKEYS, client_unblock),
     cmd("id", 2, FAST, NOKEYS, client_id),
+    cmd("list", -2, 0, NOKEYS, client_list),
+    cmd("info", 2, 0, NOKEYS, client_info),
+    cmd("kill", -3, 0, NOKEYS, client_kill),
+    cmd("no-evict", 3, 0, NOKEYS, client_no_evict),
+    cmd("reply", 3, 0, NOKEYS, client_reply),
     cmd("getname", 2, FAST, NOKEYS, client_getname),
     cmd("setname", 3, FAST, NOKEYS, client_setname),
     cmd("setinfo", 4, FAST, NOKEYS, client_setinfo),
 ];
-static CONFIG_SUBS: [Cmd; 1] = [cmd("get", -3, 0, NOKEYS, config_get)];
+static CONFIG_SUBS: [Cmd; 3] = [
+    cmd("get", -3, 0, NOKEYS, config_get),
+    cmd("set", -4, 0, NOKEYS, config_set),
+    cmd("resetstat", 2, 0, NOKEYS, config_resetstat),
+];
+static PUBSUB_SUBS: [Cmd; 3] = [
+    cmd("channels", -2, 0, NOKEYS, pubsub_channels),
+    cmd("numsub", -2, 0, NOKEYS, pubsub_numsub),
+    cmd("numpat", 2, 0, NOKEYS, pubsub_numpat),
+];
+static MEMORY_SUBS: [Cmd; 1] = [plain("usage", -3, R, (2, 2, 1), memory_usage)];
+static FUNCTION_SUBS: [Cmd; 1] = [cmd("flush", -2, W, NOKEYS, function_flush)];
 static COMMAND_SUBS: [Cmd; 4] = [
     cmd("count", 2, 0, NOKEYS, command_count),
     cmd("docs", -2, 0, NOKEYS, command_docs),
     cmd("info", -2, 0, NOKEYS, command_info),
     cmd("list", -2, 0, NOKEYS, command_list),
 ];
-static OBJECT_SUBS: [Cmd; 1] = [plain("encoding", 3, R, (2, 2, 1), object_encoding)];
+static OBJECT_SUBS: [Cmd; 2] = [
+    plain("encoding", 3, R, (2, 2, 1), object_encoding),
+    plain("refcount", 3, R, (2, 2, 1), object_refcount),
+];
 
 /// The top-level command named `name` (any case), through a hash index built on first use.
 pub(super) fn find_command(name: &[u8]) -> Option<&'static Cmd> {
@@ -140,6 +160,9 @@ pub(super) static COMMANDS: &[Cmd] = &[
     cmd("select", 2, FAST, NOKEYS, select),
     parent("client", -2, &CLIENT_SUBS),
     parent("config", -2, &CONFIG_SUBS),
+    parent("function", -2, &FUNCTION_SUBS),
+    parent("memory", -2, &MEMORY_SUBS),
+    cmd("auth", -2, FAST, NOKEYS, auth),
     Cmd {
         name: "command",
         arity: -1,
@@ -154,6 +177,13 @@ pub(super) static COMMANDS: &[Cmd] = &[
     plain("swapdb", 3, WF, NOKEYS, swapdb),
     cmd("info", -1, 0, NOKEYS, info),
     cmd("time", 1, FAST, NOKEYS, time),
+    // Publish/subscribe.
+    cmd("subscribe", -2, 0, NOKEYS, subscribe),
+    cmd("unsubscribe", -1, 0, NOKEYS, unsubscribe),
+    cmd("psubscribe", -2, 0, NOKEYS, psubscribe),
+    cmd("punsubscribe", -1, 0, NOKEYS, punsubscribe),
+    cmd("publish", 3, FAST, NOKEYS, publish),
+    parent("pubsub", -2, &PUBSUB_SUBS),
     // Transactions.
     cmd("multi", 1, FAST, NOKEYS, multi),
     cmd("exec", 1, 0, NOKEYS, exec),
@@ -182,6 +212,8 @@ pub(super) static COMMANDS: &[Cmd] = &[
     key1("getrange", 4, R, getrange),
     key1("substr", 4, R, getrange),
     key1("setrange", 4, WD, setrange),
+    key1("setbit", 4, WD, setbit),
+    key1("getbit", 3, RF, getbit),
     // Keys.
     plain("del", -2, W, ALLKEYS, del),
     plain("unlink", -2, WF, ALLKEYS, del),
@@ -194,6 +226,8 @@ pub(super) static COMMANDS: &[Cmd] = &[
     key1("pexpireat", -3, WF, pexpireat),
     key1("ttl", 2, RF, ttl),
     key1("pttl", 2, RF, pttl),
+    key1("expiretime", 2, RF, expiretime),
+    key1("pexpiretime", 2, RF, pexpiretime),
     key1("persist", 2, WF, persist),
     plain("keys", 2, R, NOKEYS, keys),
     plain("scan", -2, R, NOKEYS, scan),
@@ -201,6 +235,7 @@ pub(super) static COMMANDS: &[Cmd] = &[
     plain("rename", 3, W, TWOKEYS, rename),
     plain("renamenx", 3, WF, TWOKEYS, renamenx),
     plain("copy", -3, WD, TWOKEYS, copy),
+    key1("move", 3, WF, move_cmd),
     parent("object", -2, &OBJECT_SUBS),
     // Lists.
     key1("lpush", -3, WDF, lpush),
@@ -218,6 +253,16 @@ pub(super) static COMMANDS: &[Cmd] = &[
     key1("linsert", 5, WD, linsert),
     key1("lpos", -3, R, lpos),
     plain("lmove", 5, WD, TWOKEYS, lmove),
+    cmd("blpop", -3, W, (1, -2, 1), blocking),
+    cmd("brpop", -3, W, (1, -2, 1), blocking),
+    cmd("blmove", 6, WD, TWOKEYS, blocking),
+    cmd("brpoplpush", 4, WD, TWOKEYS, blocking),
+    cmd("bzpopmin", -3, WF, (1, -2, 1), blocking),
+    cmd("bzpopmax", -3, WF, (1, -2, 1), blocking),
+    plain("lmpop", -4, W, NOKEYS, lmpop),
+    cmd("blmpop", -5, W, NOKEYS, blocking),
+    plain("zmpop", -4, W, NOKEYS, zmpop),
+    cmd("bzmpop", -5, W, NOKEYS, blocking),
     plain("rpoplpush", 3, WD, TWOKEYS, rpoplpush),
     // Hashes.
     key1("hset", -4, WDF, hset),
@@ -249,6 +294,7 @@ pub(super) static COMMANDS: &[Cmd] = &[
     plain("sunion", -2, R, ALLKEYS, sunion),
     plain("sdiff", -2, R, ALLKEYS, sdiff),
     plain("sinterstore", -3, WD, ALLKEYS, sinterstore),
+    plain("sintercard", -3, R, NOKEYS, sintercard),
     plain("sunionstore", -3, WD, ALLKEYS, sunionstore),
     plain("sdiffstore", -3, WD, ALLKEYS, sdiffstore),
     // Sorted sets.
@@ -273,4 +319,13 @@ pub(super) static COMMANDS: &[Cmd] = &[
     key1("zremrangebyrank", 4, W, zremrangebyrank),
     key1("zremrangebyscore", 4, W, zremrangebyscore),
     key1("zremrangebylex", 4, W, zremrangebylex),
+    plain("zunion", -3, R, NOKEYS, zunion),
+    plain("zinter", -3, R, NOKEYS, zinter),
+    plain("zdiff", -3, R, NOKEYS, zdiff),
+    plain("zunionstore", -4, WD, KEY1, zunionstore),
+    plain("zinterstore", -4, WD, KEY1, zinterstore),
+    plain("zdiffstore", -4, WD, KEY1, zdiffstore),
+    plain("zintercard", -3, R, NOKEYS, zintercard),
+    key1("zrandmember", -2, R, zrandmember),
+    plain("zrangestore", -5, WD, TWOKEYS, zrangestore),
 ];
