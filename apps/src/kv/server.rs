@@ -13,7 +13,6 @@
 //! are the case the offloads are for.
 
 use std::collections::HashMap;
-use std::net::SocketAddrV4;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use hoststack::frame::HostLink;
@@ -21,7 +20,7 @@ use hoststack::stack::{EpollEvent, EpollOp, SockOpt, EPOLLERR, EPOLLHUP, EPOLLIN
 use hoststack::{Context, Errno, Fd};
 
 use super::{Connection, Engine, EngineConfig, ProtoLimits, RunState};
-use crate::echo::ServerOffloads;
+use crate::listener::ServerOffloads;
 
 /// Settings of a [`KvServer`].
 #[derive(Clone, Debug)]
@@ -127,24 +126,9 @@ pub struct KvServer {
 impl KvServer {
     /// Listens on `cfg.port` of `ctx` (with the offloads of `cfg.offloads`).
     pub fn new<L: HostLink>(ctx: &mut Context<L>, cfg: KvConfig) -> Result<Self, Errno> {
-        let listener = ctx.socket()?;
-        ctx.set_nonblocking(listener, true)?;
-        ctx.setsockopt(listener, SockOpt::ReuseAddr(true))?;
-        ctx.setsockopt(listener, SockOpt::NoDelay(true))?;
-        ctx.setsockopt(listener, SockOpt::SetupOffload(cfg.offloads.setup))?;
-        ctx.setsockopt(listener, SockOpt::TeardownOffload(cfg.offloads.teardown))?;
-        ctx.bind(listener, SocketAddrV4::new([0, 0, 0, 0].into(), cfg.port))?;
-        ctx.listen(listener, cfg.backlog)?;
         let ep = ctx.epoll_create()?;
-        ctx.epoll_ctl(
-            ep,
-            EpollOp::Add,
-            listener,
-            EpollEvent {
-                events: EPOLLIN,
-                data: LISTENER,
-            },
-        )?;
+        let listener =
+            crate::listener::listen(ctx, ep, cfg.port, cfg.backlog, cfg.offloads, LISTENER)?;
         let mut ecfg = cfg.engine.clone();
         ecfg.port = cfg.port;
         ecfg.max_bulk_len = cfg.limits.max_bulk_len;
