@@ -131,13 +131,15 @@ fn ttl_or_time(e: &mut Engine, key: &[u8], ms: bool, abs: bool, now: i64, out: &
             None => resp::int(out, -1),
             Some(t) => {
                 let left = if abs { t } else { t.wrapping_sub(now) }.max(0);
-                // Wrapping as Redis's C arithmetic does for expiry times near i64::MAX.
+                // Rounded to seconds without overflow: for an expiry within 500 ms of
+                // i64::MAX, redis-server 7.0.15 (as Debian builds it) answers EXPIRETIME with
+                // the exact 9223372036854776, not a wrapped negative.
                 resp::int(
                     out,
                     if ms {
                         left
                     } else {
-                        left.wrapping_add(500) / 1000
+                        ((i128::from(left) + 500) / 1000) as i64
                     },
                 );
             }

@@ -153,3 +153,27 @@ fn kv_glob_nested_stars_stay_fast() {
     assert!(glob_match(b"a*a*b", b"aaab", false));
     assert!(glob_match(b"*b*c", b"abxc", false));
 }
+
+#[test]
+fn expiretime_near_the_largest_expiry_is_rounded_without_overflow() {
+    let mut e = Engine::new(EngineConfig::default());
+    let mut s = e.open_session();
+    run(&mut e, &mut s, &[b"set", b"k", b"v"]);
+    assert_eq!(
+        run(
+            &mut e,
+            &mut s,
+            &[b"pexpireat", b"k", b"9223372036854775807"]
+        ),
+        b":1\r\n"
+    );
+    // redis-server 7.0.15 answers the exact rounding, not a wrapped negative.
+    assert_eq!(
+        run(&mut e, &mut s, &[b"expiretime", b"k"]),
+        b":9223372036854776\r\n"
+    );
+    assert_eq!(
+        run(&mut e, &mut s, &[b"pexpiretime", b"k"]),
+        b":9223372036854775807\r\n"
+    );
+}
