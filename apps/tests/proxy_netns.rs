@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 
 use common::proc::Proc;
 use common::proxy_topo::{
-    nginx_conf, port_config, ProxyProc, ProxyTopo, TempDir, PROXY_IP, SERVER_IP,
+    nginx_conf, port_config, ProxyProc, ProxyTopo, TempDir, CLIENT_IP, PROXY_IP, SERVER_IP,
 };
 use common::waits::{counter, sha256, wait_for, write_files};
 
@@ -478,4 +478,134 @@ down_ms = 0
     assert!(c(&closing, "closed early") >= 1, "{text}");
     assert_eq!(c(&closing, "response timeouts"), 0, "{text}");
     bad.interrupt();
+}
+
+/// A keep-alive backend that prints every request head it receives (one line each, `HEAD`
+/// then the head with CR LF as `|`), skips Content-Length bodies, and answers `200 ok`.
+const PY_RECORDING_BACKEND: &str = r#"
+import socket, sys, threading
+l = socket.socket()
+l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+l.bind((sys.argv[1], 8085)); l.listen(16)
+print("ready", flush=True)
+def serve(c):
+    buf = b""
+    while True:
+        while b"\r\n\r\n" not in buf:
+            d = c.recv(65536)
+            if not d:
+                return
+            buf += d
+        head, buf = buf.split(b"\r\n\r\n", 1)
+        print("HEAD " + head.decode("latin-1").replace("\r\n", "|"), flush=True)
+        n = 0
+        for f in head.split(b"\r\n")[1:]:
+            k, _, v = f.partition(b":")
+            if k.strip().lower() == b"content-length":
+                n = int(v)
+        while len(buf) < n:
+            d = c.recv(65536)
+            if not d:
+                return
+            buf += d
+        buf = buf[n:]
+        c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+while True:
+    c, _ = l.accept()
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
+"#;
+
+/// A raw-socket client: three requests written at once, the second and third with a forged
+/// X-Forwarded-For, the third with Transfer-Encoding and Content-Length both (the smuggling
+/// pair, RFC 9112 §6.3 (3)) and a hidden request in its body; prints the status lines it
+/// gets until the proxy closes.
+const PY_PIPELINE_CLIENT: &str = r#"
+import re, socket, sys
+s = socket.create_connection((sys.argv[1], 80), timeout=10)
+s.sendall(b"GET /1 HTTP/1.1\r\nHost: t\r\n\r\n"
+          b"GET /2 HTTP/1.1\r\nHost: t\r\nX-Forwarded-For: 6.6.6.6\r\n\r\n"
+          b"POST /3 HTTP/1.1\r\nHost: t\r\nX-Forwarded-For: 6.6.6.6\r\n"
+          b"Transfer-Encoding: chunked\r\nContent-Length: 4\r\n\r\n"
+          b"0\r\n\r\nGET /4 HTTP/1.1\r\nHost: t\r\n\r\n")
+got = b""
+while True:
+    d = s.recv(65536)
+    if not d:
+        break
+    got += d
+for m in re.finditer(rb"HTTP/1\.1 \d{3}", got):
+    print("STATUS " + m.group().decode(), flush=True)
+print("EOF", flush=True)
+"#;
+
+/// Linux peers on both sides: a python client pipelines three requests through the proxy
+/// (http mode, as shipped) to a python backend that records what reaches it. The first two
+/// are answered; the smuggling pair is refused with 400 and the connection closed; the
+/// backend sees exactly two requests, each with the proxy's X-Forwarded-For (the client's
+/// address), never the forged one, and never the hidden request.
+#[test]
+fn proxy_netns_pipelined_requests_are_each_checked() {
+    let topo = ProxyTopo::new('p');
+    let tmp = TempDir::new("proxy-p");
+    let mut backend = Proc::spawn(
+        &topo.server,
+        &["python3", "-c", PY_RECORDING_BACKEND, SERVER_IP],
+    );
+    assert!(
+        wait_for(Duration::from_secs(10), || backend.has_line("ready")),
+        "the backend did not start: {}",
+        backend.describe()
+    );
+    let core = dataplane::sys::allowed_cores().unwrap()[0];
+    let prefix = format!("nicemu-test-proxy-p-{}", std::process::id());
+    let cfg = tmp.path("proxy.toml");
+    let table = format!(
+        "backends = [\"{SERVER_IP}:8085\"]\nadd_header = \"X-Forwarded-For\"\nmode = \"http\"\n"
+    );
+    let ports = port_config(core, &prefix, topo.proxy_iface());
+    let lcores = format!("[[lcore]]\ncore = {core}\nrole = \"shared\"");
+    std::fs::write(&cfg, proxy_toml(&ports, &lcores, &table)).unwrap();
+    let mut proxy = ProxyProc::spawn(&["proxy", "-c", cfg.as_str()], &prefix);
+    let mut out = String::new();
+    let answered = wait_for(Duration::from_secs(30), || {
+        out = topo
+            .client
+            .run(&["python3", "-c", PY_PIPELINE_CLIENT, PROXY_IP])
+            .unwrap_or_default();
+        proxy.exited().is_some() || out.contains("STATUS")
+    });
+    assert!(answered, "no answer: {out}\n{}", proxy.describe());
+    let status = proxy.interrupt_and_wait(Duration::from_secs(15));
+    let text = proxy.stdout();
+    assert!(status.is_some_and(|s| s.success()), "{}", proxy.describe());
+    backend.drain();
+    let seen = backend.stdout();
+    let statuses: Vec<&str> = out
+        .lines()
+        .filter_map(|l| l.strip_prefix("STATUS HTTP/1.1 "))
+        .map(|l| &l[..3])
+        .collect();
+    assert_eq!(
+        statuses,
+        ["200", "200", "400"],
+        "client:\n{out}\nbackend:\n{seen}\nproxy:\n{text}"
+    );
+    assert!(out.contains("EOF"), "{out}");
+    let heads: Vec<&str> = seen.lines().filter(|l| l.starts_with("HEAD ")).collect();
+    assert_eq!(
+        heads.len(),
+        2,
+        "the smuggled request reached the backend: {seen}"
+    );
+    let xff = format!("|X-Forwarded-For: {CLIENT_IP}");
+    for h in &heads {
+        assert!(h.contains(&xff), "{h}");
+        assert!(
+            !h.contains("6.6.6.6"),
+            "a forged X-Forwarded-For went through: {h}"
+        );
+        assert!(!h.contains("/4 "), "the hidden request went through: {h}");
+    }
+    assert_eq!(counter(&text, "proxy: errors", "400:"), Some(1), "{text}");
+    backend.interrupt();
 }
