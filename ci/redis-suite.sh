@@ -5,7 +5,11 @@
 # in another, both made and removed by this script. SERVER=redis runs the same files against
 # redis-server (the kernel's TCP on the same veth pair) as the baseline.
 #
-#   REDIS_SRC=/work/redis-7.0.15-tests ci/redis-suite.sh [FILE...]
+#   REDIS_SRC=/path/to/redis-7.0.15 ci/redis-suite.sh [FILE...]
+#       A source tree: `git clone --branch 7.0.15 https://github.com/redis/redis` or Debian's
+#       `apt-get source redis` (deb-src lines needed); runtest looks for its binaries in
+#       src/: link them to Debian's (`ln -s /usr/bin/redis-server /usr/bin/redis-cli
+#       /usr/bin/redis-benchmark src/`), no build needed.
 #       FILE: unit/type/string, unit/keyspace, ... (default: the files below)
 #   SERVER=nicemu|redis (nicemu), LOGDIR=dir (a temporary one; kept), needs root and
 #   `cargo build --release -p apps --features dpdk` for nicemu.
