@@ -172,6 +172,77 @@ impl Engine {
     }
 }
 
+/// Channels (`SUBSCRIBE`) or patterns (`PSUBSCRIBE`): the two kinds of subscription, which
+/// Redis keeps in two tables and confirms under two names.
+#[derive(Clone, Copy)]
+enum Kind {
+    Channel,
+    Pattern,
+}
+
+impl Kind {
+    fn of(self, s: &mut Session) -> &mut Vec<Vec<u8>> {
+        match self {
+            Kind::Channel => &mut s.channels,
+            Kind::Pattern => &mut s.patterns,
+        }
+    }
+
+    fn names(self) -> (&'static [u8], &'static [u8]) {
+        match self {
+            Kind::Channel => (b"subscribe", b"unsubscribe"),
+            Kind::Pattern => (b"psubscribe", b"punsubscribe"),
+        }
+    }
+}
+
+fn sub(e: &mut Engine, s: &mut Session, a: &[Vec<u8>], out: &mut Vec<u8>, k: Kind) -> Flow {
+    for name in &a[1..] {
+        if !k.of(s).contains(name) {
+            k.of(s).push(name.clone());
+            match k {
+                Kind::Channel => e
+                    .pubsub
+                    .channels
+                    .entry(name.clone())
+                    .or_default()
+                    .push(s.id),
+                Kind::Pattern => match e.pubsub.patterns.iter_mut().find(|(p, _)| p == name) {
+                    Some((_, v)) => v.push(s.id),
+                    None => e.pubsub.patterns.push((name.clone(), vec![s.id])),
+                },
+            }
+        }
+        confirm(out, s.proto, k.names().0, Some(name), s.subscriptions());
+    }
+    e.sync_subs(s);
+    Flow::Continue
+}
+
+fn unsub(e: &mut Engine, s: &mut Session, a: &[Vec<u8>], out: &mut Vec<u8>, k: Kind) -> Flow {
+    // Without arguments: every one, in subscription order (Redis walks its dict).
+    let names: Vec<Vec<u8>> = if a.len() == 1 {
+        k.of(s).clone()
+    } else {
+        a[1..].to_vec()
+    };
+    if names.is_empty() {
+        confirm(out, s.proto, k.names().1, None, s.subscriptions());
+    }
+    for name in names {
+        if let Some(i) = k.of(s).iter().position(|c| *c == name) {
+            k.of(s).remove(i);
+            match k {
+                Kind::Channel => e.pubsub_remove_channel(&name, s.id),
+                Kind::Pattern => e.pubsub_remove_pattern(&name, s.id),
+            }
+        }
+        confirm(out, s.proto, k.names().1, Some(&name), s.subscriptions());
+    }
+    e.sync_subs(s);
+    Flow::Continue
+}
+
 pub(super) fn subscribe(
     e: &mut Engine,
     s: &mut Session,
@@ -179,15 +250,7 @@ pub(super) fn subscribe(
     _: i64,
     out: &mut Vec<u8>,
 ) -> Flow {
-    for ch in &a[1..] {
-        if !s.channels.contains(ch) {
-            s.channels.push(ch.clone());
-            e.pubsub.channels.entry(ch.clone()).or_default().push(s.id);
-        }
-        confirm(out, s.proto, b"subscribe", Some(ch), s.subscriptions());
-    }
-    e.sync_subs(s);
-    Flow::Continue
+    sub(e, s, a, out, Kind::Channel)
 }
 
 pub(super) fn psubscribe(
@@ -197,18 +260,7 @@ pub(super) fn psubscribe(
     _: i64,
     out: &mut Vec<u8>,
 ) -> Flow {
-    for pat in &a[1..] {
-        if !s.patterns.contains(pat) {
-            s.patterns.push(pat.clone());
-            match e.pubsub.patterns.iter_mut().find(|(p, _)| p == pat) {
-                Some((_, v)) => v.push(s.id),
-                None => e.pubsub.patterns.push((pat.clone(), vec![s.id])),
-            }
-        }
-        confirm(out, s.proto, b"psubscribe", Some(pat), s.subscriptions());
-    }
-    e.sync_subs(s);
-    Flow::Continue
+    sub(e, s, a, out, Kind::Pattern)
 }
 
 pub(super) fn unsubscribe(
@@ -218,24 +270,7 @@ pub(super) fn unsubscribe(
     _: i64,
     out: &mut Vec<u8>,
 ) -> Flow {
-    // Without arguments: every channel, in subscription order (Redis walks its dict).
-    let chans: Vec<Vec<u8>> = if a.len() == 1 {
-        s.channels.clone()
-    } else {
-        a[1..].to_vec()
-    };
-    if chans.is_empty() {
-        confirm(out, s.proto, b"unsubscribe", None, s.subscriptions());
-    }
-    for ch in chans {
-        if let Some(i) = s.channels.iter().position(|c| *c == ch) {
-            s.channels.remove(i);
-            e.pubsub_remove_channel(&ch, s.id);
-        }
-        confirm(out, s.proto, b"unsubscribe", Some(&ch), s.subscriptions());
-    }
-    e.sync_subs(s);
-    Flow::Continue
+    unsub(e, s, a, out, Kind::Channel)
 }
 
 pub(super) fn punsubscribe(
@@ -245,23 +280,7 @@ pub(super) fn punsubscribe(
     _: i64,
     out: &mut Vec<u8>,
 ) -> Flow {
-    let pats: Vec<Vec<u8>> = if a.len() == 1 {
-        s.patterns.clone()
-    } else {
-        a[1..].to_vec()
-    };
-    if pats.is_empty() {
-        confirm(out, s.proto, b"punsubscribe", None, s.subscriptions());
-    }
-    for pat in pats {
-        if let Some(i) = s.patterns.iter().position(|p| *p == pat) {
-            s.patterns.remove(i);
-            e.pubsub_remove_pattern(&pat, s.id);
-        }
-        confirm(out, s.proto, b"punsubscribe", Some(&pat), s.subscriptions());
-    }
-    e.sync_subs(s);
-    Flow::Continue
+    unsub(e, s, a, out, Kind::Pattern)
 }
 
 impl Engine {
