@@ -452,3 +452,63 @@ fn syn_reusing_a_tuple_in_time_wait_starts_a_new_connection() {
     }
     assert_eq!(net.a.stats().time_wait_reused, 1);
 }
+
+/// By default the most recently freed descriptor is handed out again first.
+#[test]
+fn descriptors_are_reused_most_recent_first_by_default() {
+    let mut net = Net::new();
+    let fds: Vec<_> = (0..4).map(|_| net.a.socket().unwrap()).collect();
+    net.a.close(fds[1]).unwrap();
+    net.a.close(fds[2]).unwrap();
+    assert_eq!(net.a.socket().unwrap(), fds[2]);
+    assert_eq!(net.a.socket().unwrap(), fds[1]);
+    let fresh = net.a.socket().unwrap();
+    assert!(fds.iter().all(|&f| f < fresh), "{fresh} vs {fds:?}");
+}
+
+/// In mTCP's order every number below `max_fds` is used once before any is reused, then
+/// the one freed longest ago; the bound still holds.
+#[test]
+fn descriptors_cycle_in_mtcps_order() {
+    let mut ca = cfg(A);
+    ca.fd_reuse = hoststack::stack::FdReuse::Cycle;
+    ca.max_fds = 6;
+    let mut net = Net::with(ca, cfg(B));
+    let fds: Vec<_> = (0..4).map(|_| net.a.socket().unwrap()).collect();
+    net.a.close(fds[1]).unwrap();
+    net.a.close(fds[2]).unwrap();
+    // Two numbers never used yet come first, although two are free.
+    let a = net.a.socket().unwrap();
+    let b = net.a.socket().unwrap();
+    assert!(
+        !fds.contains(&a) && !fds.contains(&b) && a != b,
+        "{a} {b} {fds:?}"
+    );
+    // The table is at max_fds: now the one freed longest ago, then the next.
+    assert_eq!(net.a.socket().unwrap(), fds[1]);
+    net.a.close(a).unwrap();
+    assert_eq!(net.a.socket().unwrap(), fds[2]);
+    assert_eq!(net.a.socket().unwrap(), a);
+    assert_eq!(net.a.socket(), Err(Errno::MFile));
+}
+
+/// With no TIME_WAIT (mTCP's default `tcp_timewait = 0`) the side that closes first still
+/// acknowledges the peer's FIN before it forgets the connection: the peer leaves LAST_ACK
+/// at once, without retransmitting its FIN or meeting a reset.
+#[test]
+fn zero_time_wait_still_acknowledges_the_last_fin() {
+    let (mut ca, mut cb) = (cfg(A), cfg(B));
+    ca.tcp.time_wait_ns = 0;
+    cb.tcp.time_wait_ns = 0;
+    let mut net = Net::with(ca, cb);
+    let (c, s) = connected(&mut net, 93);
+    net.a.close(s).unwrap();
+    let mut b = [0u8; 16];
+    assert!(net.run_until(10_000, |n| n.b.read(c, &mut b) == Ok(0)));
+    net.b.close(c).unwrap();
+    assert!(net.run_until(10_000, |n| n.a.connections() == 0 && n.b.connections() == 0));
+    let tb = net.b.tcp_totals();
+    assert_eq!(tb.retransmits, 0, "{tb:?}");
+    assert_eq!(net.a.stats().rst_sent, 0);
+    assert_eq!(net.b.stats().rst_sent, 0);
+}

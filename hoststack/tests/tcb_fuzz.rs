@@ -169,6 +169,7 @@ impl Harness {
             max_retransmits: 4,
             syn_retries: 2,
             time_wait_ns: 2_000 * MS,
+            fin_wait2_ns: 2_000 * MS,
             ..TcpConfig::default()
         };
         let opts = TcpOptions {

@@ -103,6 +103,7 @@ struct Net {
 fn cfg() -> TcpConfig {
     TcpConfig {
         time_wait_ns: 2 * SEC,
+        fin_wait2_ns: 2 * SEC,
         ..TcpConfig::default()
     }
 }

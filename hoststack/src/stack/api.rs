@@ -510,7 +510,7 @@ impl<L: HostLink> Context<L> {
         let Entry::Sock(s) = std::mem::replace(&mut self.entries[idx], Entry::Free) else {
             unreachable!("checked above")
         };
-        self.free_fds.push(fd);
+        self.free_fds.push_back(fd);
         self.open_fds -= 1;
         if let Some(l) = s.local.filter(|l| l.ip().octets() == self.cfg.ip) {
             let p = l.port();

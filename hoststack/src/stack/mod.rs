@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use crate::frame::HostLink;
 use crate::tcp::isn::IsnGenerator;
-use crate::tcp::tcb::{Endpoints, Tcb};
+use crate::tcp::tcb::{Endpoints, State, Tcb};
 use crate::tcp::TcpConfig;
 
 pub use api::{Shutdown, SockOpt, SockOptName};
@@ -57,6 +57,8 @@ pub struct HostConfig {
     pub tcp: TcpConfig,
     /// Most descriptors (sockets + epolls) open at once (EMFILE beyond).
     pub max_fds: usize,
+    /// Which free descriptor a new socket or epoll gets.
+    pub fd_reuse: FdReuse,
     /// Most connections (open, half-open, closing) at once; SYNs beyond are dropped and
     /// `connect` fails with `Again`, counted in [`HostStats::conn_limit`]. Nothing is
     /// allocated up front: the bound costs nothing until connections exist.
@@ -114,6 +116,7 @@ impl HostConfig {
             port,
             tcp: TcpConfig::default(),
             max_fds: 1 << 16,
+            fd_reuse: FdReuse::Recent,
             max_conns: 1 << 16,
             max_syn_backlog: 1024,
             ephemeral: (32768, 60999),
@@ -129,6 +132,21 @@ impl HostConfig {
             quasi_tcb: true,
         }
     }
+}
+
+/// How descriptors are handed out again after a close.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+pub enum FdReuse {
+    /// The most recently freed first (its table entry is warm in the cache); a new number
+    /// only when none is free.
+    #[default]
+    Recent,
+    /// mTCP's order (its `socket.c` keeps every socket of a `max_concurrency`-sized table in
+    /// a free queue): every number below `max_fds` once before any is reused, then the one
+    /// freed longest ago. A number just closed is not handed out again at once, which
+    /// programs written for mTCP rely on: its `epwget` clears the state it indexes by
+    /// descriptor when it opens the next connection, before it is done with the old one's.
+    Cycle,
 }
 
 /// Counters of one context.
@@ -395,7 +413,8 @@ pub struct Context<L: HostLink> {
     link: L,
     now: Now,
     entries: Vec<Entry>,
-    free_fds: Vec<Fd>,
+    /// Freed descriptors in the order they were freed ([`FdReuse`] says which end is used).
+    free_fds: VecDeque<Fd>,
     open_fds: usize,
     conns: Vec<Option<Conn>>,
     free_conns: Vec<u32>,
@@ -459,7 +478,7 @@ impl<L: HostLink> Context<L> {
             link,
             now,
             entries: Vec::new(),
-            free_fds: Vec::new(),
+            free_fds: VecDeque::new(),
             open_fds: 0,
             conns: Vec::new(),
             free_conns: Vec::new(),
@@ -530,6 +549,39 @@ impl<L: HostLink> Context<L> {
     /// Connections held (open, half-open, or finishing their close).
     pub fn connections(&self) -> usize {
         self.live_conns
+    }
+
+    /// The open descriptors (sockets and epolls), in number order.
+    pub fn descriptors(&self) -> Vec<Fd> {
+        (0..self.entries.len())
+            .filter(|&i| !matches!(self.entries[i], Entry::Free))
+            .map(|i| i as Fd)
+            .collect()
+    }
+
+    /// How many held connections are in each TCP state (states with none left out), in
+    /// RFC 9293's order; quasi-TCBs (AccelTCP §5.2) count as established.
+    pub fn connection_states(&self) -> Vec<(State, usize)> {
+        const ORDER: [State; 10] = [
+            State::SynSent,
+            State::SynReceived,
+            State::Established,
+            State::FinWait1,
+            State::FinWait2,
+            State::CloseWait,
+            State::Closing,
+            State::LastAck,
+            State::TimeWait,
+            State::Closed,
+        ];
+        let mut n = [0usize; ORDER.len()];
+        for c in self.conns.iter().flatten() {
+            if let Some(k) = ORDER.iter().position(|s| *s == c.tcb.state()) {
+                n[k] += 1;
+            }
+        }
+        n[2] += self.quasi.iter().flatten().count();
+        ORDER.into_iter().zip(n).filter(|(_, k)| *k > 0).collect()
     }
 
     /// The current time of the context's clock.
@@ -756,7 +808,12 @@ impl<L: HostLink> Context<L> {
             return Err(crate::Errno::MFile);
         }
         self.open_fds += 1;
-        match self.free_fds.pop() {
+        let reuse = match self.cfg.fd_reuse {
+            FdReuse::Recent => self.free_fds.pop_back(),
+            FdReuse::Cycle if self.entries.len() < self.cfg.max_fds => None,
+            FdReuse::Cycle => self.free_fds.pop_front(),
+        };
+        match reuse {
             Some(fd) => {
                 self.entries[fd as usize] = e;
                 Ok(fd)
@@ -770,7 +827,7 @@ impl<L: HostLink> Context<L> {
 
     fn release_fd(&mut self, fd: Fd) {
         self.entries[fd as usize] = Entry::Free;
-        self.free_fds.push(fd);
+        self.free_fds.push_back(fd);
         self.open_fds -= 1;
     }
 

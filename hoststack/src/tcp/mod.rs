@@ -57,8 +57,12 @@ pub struct TcpConfig {
     pub max_retransmits: u32,
     /// SYN (or SYN-ACK) retransmissions before failing.
     pub syn_retries: u32,
-    /// TIME_WAIT duration (2·MSL).
+    /// TIME_WAIT duration (2·MSL); 0 frees a connection as soon as it enters TIME_WAIT
+    /// (mTCP's default, `tcp_timewait = 0`).
     pub time_wait_ns: u64,
+    /// How long a connection closed by the application waits in FIN_WAIT_2 for the peer's
+    /// FIN (Linux's `tcp_fin_timeout`); one whose application may still read waits forever.
+    pub fin_wait2_ns: u64,
     /// Congestion control algorithm.
     pub cc: cc::CcAlgorithm,
     /// Tail-loss probes (RFC 8985 §7): resend the last segment when ACKs stop for two
@@ -84,6 +88,7 @@ impl Default for TcpConfig {
             max_retransmits: 15,
             syn_retries: 6,
             time_wait_ns: 60_000_000_000,
+            fin_wait2_ns: 60_000_000_000,
             cc: cc::CcAlgorithm::NewReno,
             tail_loss_probe: true,
         }

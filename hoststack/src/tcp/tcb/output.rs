@@ -138,6 +138,9 @@ impl Tcb {
         match t {
             Timer::Rto => self.on_rto(now),
             Timer::Persist => self.on_persist(),
+            // An ACK still owed (of the FIN that began a zero-length TIME_WAIT) goes out
+            // first; the connection ends on the next poll.
+            Timer::TimeWait if self.flags.ack_now => self.timers.running = Timer::TimeWait,
             Timer::TimeWait | Timer::FinWait2 => {
                 self.state = State::Closed;
                 self.clear_pending_work();
@@ -254,7 +257,8 @@ impl Tcb {
                 Timer::Off => 0,
                 Timer::Rto => now.saturating_add(self.timers.rtt.rto()),
                 Timer::Persist => now.saturating_add(self.persist_interval()),
-                Timer::TimeWait | Timer::FinWait2 => now.saturating_add(self.cfg.time_wait_ns),
+                Timer::TimeWait => now.saturating_add(self.cfg.time_wait_ns),
+                Timer::FinWait2 => now.saturating_add(self.cfg.fin_wait2_ns),
             };
         }
     }

@@ -59,6 +59,8 @@ pub(super) struct TcbConfig {
     pub(super) syn_retries: u32,
     /// TIME_WAIT duration (2·MSL).
     pub(super) time_wait_ns: u64,
+    /// FIN_WAIT_2 timeout once the application closed.
+    pub(super) fin_wait2_ns: u64,
     /// Upper RTO bound (RFC 6298 §2.5), also the persist interval's.
     pub(super) rto_max_ns: u64,
     /// The congestion controller built when the handshake completes.
@@ -80,6 +82,7 @@ impl TcbConfig {
             tail_loss_probe: cfg.tail_loss_probe,
             syn_retries: cfg.syn_retries,
             time_wait_ns: cfg.time_wait_ns,
+            fin_wait2_ns: cfg.fin_wait2_ns,
             rto_max_ns: cfg.rto_max_ns,
             cc: cfg.cc,
         }
