@@ -28,6 +28,8 @@ command -v hping3 >/dev/null || need+=(hping3)
 # Peers of the proxy and key-value tests: an HTTP server and client, redis, scapy.
 command -v nginx >/dev/null || need+=(nginx-light)
 command -v curl >/dev/null || need+=(curl)
+# mTCP's epserver is fetched from with wget too (mtcp/tests/netns_mtcp_examples.rs).
+command -v wget >/dev/null || need+=(wget)
 command -v redis-server >/dev/null || need+=(redis-server)
 command -v redis-cli >/dev/null || need+=(redis-tools)
 # References of `nicemu bench peers`: HAProxy in front of the same backends, wrk as the

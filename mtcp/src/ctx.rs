@@ -20,10 +20,14 @@ use hoststack::stack::Fd;
 use hoststack::stack::SpliceReport;
 use hoststack::stack::{EpollEvent, EpollOp, EPOLLERR, EPOLLHUP, EPOLLOUT};
 use hoststack::stack::{Shutdown, SockOpt, SockOptName};
+use hoststack::tcp::tcb::State;
 use hoststack::{Context, Errno};
 
 use crate::err::{E, R};
 use crate::signal;
+
+/// How long `mtcp_destroy_context` runs a context on for its last FINs to be acknowledged.
+pub const WIND_DOWN: Duration = Duration::from_millis(250);
 
 /// What a context runs besides its stack: the NIC lcore of a `shared` lcore, or only an
 /// idle policy when the NIC lcore has a thread of its own.
@@ -139,6 +143,29 @@ impl<L: HostLink> Ctx<L> {
     fn round(&mut self) -> bool {
         let nic = self.nic.poll();
         self.stack.poll() > 0 || nic
+    }
+
+    /// Ends the context as a process exit ends its sockets: closes every descriptor still
+    /// open, then runs rounds until no connection waits for the ACK of its FIN, for at most
+    /// [`WIND_DOWN`], so that the last FINs (and the data before them) leave the NIC.
+    pub fn wind_down(&mut self) {
+        for fd in self.stack.descriptors() {
+            let _ = self.stack.close(fd);
+        }
+        self.nonblock.clear();
+        let until = Instant::now() + WIND_DOWN;
+        while Instant::now() < until {
+            let busy = self.round();
+            let closing = self
+                .stack
+                .connection_states()
+                .iter()
+                .any(|(s, _)| matches!(s, State::FinWait1 | State::Closing | State::LastAck));
+            if !closing {
+                break;
+            }
+            self.nic.idle(busy);
+        }
     }
 
     /// Runs `op` until it does not fail with `Again`: at most once more after one round
@@ -290,6 +317,41 @@ impl<L: HostLink> Ctx<L> {
         self.stack.close(fd)?;
         self.nonblock.remove(&fd);
         Ok(())
+    }
+
+    /// The context's counters in one line: connections opened and still held, refusals at
+    /// the connection bound, frames, and the TCP totals (retransmissions, resets).
+    pub fn summary(&self) -> String {
+        let s = self.stack.stats();
+        let t = self.stack.tcp_totals();
+        let held: Vec<String> = self
+            .stack
+            .connection_states()
+            .iter()
+            .map(|(st, n)| format!("{n} {st:?}"))
+            .collect();
+        format!(
+            "context {}: connections {} active + {} passive opened, {} held ({}), {} refused \
+             at max_concurrency; frames {} in, {} out, {} link full; segments {} in, {} out, \
+             {} retransmitted; {} resets sent",
+            self.stack.config().core,
+            s.active_opens,
+            s.passive_opens,
+            self.stack.connections(),
+            if held.is_empty() {
+                "none".to_string()
+            } else {
+                held.join(", ")
+            },
+            s.conn_limit,
+            s.frames_in,
+            s.frames_out,
+            s.link_full,
+            t.segs_in,
+            t.segs_out,
+            t.retransmits,
+            s.rst_sent
+        )
     }
 
     /// mtcp_abort: a RST instead of a FIN (SO_LINGER 0, then close).

@@ -170,6 +170,17 @@ pub unsafe extern "C" fn mtcp_setconf(conf: *const MtcpConf) -> c_int {
     })
 }
 
+/// The number of online CPUs (`sysconf(_SC_NPROCESSORS_ONLN)`). mTCP's library exports it
+/// (`cpu.c`) and its example programs call it without declaring another, so it is part of
+/// the ABI `-lmtcp` programs link against.
+#[no_mangle]
+#[allow(non_snake_case)]
+pub extern "C" fn GetNumCPUs() -> c_int {
+    // SAFETY: sysconf has no memory preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    c_int::try_from(n).unwrap_or(1).max(1)
+}
+
 /// Pins the calling thread to `cpu`.
 #[no_mangle]
 pub extern "C" fn mtcp_core_affinitize(cpu: c_int) -> c_int {

@@ -39,13 +39,18 @@ impl Handle {
         }
     }
 
-    /// Drops the context (its connections and, on a shared lcore, the NIC lcore).
+    /// Closes the context's sockets and lets their FINs go out ([`ctx::Ctx::wind_down`]),
+    /// prints its counters on stderr (one line, [`ctx::Ctx::summary`]), and drops it (its
+    /// connections and, on a shared lcore, the NIC lcore).
     pub fn close(&self) {
         let ctx = match self.ctx.lock() {
             Ok(mut g) => g.take(),
             Err(p) => p.into_inner().take(),
         };
-        drop(ctx);
+        if let Some(mut c) = ctx {
+            c.wind_down();
+            eprintln!("libmtcp: {}", c.summary());
+        }
     }
 }
 

@@ -59,8 +59,13 @@ pub fn conf() -> MtcpConf {
         .unwrap_or_else(|| MtcpConf::from(&MtcpConfFile::default()))
 }
 
-/// Applies `c` to a context's host configuration: buffers, connection bound, TIME_WAIT.
+/// Applies `c` to a context's host configuration: buffers, connection and descriptor
+/// bounds, TIME_WAIT, and mTCP's order of descriptor numbers.
 pub fn apply(c: &MtcpConf, hc: &mut hoststack::HostConfig) {
+    // mTCP's socket table holds `max_concurrency` sockets, epolls included, and hands them
+    // out from a free queue: numbers stay below `max_concurrency` and one just closed is not
+    // reused at once (programs size per-descriptor arrays by it, as epwget does).
+    hc.fd_reuse = hoststack::stack::FdReuse::Cycle;
     if let Ok(n) = usize::try_from(c.rcvbuf_size) {
         if n > 0 {
             hc.tcp.recv_buffer = n;
@@ -74,10 +79,12 @@ pub fn apply(c: &MtcpConf, hc: &mut hoststack::HostConfig) {
     if let Ok(n) = usize::try_from(c.max_concurrency) {
         if n > 0 {
             hc.max_conns = n;
+            hc.max_fds = n;
         }
     }
-    if c.tcp_timewait > 0 {
-        hc.tcp.time_wait_ns = c.tcp_timewait as u64 * 1_000_000_000;
+    // As in mTCP, 0 (its default) frees a connection as soon as it enters TIME_WAIT.
+    if let Ok(s) = u64::try_from(c.tcp_timewait) {
+        hc.tcp.time_wait_ns = s * 1_000_000_000;
     }
 }
 
@@ -389,5 +396,28 @@ mod dpdk {
         }
         drop(rt.topo.take());
         remove_runtime_dir(&rt.prefix);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{apply, MtcpConf};
+    use crate::conf::MtcpConfFile;
+
+    #[test]
+    fn mtcp_settings_map_onto_the_host_config() {
+        let mut c = MtcpConf::from(&MtcpConfFile::default());
+        c.max_concurrency = 300;
+        c.rcvbuf_size = 4096;
+        let mut hc = hoststack::HostConfig::new([10, 0, 0, 1], 0);
+        apply(&c, &mut hc);
+        assert_eq!((hc.max_conns, hc.max_fds), (300, 300));
+        assert_eq!(hc.fd_reuse, hoststack::stack::FdReuse::Cycle);
+        assert_eq!(hc.tcp.recv_buffer, 4096);
+        // mTCP's default tcp_timewait 0: no TIME_WAIT; a value in seconds otherwise.
+        assert_eq!(hc.tcp.time_wait_ns, 0);
+        c.tcp_timewait = 3;
+        apply(&c, &mut hc);
+        assert_eq!(hc.tcp.time_wait_ns, 3_000_000_000);
     }
 }

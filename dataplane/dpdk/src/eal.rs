@@ -3,7 +3,7 @@
 
 use std::cell::Cell;
 use std::ffi::{c_char, CStr, CString};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use crate::error::{from_rte_errno, rte_errno, strerror, DpdkError};
@@ -13,6 +13,12 @@ use crate::sys;
 static ATTEMPTED: AtomicBool = AtomicBool::new(false);
 /// The live EAL, if any: pools and devices take a strong reference from here.
 static LIVE: Mutex<Weak<EalInner>> = Mutex::new(Weak::new());
+
+/// The EAL's argument strings and argv array, leaked on purpose (DPDK may keep pointers
+/// into them): held here so that a leak checker (LeakSanitizer, in a C program linked with
+/// libmtcp) sees them as reachable rather than lost.
+static KEPT_ARGS: AtomicPtr<CString> = AtomicPtr::new(std::ptr::null_mut());
+static KEPT_ARGV: AtomicPtr<*mut c_char> = AtomicPtr::new(std::ptr::null_mut());
 
 /// The initialized EAL. `rte_eal_cleanup` runs when the last reference goes (the [`Eal`]
 /// handle, and every mempool and device, each hold one).
@@ -79,6 +85,8 @@ impl Eal {
                 .chain(std::iter::once(std::ptr::null_mut()))
                 .collect(),
         );
+        KEPT_ARGS.store(owned.as_mut_ptr(), Ordering::Relaxed);
+        KEPT_ARGV.store(argv.as_mut_ptr(), Ordering::Relaxed);
         let argc = i32::try_from(owned.len())
             .map_err(|_| DpdkError::InvalidArgument("too many EAL arguments".into()))?;
         // SAFETY: argv holds argc valid NUL-terminated strings followed by a NULL, all leaked
