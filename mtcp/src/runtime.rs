@@ -60,6 +60,8 @@ pub fn conf() -> MtcpConf {
 }
 
 /// Applies `c` to a context's host configuration: buffers, connection bound, TIME_WAIT.
+/// `max_concurrency` bounds both the connections and the descriptors (sockets, epoll
+/// instances, pipe ends), as it sizes mTCP's socket table.
 pub fn apply(c: &MtcpConf, hc: &mut hoststack::HostConfig) {
     if let Ok(n) = usize::try_from(c.rcvbuf_size) {
         if n > 0 {
@@ -74,6 +76,7 @@ pub fn apply(c: &MtcpConf, hc: &mut hoststack::HostConfig) {
     if let Ok(n) = usize::try_from(c.max_concurrency) {
         if n > 0 {
             hc.max_conns = n;
+            hc.max_fds = n;
         }
     }
     if c.tcp_timewait > 0 {
