@@ -161,6 +161,7 @@ fn each_end_does_one_direction_and_no_socket_call() {
     for fd in [r, w] {
         assert_eq!(net.a.connect(fd, addr(B, 80)), Err(Errno::NotSock));
         assert_eq!(net.a.bind(fd, addr(A, 80)), Err(Errno::NotSock));
+        assert_eq!(net.a.bind(fd, addr(B, 80)), Err(Errno::NotSock));
         assert_eq!(net.a.listen(fd, 4), Err(Errno::NotSock));
         assert_eq!(net.a.accept(fd).map(|_| ()), Err(Errno::NotSock));
         assert_eq!(net.a.getsockname(fd).map(|_| ()), Err(Errno::NotSock));

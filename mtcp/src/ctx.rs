@@ -618,6 +618,13 @@ mod tests {
             Err(E(libc::ENOTSOCK))
         );
         assert_eq!(c.shutdown(w, libc::SHUT_WR), Err(E(libc::ENOTSOCK)));
+        assert_eq!(
+            c.bind(r, "10.9.9.9:80".parse().unwrap()),
+            Err(E(libc::ENOTSOCK))
+        );
+        assert_eq!(c.listen(r, 4), Err(E(libc::ENOTSOCK)));
+        assert_eq!(c.accept(r).map(|_| ()), Err(E(libc::ENOTSOCK)));
+        assert_eq!(c.set_nonblock(w), Ok(()));
         c.close(w).unwrap();
         assert_eq!(c.read(r, &mut buf), Ok(0));
         let (r2, w2) = c.pipe().unwrap();

@@ -129,8 +129,8 @@ mod dpdk {
     use offload_api::link::HostEnd;
 
     use super::{apply, conf, MtcpConf, CONF};
-    use crate::conf::{apply_tables, find_table, nicemu_path, parse, parse_arp, parse_routes};
     use crate::conf::ENV_CONFIG;
+    use crate::conf::{apply_tables, find_table, nicemu_path, parse, parse_arp, parse_routes};
     use crate::ctx::{Ctx, NicSide};
     use crate::err::{E, R};
     use crate::Handle;

@@ -15,6 +15,18 @@
 //!   ENOTCONN, EAGAIN, EINVAL, EFAULT, EINPROGRESS, ECONNREFUSED, EISCONN, ...) and the
 //!   working calls around them against a kernel echo server; its exit status is the number
 //!   of failed checks.
+//! - [`c_pipe_timer`]: `tests/c/pipe_timer.c` checks mtcp_pipe (bytes, EOF, EPIPE, EAGAIN,
+//!   EBADF, ENOTSOCK, epoll events of both ends), mtcp_settimer (argument errors; a timer
+//!   that feeds a pipe a blocking read waits on; one that re-arms itself from its callback 3
+//!   times inside `mtcp_epoll_wait(-1)` with no traffic, with bounded elapsed times),
+//!   mtcp_setconf's `max_concurrency` bounding descriptors (EMFILE), mtcp_init_rss's
+//!   arguments, mtcp_shutdown against a kernel echo server, and EINTR from
+//!   `mtcp_epoll_wait(-1)` when a helper thread raises a signal registered with
+//!   mtcp_register_signal.
+//! - [`c_arp_and_route_conf`]: an mTCP configuration directory with `config/arp.conf` and
+//!   `config/route.conf` beside `mtcp.conf`: the program reaches a kernel address off every
+//!   subnet of the port only through its static neighbour entry, and one in a prefix that
+//!   route.conf puts on the port by ARP.
 //!
 //! Bounded: every wait has a limit, child processes are killed, and the namespace, temporary
 //! files and DPDK's runtime directory are removed also when a test fails. Needs root,
@@ -148,6 +160,15 @@ fn compile(name: &str, tmp: &TempDir) -> PathBuf {
     exe
 }
 
+/// A command that runs the C program `exe` with the libmtcp.so this test was built with:
+/// the test runner's `LD_LIBRARY_PATH` (which takes precedence over the program's run path)
+/// may name `target/<profile>`, where an older `cargo build` may have left another one.
+fn c_program(exe: &Path) -> Command {
+    let mut c = Command::new(exe);
+    c.env("LD_LIBRARY_PATH", lib_dir());
+    c
+}
+
 /// A namespace `tag` with the kernel at PEER_IP/24, and in `tmp` an mTCP configuration
 /// file whose `nicemu_config` names a nicemu TOML: net_af_packet on the namespace's outer
 /// veth with `contexts` queue pairs (the kernel's fanout spreads flows over them), one
@@ -256,7 +277,7 @@ fn echo_run(tag: &str, contexts: usize, conns: usize, size: usize) -> String {
     let prefix = format!("nicemu-test-mtcp-echo{contexts}-{}", std::process::id());
     let _dir = RuntimeDir(prefix.clone());
     let (net, conf) = topology(tag, &tmp, &prefix, contexts);
-    let mut cmd = Command::new(&exe);
+    let mut cmd = c_program(&exe);
     cmd.arg(&conf)
         .arg("8000")
         .arg(conns.to_string())
@@ -412,7 +433,7 @@ role = "shared"
         format!("num_cores = 2\nnicemu_config = {}\n", server_toml.display()),
     )
     .unwrap();
-    let mut cmd = Command::new(&exe);
+    let mut cmd = c_program(&exe);
     cmd.arg(&conf).args(["8000", "16", "60", "2"]);
     let mut server = Proc::spawn(cmd, tmp.path("server.out"), "echo_server");
     assert!(
@@ -512,7 +533,7 @@ fn c_error_paths() {
         "{}",
         peer.describe()
     );
-    let mut cmd = Command::new(&exe);
+    let mut cmd = c_program(&exe);
     cmd.arg(&conf).arg(PEER_IP);
     let mut p = Proc::spawn(cmd, tmp.path("errors.out"), "errors");
     let rc = p.wait(Duration::from_secs(40));
@@ -564,7 +585,7 @@ fn c_splice_callback() {
         "{}",
         peer.describe()
     );
-    let mut cmd = Command::new(&exe);
+    let mut cmd = c_program(&exe);
     cmd.arg(&conf).args(["8000", PEER_IP, "7", "30"]);
     let mut proxy = Proc::spawn(cmd, tmp.path("splice.out"), "splice");
     assert!(
@@ -606,4 +627,134 @@ fn c_splice_callback() {
         "closed client={PEER_IP}:{port} server={PEER_IP}:7 reason=0 calls=1 accepted_from={port}"
     );
     assert!(out.contains(&want), "want {want:?} in:\n{out}");
+}
+
+/// Runs `tests/c/<name>.c` against a kernel echo server (PY_ECHO) with the mTCP file of
+/// [`topology`]; checks exit status 0 and `<name>: 0 failed checks`.
+fn run_checks(name: &str, tag: &str) {
+    let tmp = TempDir::new(name);
+    let exe = compile(name, &tmp);
+    let prefix = format!("nicemu-test-mtcp-{name}-{}", std::process::id());
+    let _dir = RuntimeDir(prefix.clone());
+    let (net, conf) = topology(tag, &tmp, &prefix, 1);
+    let peer = Proc::spawn(
+        net.command(&["python3", "-c", PY_ECHO]),
+        tmp.path("echo.out"),
+        "python echo",
+    );
+    assert!(
+        wait_for(Duration::from_secs(10), || peer.output().contains("ready")),
+        "{}",
+        peer.describe()
+    );
+    let mut cmd = c_program(&exe);
+    cmd.arg(&conf).arg(PEER_IP);
+    let mut p = Proc::spawn(cmd, tmp.path(&format!("{name}.out")), name);
+    let rc = p.wait(Duration::from_secs(60));
+    assert_eq!(rc, Some(0), "{}", p.describe());
+    assert!(
+        p.output().contains(&format!("{name}: 0 failed checks")),
+        "{}",
+        p.describe()
+    );
+    assert!(!Path::new(&format!("/var/run/dpdk/{prefix}")).exists());
+}
+
+#[test]
+fn c_pipe_timer() {
+    run_checks("pipe_timer", "t");
+}
+
+#[test]
+fn c_arp_and_route_conf() {
+    let tmp = TempDir::new("arpconf");
+    let exe = compile("arp_conf", &tmp);
+    let prefix = format!("nicemu-test-mtcp-arpconf-{}", std::process::id());
+    let _dir = RuntimeDir(prefix.clone());
+    let (net, conf) = topology("r", &tmp, &prefix, 1);
+    // Two more kernel addresses: one in a prefix route.conf puts on the port's link (found
+    // by ARP), one off every prefix (reachable only through arp.conf's static entry).
+    const ROUTED: &str = "198.51.100.2";
+    const STATIC: &str = "203.0.113.2";
+    net.must(&[
+        "ip",
+        "addr",
+        "add",
+        &format!("{ROUTED}/24"),
+        "dev",
+        net.inner(),
+    ]);
+    net.must(&[
+        "ip",
+        "addr",
+        "add",
+        &format!("{STATIC}/32"),
+        "dev",
+        net.inner(),
+    ]);
+    let mac = net.must(&["cat", &format!("/sys/class/net/{}/address", net.inner())]);
+    let mac = mac.trim();
+    assert_eq!(mac.len(), 17, "{mac:?}");
+    // mTCP's layout: <dir>/mtcp.conf and <dir>/config/{arp,route}.conf. The counts
+    // disagree with the lines on purpose (a warning), and one route names no port.
+    std::fs::create_dir_all(tmp.path("config")).unwrap();
+    std::fs::write(
+        tmp.path("config/arp.conf"),
+        format!(
+            "# ARP_ENTRY [# of entries]\n# [destination ip/prefix] [destination MAC]\n\
+             ARP_ENTRY 2\n{STATIC}/32 {mac}\n"
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        tmp.path("config/route.conf"),
+        "# ROUTES [# of entries]\nROUTES 2\n198.51.100.0/24 dpdk0\n10.9.0.0/16 dpdk7\n",
+    )
+    .unwrap();
+    let peer = Proc::spawn(
+        net.command(&["python3", "-c", PY_ECHO]),
+        tmp.path("echo.out"),
+        "python echo",
+    );
+    assert!(
+        wait_for(Duration::from_secs(10), || peer.output().contains("ready")),
+        "{}",
+        peer.describe()
+    );
+    let mut cmd = c_program(&exe);
+    cmd.arg(&conf).arg(STATIC).arg(ROUTED);
+    let mut p = Proc::spawn(cmd, tmp.path("arp_conf.out"), "arp_conf");
+    let rc = p.wait(Duration::from_secs(60));
+    let out = p.output();
+    assert_eq!(rc, Some(0), "{}", p.describe());
+    for want in [
+        format!("reached {STATIC}"),
+        format!("reached {ROUTED}"),
+        "arp.conf: 1 static neighbours".to_string(),
+        "route.conf: 2 on-link routes".to_string(),
+        "ARP_ENTRY 2, but 1 entries follow".to_string(),
+        "dpdk7: no such port".to_string(),
+    ] {
+        assert!(out.contains(&want), "want {want:?} in:\n{out}");
+    }
+    // A malformed line: mtcp_init fails, naming the file, the line and the value.
+    std::fs::write(
+        tmp.path("config/arp.conf"),
+        format!("ARP_ENTRY 1\n{STATIC}/32 zz:{mac}\n"),
+    )
+    .unwrap();
+    let mut cmd = c_program(&exe);
+    cmd.arg(&conf).arg(STATIC);
+    let mut p = Proc::spawn(cmd, tmp.path("arp_conf_bad.out"), "arp_conf (bad)");
+    assert_eq!(
+        p.wait(Duration::from_secs(30)),
+        Some(100),
+        "{}",
+        p.describe()
+    );
+    let out = p.output();
+    assert!(
+        out.contains("config/arp.conf: line 2") && out.contains(&format!("zz:{mac}")),
+        "{out}"
+    );
 }

@@ -109,11 +109,12 @@ impl<L: HostLink> Context<L> {
 
     /// bind: `addr`'s IP must be ours or 0.0.0.0; port 0 picks an ephemeral port.
     pub fn bind(&mut self, fd: Fd, addr: SocketAddrV4) -> Result<(), Errno> {
+        // The descriptor first, as Linux: EBADF or ENOTSOCK before the address.
+        let s = self.sock(fd)?;
         let ip = addr.ip().octets();
         if ip != self.cfg.ip && ip != [0; 4] {
             return Err(Errno::AddrNotAvail);
         }
-        let s = self.sock(fd)?;
         if s.local.is_some() || !matches!(s.state, SockState::Fresh) {
             return Err(Errno::Inval);
         }
