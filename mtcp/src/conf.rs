@@ -168,6 +168,9 @@ pub struct Route {
     pub iface: String,
 }
 
+/// A table file's entry lines, each with its line number and its words.
+type TableLines<'a> = Vec<(usize, Vec<&'a str>)>;
+
 /// The lines of one of mTCP's table files (`arp.conf`, `route.conf`): a header
 /// `<keyword> <count>` then one entry per line, `#` comments. Each entry comes with its
 /// line number; a count that disagrees with the entries is a warning.
@@ -175,7 +178,7 @@ fn table_lines<'a>(
     text: &'a str,
     file: &str,
     keyword: &str,
-) -> Result<(Vec<(usize, Vec<&'a str>)>, Vec<String>), String> {
+) -> Result<(TableLines<'a>, Vec<String>), String> {
     let mut count = None;
     let mut lines = Vec::new();
     for (i, raw) in text.lines().enumerate() {
