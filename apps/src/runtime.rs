@@ -71,6 +71,10 @@ impl HostLink for TimedLink {
     fn tx_space(&self) -> usize {
         self.inner.tx_space()
     }
+
+    fn tx_pending(&self) -> usize {
+        self.inner.tx_pending()
+    }
 }
 
 /// A host context of the runtime.

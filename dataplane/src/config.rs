@@ -175,6 +175,30 @@ pub struct PortConfig {
     /// RSS key choice when the port has several queues.
     #[serde(default)]
     pub rss: RssMode,
+    /// More IPv4 prefixes on this port's link besides the subnets of `ipv4`
+    /// (`on_link = ["198.51.100.0/24"]`): the NIC resolves their addresses with ARP and sends
+    /// to them directly, as mTCP does for a prefix its `route.conf` gives to an interface.
+    /// Addresses off the subnets and these prefixes are unreachable (no gateway). Empty by
+    /// default.
+    #[serde(default, deserialize_with = "de_cidrs")]
+    pub on_link: Vec<([u8; 4], u8)>,
+    /// Static neighbours (`neighbours = [{ ip = "192.0.2.2", mac = "02:00:00:00:00:02" }]`),
+    /// as mTCP's `arp.conf`: frames to `ip` go to `mac` without ARP, whatever the subnet,
+    /// and the entries never expire. Empty by default.
+    #[serde(default)]
+    pub neighbours: Vec<Neighbour>,
+}
+
+/// A static neighbour of a port ([`PortConfig::neighbours`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Neighbour {
+    /// Its IPv4 address (`"192.0.2.2"`).
+    #[serde(deserialize_with = "de_ipv4")]
+    pub ip: [u8; 4],
+    /// Its MAC address (`"02:00:00:00:00:02"`).
+    #[serde(deserialize_with = "de_mac")]
+    pub mac: [u8; 6],
 }
 
 impl PortConfig {
@@ -472,7 +496,8 @@ impl TonicConfig {
     }
 }
 
-fn parse_mac(s: &str) -> Option<[u8; 6]> {
+/// `aa:bb:cc:dd:ee:ff` (six two-digit hex bytes).
+pub fn parse_mac(s: &str) -> Option<[u8; 6]> {
     let mut mac = [0u8; 6];
     let mut parts = s.split(':');
     for b in mac.iter_mut() {
@@ -485,7 +510,8 @@ fn parse_mac(s: &str) -> Option<[u8; 6]> {
     parts.next().is_none().then_some(mac)
 }
 
-fn parse_cidr(s: &str) -> Option<([u8; 4], u8)> {
+/// `a.b.c.d/len` (len 0..=32).
+pub fn parse_cidr(s: &str) -> Option<([u8; 4], u8)> {
     let (ip, len) = s.split_once('/')?;
     let ip: std::net::Ipv4Addr = ip.parse().ok()?;
     let len: u8 = len.parse().ok()?;
@@ -493,12 +519,23 @@ fn parse_cidr(s: &str) -> Option<([u8; 4], u8)> {
 }
 
 fn de_opt_mac<'de, D: Deserializer<'de>>(d: D) -> Result<Option<[u8; 6]>, D::Error> {
+    de_mac(d).map(Some)
+}
+
+fn de_mac<'de, D: Deserializer<'de>>(d: D) -> Result<[u8; 6], D::Error> {
     let s = String::deserialize(d)?;
-    parse_mac(&s).map(Some).ok_or_else(|| {
+    parse_mac(&s).ok_or_else(|| {
         de::Error::custom(format!(
             "invalid MAC address {s:?}, expected six hex bytes like \"02:00:00:00:00:01\""
         ))
     })
+}
+
+fn de_ipv4<'de, D: Deserializer<'de>>(d: D) -> Result<[u8; 4], D::Error> {
+    let s = String::deserialize(d)?;
+    s.parse::<std::net::Ipv4Addr>()
+        .map(|a| a.octets())
+        .map_err(|_| de::Error::custom(format!("invalid IPv4 address {s:?}")))
 }
 
 fn de_cidrs<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<([u8; 4], u8)>, D::Error> {

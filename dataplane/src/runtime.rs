@@ -131,6 +131,8 @@ pub fn ifaces(cfg: &Config, macs: &[[u8; 6]]) -> Vec<IfaceConfig> {
             mac: *mac,
             ipv4: p.ipv4.clone(),
             mtu: p.mtu,
+            on_link: p.on_link.clone(),
+            neighbours: p.neighbours.iter().map(|n| (n.ip, n.mac)).collect(),
         })
         .collect()
 }

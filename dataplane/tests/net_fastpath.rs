@@ -17,11 +17,7 @@ const B_IP: [u8; 4] = [198, 51, 100, 10];
 
 fn stack(policy: L4Checksum) -> NicStack<HeapBuf> {
     NicStack::new(
-        vec![IfaceConfig {
-            mac: OUR_MAC,
-            ipv4: vec![(OUR_IP, 24)],
-            mtu: 1500,
-        }],
+        vec![IfaceConfig::new(OUR_MAC, vec![(OUR_IP, 24)])],
         StackConfig {
             l4_checksum: policy,
             ..StackConfig::default()
@@ -182,7 +178,7 @@ proptest! {
         // With several addresses, B_IP (the seeds' transit destination) is one of ours.
         let ips = if several { vec![(OUR_IP, 24), (B_IP, 24)] } else { vec![(OUR_IP, 24)] };
         let mut s = NicStack::<HeapBuf>::new(
-            vec![IfaceConfig { mac: OUR_MAC, ipv4: ips.clone(), mtu: 1500 }],
+            vec![IfaceConfig::new(OUR_MAC, ips.clone())],
             StackConfig { l4_checksum: L4Checksum::Terminating, ..StackConfig::default() },
         );
         let bufs: Vec<HeapBuf> = frames.iter().map(|f| HeapBuf::from_frame(f)).collect();

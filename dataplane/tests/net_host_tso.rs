@@ -13,14 +13,7 @@ const PEER_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x42];
 const PEER_IP: [u8; 4] = [192, 0, 2, 7];
 
 fn stack(cfg: StackConfig) -> NicStack<HeapBuf> {
-    NicStack::new(
-        vec![IfaceConfig {
-            mac: OUR_MAC,
-            ipv4: vec![(OUR_IP, 24)],
-            mtu: 1500,
-        }],
-        cfg,
-    )
+    NicStack::new(vec![IfaceConfig::new(OUR_MAC, vec![(OUR_IP, 24)])], cfg)
 }
 
 fn alloc() -> Option<HeapBuf> {

@@ -135,6 +135,11 @@ pub trait HostLink {
     fn tx_space(&self) -> usize {
         usize::MAX
     }
+
+    /// Frames sent that the NIC has not taken yet (0: the link does not say).
+    fn tx_pending(&self) -> usize {
+        0
+    }
 }
 
 impl HostLink for offload_api::link::HostEnd {
@@ -168,6 +173,10 @@ impl HostLink for offload_api::link::HostEnd {
 
     fn tx_space(&self) -> usize {
         offload_api::link::HostEnd::tx_space(self)
+    }
+
+    fn tx_pending(&self) -> usize {
+        offload_api::link::HostEnd::tx_pending(self)
     }
 }
 

@@ -94,4 +94,8 @@ impl HostLink for MemLink {
         let q = self.tx.lock().expect("memlink lock");
         self.depth.saturating_sub(q.len())
     }
+
+    fn tx_pending(&self) -> usize {
+        self.tx.lock().expect("memlink lock").len()
+    }
 }

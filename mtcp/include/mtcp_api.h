@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/types.h>
+#include <sys/time.h>
 
 #ifndef UNUSED
 #define UNUSED(x) (void)x
@@ -79,7 +80,14 @@ typedef void (*mtcp_sighandler_t)(int);
  * interrupts returns -1 with errno EINTR. Returns the previous handler. */
 mtcp_sighandler_t mtcp_register_signal(int signum, mtcp_sighandler_t handler);
 
-/* Not supported by nicemu: -1 with errno EOPNOTSUPP. */
+/* A pipe in the context's descriptor table: bytes written (mtcp_write, mtcp_writev) to
+ * pipeid[1] are read (mtcp_read, mtcp_readv) from pipeid[0]. Both ends are blocking until
+ * mtcp_setsock_nonblock, can be registered with mtcp_epoll_ctl (read end: MTCP_EPOLLIN when
+ * bytes wait or the write end is closed, then reads return 0; write end: MTCP_EPOLLOUT while
+ * there is room, MTCP_EPOLLERR once the read end is closed, then writes fail with EPIPE) and
+ * are closed with mtcp_close, each on its own. The buffer holds the context's send buffer
+ * size (sndbuf). Reading the write end or writing the read end: EBADF; socket calls on an
+ * end: ENOTSOCK. */
 int mtcp_pipe(mctx_t mctx, int pipeid[2]);
 
 int mtcp_getsockopt(mctx_t mctx, int sockid, int level,
@@ -158,6 +166,33 @@ typedef void (*callback_t)(nsplice_meta_t *meta);
  * descriptors are closed for the application on success; cb runs once when the pair ends
  * (from inside a later mtcp call on this context). */
 int mtcp_splice(mctx_t mctx, int sock_from, int sock_to, callback_t cb);
+
+/* mOS's timers (mOS's mtcp_api.h; AccelTCP's epproxy calls mtcp_settimer only in code
+ * that is commented out). mOS names the callback type callback_t, which AccelTCP's header,
+ * above, gives to the splice callback: here it is mtcp_timer_callback_t, with mOS's
+ * signature, so that mOS's callbacks are passed unchanged. */
+#ifndef MTCP_FILTER_ARG_DEFINED
+#define MTCP_FILTER_ARG_DEFINED
+typedef struct filter_arg {
+	void *arg;
+	size_t len;
+} filter_arg_t;
+#endif
+
+#ifndef MTCP_EVENT_T_DEFINED
+#define MTCP_EVENT_T_DEFINED
+typedef uint64_t event_t;
+#endif
+
+typedef void (*mtcp_timer_callback_t)(mctx_t mctx, int sock, int side,
+		uint64_t events, filter_arg_t *arg);
+
+/* A one-shot timer: cb(mctx, id, 0, 0, NULL) runs once, *timeout after this call, on the
+ * thread that runs the context: inside mtcp_epoll_wait (which keeps waiting afterwards), a
+ * blocking call, or any later call on the context, never while the context is locked, so
+ * cb may call mtcp functions (mtcp_settimer too, to run again). -1 with EINVAL for a NULL
+ * timeout or cb, a negative id or time; EBADF for a bad mctx. */
+int mtcp_settimer(mctx_t mctx, int id, struct timeval *timeout, mtcp_timer_callback_t cb);
 
 #ifdef __cplusplus
 }

@@ -146,6 +146,196 @@ pub fn nicemu_path(conf: &MtcpConfFile, env: Option<&str>, file: &str) -> Result
     }
 }
 
+/// A line of mTCP's `arp.conf`: `<ip>/<prefix> <mac>`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ArpEntry {
+    /// The neighbour's address.
+    pub ip: [u8; 4],
+    /// The prefix length given (nicemu takes /32 entries: one address each).
+    pub prefix: u8,
+    /// Its MAC address.
+    pub mac: [u8; 6],
+}
+
+/// A line of mTCP's `route.conf`: `<ip>/<prefix> <interface>`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Route {
+    /// The prefix's address.
+    pub ip: [u8; 4],
+    /// Its length.
+    pub prefix: u8,
+    /// The interface: `dpdkN` (the Nth port of the nicemu TOML) or a port's `name`.
+    pub iface: String,
+}
+
+/// A table file's entry lines, each with its line number and its words.
+type TableLines<'a> = Vec<(usize, Vec<&'a str>)>;
+
+/// The lines of one of mTCP's table files (`arp.conf`, `route.conf`): a header
+/// `<keyword> <count>` then one entry per line, `#` comments. Each entry comes with its
+/// line number; a count that disagrees with the entries is a warning.
+fn table_lines<'a>(
+    text: &'a str,
+    file: &str,
+    keyword: &str,
+) -> Result<(TableLines<'a>, Vec<String>), String> {
+    let mut count = None;
+    let mut lines = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        let line = i + 1;
+        let words: Vec<&str> = raw
+            .split('#')
+            .next()
+            .unwrap_or("")
+            .split_whitespace()
+            .collect();
+        if words.is_empty() {
+            continue;
+        }
+        if count.is_none() {
+            if words.len() != 2 || words[0] != keyword {
+                return Err(format!(
+                    "{file}: line {line}: expected `{keyword} <number of entries>`, got \"{}\"",
+                    raw.trim()
+                ));
+            }
+            let n: usize = words[1].parse().map_err(|_| {
+                format!(
+                    "{file}: line {line}: {keyword}: expected a number, got \"{}\"",
+                    words[1]
+                )
+            })?;
+            count = Some(n);
+            continue;
+        }
+        lines.push((line, words));
+    }
+    let mut warnings = Vec::new();
+    if let Some(n) = count {
+        if n != lines.len() {
+            warnings.push(format!(
+                "{file}: {keyword} {n}, but {} entries follow; all of them are used",
+                lines.len()
+            ));
+        }
+    }
+    Ok((lines, warnings))
+}
+
+fn cidr(file: &str, line: usize, v: &str) -> Result<([u8; 4], u8), String> {
+    dataplane::config::parse_cidr(v).ok_or_else(|| {
+        format!("{file}: line {line}: expected an address/prefix like 10.0.0.1/32, got \"{v}\"")
+    })
+}
+
+/// Parses mTCP's `arp.conf` (`ARP_ENTRY <n>`, then `<ip>/<prefix> <mac>` lines) read from
+/// `file`: the entries and the warnings. Entries with a prefix shorter than /32 name no one
+/// neighbour: they are warned about and left out.
+pub fn parse_arp(text: &str, file: &str) -> Result<(Vec<ArpEntry>, Vec<String>), String> {
+    let (lines, mut warnings) = table_lines(text, file, "ARP_ENTRY")?;
+    let mut out = Vec::new();
+    for (line, w) in lines {
+        if w.len() != 2 {
+            return Err(format!(
+                "{file}: line {line}: expected `<ip>/<prefix> <mac>`, got \"{}\"",
+                w.join(" ")
+            ));
+        }
+        let (ip, prefix) = cidr(file, line, w[0])?;
+        let mac = dataplane::config::parse_mac(w[1]).ok_or_else(|| {
+            format!(
+                "{file}: line {line}: expected a MAC address like 00:11:22:33:44:55, got \"{}\"",
+                w[1]
+            )
+        })?;
+        if prefix != 32 {
+            warnings.push(format!(
+                "{file}: line {line}: {}: nicemu's static neighbours are single addresses \
+                 (/32); entry ignored",
+                w[0]
+            ));
+            continue;
+        }
+        out.push(ArpEntry { ip, prefix, mac });
+    }
+    Ok((out, warnings))
+}
+
+/// Parses mTCP's `route.conf` (`ROUTES <n>`, then `<ip>/<prefix> <interface>` lines) read
+/// from `file`: the routes and the warnings.
+pub fn parse_routes(text: &str, file: &str) -> Result<(Vec<Route>, Vec<String>), String> {
+    let (lines, warnings) = table_lines(text, file, "ROUTES")?;
+    let mut out = Vec::new();
+    for (line, w) in lines {
+        if w.len() != 2 {
+            return Err(format!(
+                "{file}: line {line}: expected `<ip>/<prefix> <interface>`, got \"{}\"",
+                w.join(" ")
+            ));
+        }
+        let (ip, prefix) = cidr(file, line, w[0])?;
+        out.push(Route {
+            ip,
+            prefix,
+            iface: w[1].to_string(),
+        });
+    }
+    Ok((out, warnings))
+}
+
+/// Where mTCP's table file `name` (`arp.conf`, `route.conf`) is for the configuration
+/// file `conf`: beside it, in its `config/` directory, or in `config/` of the working
+/// directory `cwd` (where mTCP looks), the first that exists.
+pub fn find_table(conf: &Path, name: &str, cwd: &Path) -> Option<PathBuf> {
+    let dir = conf.parent().unwrap_or(Path::new("."));
+    [
+        dir.join(name),
+        dir.join("config").join(name),
+        cwd.join("config").join(name),
+    ]
+    .into_iter()
+    .find(|p| p.is_file())
+}
+
+/// Puts `arp` and `routes` into the nicemu ports: every static neighbour on every port
+/// (mTCP's ARP table is global), each route's prefix on its interface's port as on-link.
+/// Returns warnings (unknown interfaces: route ignored).
+pub fn apply_tables(
+    ports: &mut [dataplane::config::PortConfig],
+    arp: &[ArpEntry],
+    routes: &[Route],
+) -> Vec<String> {
+    for p in ports.iter_mut() {
+        for e in arp {
+            p.neighbours.retain(|n| n.ip != e.ip);
+            p.neighbours.push(dataplane::config::Neighbour {
+                ip: e.ip,
+                mac: e.mac,
+            });
+        }
+    }
+    let mut warnings = Vec::new();
+    for r in routes {
+        let by_index = r
+            .iface
+            .strip_prefix("dpdk")
+            .and_then(|n| n.parse::<usize>().ok())
+            .filter(|n| *n < ports.len());
+        let port = by_index.or_else(|| ports.iter().position(|p| p.name == r.iface));
+        match port {
+            Some(k) => ports[k].on_link.push((r.ip, r.prefix)),
+            None => warnings.push(format!(
+                "route {}/{} to {}: no such port (dpdk0..dpdk{} or a port's name); ignored",
+                std::net::Ipv4Addr::from(r.ip),
+                r.prefix,
+                r.iface,
+                ports.len().saturating_sub(1)
+            )),
+        }
+    }
+    warnings
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -234,5 +424,184 @@ mod tests {
             e.contains("m.conf") && e.contains("nicemu_config") && e.contains(ENV_CONFIG),
             "{e}"
         );
+    }
+
+    #[test]
+    fn arp_conf_entries_counts_and_errors_with_line_numbers() {
+        let text = "# ARP_ENTRY [# of entries]\n\
+                    ARP_ENTRY 2\n\
+                    10.0.0.1/32 00:00:00:00:00:01   # first\n\
+                    \n\
+                    10.0.0.2/32 0a:0b:0c:0d:0e:0f\n";
+        let (e, w) = parse_arp(text, "arp.conf").unwrap();
+        assert!(w.is_empty(), "{w:?}");
+        assert_eq!(
+            e,
+            [
+                ArpEntry {
+                    ip: [10, 0, 0, 1],
+                    prefix: 32,
+                    mac: [0, 0, 0, 0, 0, 1]
+                },
+                ArpEntry {
+                    ip: [10, 0, 0, 2],
+                    prefix: 32,
+                    mac: [10, 11, 12, 13, 14, 15]
+                }
+            ]
+        );
+        // A count that disagrees is a warning; the entries are used.
+        let (e, w) = parse_arp("ARP_ENTRY 3\n10.0.0.1/32 00:00:00:00:00:01\n", "a").unwrap();
+        assert_eq!(e.len(), 1);
+        assert!(
+            w[0].contains("ARP_ENTRY 3") && w[0].contains("1 entries"),
+            "{w:?}"
+        );
+        // Prefix entries are warned about and left out.
+        let (e, w) = parse_arp("ARP_ENTRY 1\n10.0.0.0/24 00:00:00:00:00:01\n", "a").unwrap();
+        assert!(e.is_empty());
+        assert!(
+            w[0].contains("line 2") && w[0].contains("10.0.0.0/24"),
+            "{w:?}"
+        );
+        // Errors name the file, the line and the value.
+        let bad = [
+            (
+                "ARP_ENTRY 1\n10.0.0.1/32 00:00:00:00:01\n",
+                "line 2",
+                "00:00:00:00:01",
+            ),
+            (
+                "ARP_ENTRY 1\n10.0.0.300/32 00:00:00:00:00:01\n",
+                "line 2",
+                "10.0.0.300/32",
+            ),
+            (
+                "ARP_ENTRY 1\n10.0.0.1 00:00:00:00:00:01\n",
+                "line 2",
+                "10.0.0.1",
+            ),
+            ("# c\nARP_ENTRY 1\n\n10.0.0.1/32\n", "line 4", "10.0.0.1/32"),
+            ("ARP_ENTRY two\n", "line 1", "two"),
+            ("10.0.0.1/32 00:00:00:00:00:01\n", "line 1", "ARP_ENTRY"),
+        ];
+        for (text, line, value) in bad {
+            let e = parse_arp(text, "/x/config/arp.conf").unwrap_err();
+            assert!(
+                e.starts_with("/x/config/arp.conf: ") && e.contains(line) && e.contains(value),
+                "{e}"
+            );
+        }
+        assert_eq!(parse_arp("# nothing\n", "a").unwrap(), (vec![], vec![]));
+    }
+
+    #[test]
+    fn route_conf_entries_and_errors() {
+        let (r, w) = parse_routes(
+            "ROUTES 2\n10.0.0.0/24 dpdk0\n198.51.100.0/24 p1 # by name\n",
+            "route.conf",
+        )
+        .unwrap();
+        assert!(w.is_empty());
+        assert_eq!(r.len(), 2);
+        assert_eq!(
+            r[1],
+            Route {
+                ip: [198, 51, 100, 0],
+                prefix: 24,
+                iface: "p1".into()
+            }
+        );
+        let (_, w) = parse_routes("ROUTES 0\n10.0.0.0/8 dpdk0\n", "r").unwrap();
+        assert_eq!(w.len(), 1);
+        let e = parse_routes("ROUTES 1\n10.0.0.0/40 dpdk0\n", "route.conf").unwrap_err();
+        assert!(
+            e.contains("route.conf: line 2") && e.contains("10.0.0.0/40"),
+            "{e}"
+        );
+        let e = parse_routes("ROUTES 1\n10.0.0.0/8\n", "route.conf").unwrap_err();
+        assert!(e.contains("line 2"), "{e}");
+    }
+
+    fn port(name: &str) -> dataplane::config::PortConfig {
+        let toml = format!(
+            "[eal]\nargs = []\n[[port]]\nname = \"{name}\"\ndriver = \"dpdk\"\n\
+             device = \"net_null0\"\nipv4 = [\"192.0.2.1/24\"]\n[[lcore]]\ncore = 0\nrole = \"shared\"\n"
+        );
+        let dir = std::env::temp_dir().join(format!("nicemu-mtcp-conf-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join(format!("{name}.toml"));
+        std::fs::write(&p, toml).unwrap();
+        let c = dataplane::config::Config::load(&p).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        c.ports[0].clone()
+    }
+
+    #[test]
+    fn tables_map_onto_ports_by_dpdk_index_or_name() {
+        let mut ports = vec![port("wan"), port("lan")];
+        let arp = [ArpEntry {
+            ip: [192, 0, 2, 9],
+            prefix: 32,
+            mac: [2, 0, 0, 0, 0, 9],
+        }];
+        let routes = [
+            Route {
+                ip: [198, 51, 100, 0],
+                prefix: 24,
+                iface: "dpdk1".into(),
+            },
+            Route {
+                ip: [203, 0, 113, 0],
+                prefix: 24,
+                iface: "wan".into(),
+            },
+            Route {
+                ip: [10, 0, 0, 0],
+                prefix: 8,
+                iface: "dpdk2".into(),
+            },
+        ];
+        let w = apply_tables(&mut ports, &arp, &routes);
+        assert_eq!(w.len(), 1);
+        assert!(
+            w[0].contains("dpdk2") && w[0].contains("10.0.0.0/8"),
+            "{w:?}"
+        );
+        for p in &ports {
+            assert_eq!(p.neighbours.len(), 1);
+            assert_eq!(p.neighbours[0].mac, [2, 0, 0, 0, 0, 9]);
+        }
+        assert_eq!(ports[0].on_link, [([203, 0, 113, 0], 24)]);
+        assert_eq!(ports[1].on_link, [([198, 51, 100, 0], 24)]);
+    }
+
+    #[test]
+    fn tables_are_found_beside_the_conf_then_in_its_config_dir_then_in_cwd() {
+        let root = std::env::temp_dir().join(format!("nicemu-mtcp-find-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let app = root.join("app");
+        let cwd = root.join("cwd");
+        std::fs::create_dir_all(app.join("config")).unwrap();
+        std::fs::create_dir_all(cwd.join("config")).unwrap();
+        let conf = app.join("mtcp.conf");
+        assert_eq!(find_table(&conf, "arp.conf", &cwd), None);
+        std::fs::write(cwd.join("config/arp.conf"), "").unwrap();
+        assert_eq!(
+            find_table(&conf, "arp.conf", &cwd),
+            Some(cwd.join("config/arp.conf"))
+        );
+        std::fs::write(app.join("config/arp.conf"), "").unwrap();
+        assert_eq!(
+            find_table(&conf, "arp.conf", &cwd),
+            Some(app.join("config/arp.conf"))
+        );
+        std::fs::write(app.join("arp.conf"), "").unwrap();
+        assert_eq!(
+            find_table(&conf, "arp.conf", &cwd),
+            Some(app.join("arp.conf"))
+        );
+        assert_eq!(find_table(&conf, "route.conf", &cwd), None);
+        let _ = std::fs::remove_dir_all(&root);
     }
 }

@@ -9,7 +9,8 @@
 //! non-blocking; blocking is this layer's loop of NIC iteration, stack poll and the
 //! lcore's adaptive idle backoff, until the call completes or a signal arrives (EINTR).
 
-use std::collections::HashSet;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashSet};
 use std::io::{IoSlice, IoSliceMut};
 use std::net::SocketAddrV4;
 use std::sync::{Arc, Mutex};
@@ -47,6 +48,33 @@ pub const TCP_TEARDOWN_OFFLOAD: i32 = 0x11;
 /// Splice reports waiting for their C callback, with the callback's address.
 pub type PendingSplices = Arc<Mutex<Vec<(usize, SpliceReport)>>>;
 
+/// Not an errno: a wait stopped so that the C layer can run due timer callbacks outside the
+/// context's lock (or let another thread take the lock while a blocking pipe end waits),
+/// then call again. It never reaches C.
+pub const RESUME: E = E(-1);
+
+/// A timer of `mtcp_settimer`: when, in the order set, its id and the C callback's address.
+type Timer = Reverse<(Instant, u64, i32, usize)>;
+
+/// How long `mtcp_epoll_wait` may wait, fixed when the C call starts (a wait that stops to
+/// run timer callbacks resumes with the same deadline).
+#[derive(Clone, Copy, Debug)]
+pub struct Wait {
+    timeout_ms: i32,
+    deadline: Option<Instant>,
+}
+
+impl Wait {
+    /// A wait of `timeout_ms` (−1 or any negative value: no limit; 0: one round) from now.
+    pub fn new(timeout_ms: i32) -> Wait {
+        Wait {
+            timeout_ms,
+            deadline: (timeout_ms > 0)
+                .then(|| Instant::now() + Duration::from_millis(timeout_ms as u64)),
+        }
+    }
+}
+
 /// One context.
 pub struct Ctx<L: HostLink> {
     /// The host stack.
@@ -58,6 +86,14 @@ pub struct Ctx<L: HostLink> {
     pub pending: PendingSplices,
     /// `mtcp_epoll_wait`'s events before they are copied out (kept: no allocation per call).
     events: Vec<EpollEvent>,
+    /// Timers of `mtcp_settimer`, earliest first.
+    timers: BinaryHeap<Timer>,
+    timer_seq: u64,
+    /// Whether waits stop for due timers: false while the C layer runs a timer callback
+    /// (a wait inside it must not stop for timers that cannot run until it returns).
+    pub deliver_timers: bool,
+    /// Blocking connects that stopped for timer callbacks and continue when called again.
+    connecting: HashSet<Fd>,
 }
 
 /// A socket option's value as C passes it: an `int`, or `struct linger`.
@@ -136,7 +172,44 @@ impl<L: HostLink> Ctx<L> {
             nonblock: HashSet::new(),
             pending: Arc::default(),
             events: Vec::new(),
+            timers: BinaryHeap::new(),
+            timer_seq: 0,
+            deliver_timers: true,
+            connecting: HashSet::new(),
         }
+    }
+
+    /// mtcp_settimer: `callback` (a C function's address) runs once with `id` after
+    /// `after`, from the C layer outside the context's lock.
+    pub fn settimer(&mut self, id: i32, after: Duration, callback: usize) {
+        let at = Instant::now() + after;
+        self.timer_seq += 1;
+        self.timers
+            .push(Reverse((at, self.timer_seq, id, callback)));
+    }
+
+    /// Whether a timer is due and may run now.
+    pub fn timer_due(&self) -> bool {
+        self.deliver_timers && self.timers.peek().is_some_and(|t| t.0 .0 <= Instant::now())
+    }
+
+    /// The timers due now, in the order they fall due (and were set): `(id, callback)`.
+    pub fn take_due_timers(&mut self) -> Vec<(i32, usize)> {
+        let now = Instant::now();
+        let mut due = Vec::new();
+        while let Some(t) = self.timers.peek() {
+            if t.0 .0 > now {
+                break;
+            }
+            let Reverse((_, _, id, cb)) = self.timers.pop().expect("peeked");
+            due.push((id, cb));
+        }
+        due
+    }
+
+    /// Timers set and not yet run.
+    pub fn timers_pending(&self) -> usize {
+        self.timers.len()
     }
 
     /// One round: NIC iteration, then the stack's poll; whether either did work.
@@ -146,8 +219,9 @@ impl<L: HostLink> Ctx<L> {
     }
 
     /// Ends the context as a process exit ends its sockets: closes every descriptor still
-    /// open, then runs rounds until no connection waits for the ACK of its FIN, for at most
-    /// [`WIND_DOWN`], so that the last FINs (and the data before them) leave the NIC.
+    /// open, then runs rounds until no connection waits for the ACK of its FIN and the NIC
+    /// has taken every frame from the link, for at most [`WIND_DOWN`], so that the last FINs
+    /// and resets (and the data before them) leave the NIC.
     pub fn wind_down(&mut self) {
         for fd in self.stack.descriptors() {
             let _ = self.stack.close(fd);
@@ -161,7 +235,7 @@ impl<L: HostLink> Ctx<L> {
                 .connection_states()
                 .iter()
                 .any(|(s, _)| matches!(s, State::FinWait1 | State::Closing | State::LastAck));
-            if !closing {
+            if !closing && self.stack.link().tx_pending() == 0 {
                 break;
             }
             self.nic.idle(busy);
@@ -171,12 +245,15 @@ impl<L: HostLink> Ctx<L> {
     /// Runs `op` until it does not fail with `Again`: at most once more after one round
     /// when `fd` is non-blocking (so that a program that polls with non-blocking calls
     /// moves the stack), else until it completes or a signal interrupts the wait (EINTR).
+    /// A blocking wait stops with [`RESUME`] when a timer is due, and after each round on
+    /// a pipe end (whose other end another thread may hold).
     fn block<T>(
         &mut self,
         fd: Fd,
         mut op: impl FnMut(&mut Context<L>) -> Result<T, Errno>,
     ) -> R<T> {
         let nonblocking = self.nonblock.contains(&fd);
+        let yields = !nonblocking && self.stack.is_pipe(fd);
         let sig = signal::count();
         let mut tries = 0u32;
         loop {
@@ -190,12 +267,26 @@ impl<L: HostLink> Ctx<L> {
             if signal::count() != sig {
                 return Err(E::INTR);
             }
+            if !nonblocking && self.timer_due() {
+                return Err(RESUME);
+            }
             tries = tries.saturating_add(1);
             let busy = self.round();
             if !nonblocking {
                 self.nic.idle(busy);
+                if yields {
+                    return Err(RESUME);
+                }
             }
         }
+    }
+
+    /// mtcp_pipe: `(read end, write end)`, blocking until `mtcp_setsock_nonblock`.
+    pub fn pipe(&mut self) -> R<(Fd, Fd)> {
+        let (r, w) = self.stack.pipe()?;
+        self.stack.set_nonblocking(r, true)?;
+        self.stack.set_nonblocking(w, true)?;
+        Ok((r, w))
     }
 
     /// mtcp_socket.
@@ -217,7 +308,9 @@ impl<L: HostLink> Ctx<L> {
 
     /// mtcp_setsock_nonblock.
     pub fn set_nonblock(&mut self, fd: Fd) -> R<()> {
-        self.stack.getsockname(fd)?;
+        if !self.stack.is_pipe(fd) {
+            self.stack.getsockname(fd)?;
+        }
         self.nonblock.insert(fd);
         Ok(())
     }
@@ -245,15 +338,22 @@ impl<L: HostLink> Ctx<L> {
     }
 
     /// mtcp_connect: EINPROGRESS when non-blocking; else waits for the handshake's end.
+    /// A blocking connect that stops for timer callbacks continues when called again.
     pub fn connect(&mut self, fd: Fd, addr: SocketAddrV4) -> R<()> {
-        match self.stack.connect(fd, addr) {
-            Err(Errno::InProgress) if !self.nonblock.contains(&fd) => {}
-            r => return r.map_err(E::from),
+        if !self.connecting.remove(&fd) {
+            match self.stack.connect(fd, addr) {
+                Err(Errno::InProgress) if !self.nonblock.contains(&fd) => {}
+                r => return r.map_err(E::from),
+            }
         }
         let sig = signal::count();
         while self.stack.readiness(fd) & (EPOLLOUT | EPOLLERR | EPOLLHUP) == 0 {
             if signal::count() != sig {
                 return Err(E::INTR);
+            }
+            if self.timer_due() {
+                self.connecting.insert(fd);
+                return Err(RESUME);
             }
             let busy = self.round();
             self.nic.idle(busy);
@@ -287,6 +387,9 @@ impl<L: HostLink> Ctx<L> {
 
     /// mtcp_socket_ioctl(FIONREAD): bytes readable now.
     pub fn fionread(&mut self, fd: Fd) -> R<usize> {
+        if let Some(n) = self.stack.pipe_buffered(fd) {
+            return Ok(n);
+        }
         let mut n = 0;
         match self.stack.read_with(fd, |a, b| {
             n = a.len() + b.len();
@@ -316,6 +419,7 @@ impl<L: HostLink> Ctx<L> {
     pub fn close(&mut self, fd: Fd) -> R<()> {
         self.stack.close(fd)?;
         self.nonblock.remove(&fd);
+        self.connecting.remove(&fd);
         Ok(())
     }
 
@@ -421,15 +525,16 @@ impl<L: HostLink> Ctx<L> {
         Ok(self.stack.epoll_ctl(epfd, op, fd, ev)?)
     }
 
-    /// mtcp_epoll_wait: runs rounds until an event, `timeout_ms` (−1: none; 0: one round),
-    /// a signal (EINTR) or a splice report waiting for its callback (then 0 events, so the
-    /// callback runs now rather than at the next event).
-    pub fn epoll_wait(&mut self, epfd: Fd, out: &mut [EpollEvent], timeout_ms: i32) -> R<usize> {
+    /// mtcp_epoll_wait: runs rounds until an event, the wait's end (`timeout_ms` −1: none;
+    /// 0: one round), a signal (EINTR) or a splice report waiting for its callback (then 0
+    /// events, so the callback runs now rather than at the next event). A due timer stops
+    /// it with [`RESUME`]: the C layer runs the callback and calls again with the same
+    /// `wait`, so timers fire while the application waits and the wait goes on.
+    pub fn epoll_wait(&mut self, epfd: Fd, out: &mut [EpollEvent], wait: &Wait) -> R<usize> {
         if out.is_empty() {
             return Err(E::INVAL);
         }
-        let deadline =
-            (timeout_ms > 0).then(|| Instant::now() + Duration::from_millis(timeout_ms as u64));
+        let (timeout_ms, deadline) = (wait.timeout_ms, wait.deadline);
         let sig = signal::count();
         loop {
             let busy = self.round();
@@ -439,6 +544,9 @@ impl<L: HostLink> Ctx<L> {
             }
             if signal::count() != sig {
                 return Err(E::INTR);
+            }
+            if self.timer_due() {
+                return Err(RESUME);
             }
             if deadline.is_some_and(|d| Instant::now() >= d)
                 || self.pending.lock().is_ok_and(|p| !p.is_empty())
@@ -450,15 +558,10 @@ impl<L: HostLink> Ctx<L> {
     }
 
     /// [`Ctx::epoll_wait`] into the context's own buffer of `max` events: the events.
-    pub fn epoll_wait_buffered(
-        &mut self,
-        epfd: Fd,
-        max: usize,
-        timeout_ms: i32,
-    ) -> R<&[EpollEvent]> {
+    pub fn epoll_wait_buffered(&mut self, epfd: Fd, max: usize, wait: &Wait) -> R<&[EpollEvent]> {
         let mut out = std::mem::take(&mut self.events);
         out.resize(max, EpollEvent::default());
-        let r = self.epoll_wait(epfd, &mut out, timeout_ms);
+        let r = self.epoll_wait(epfd, &mut out, wait);
         self.events = out;
         Ok(&self.events[..r?])
     }
@@ -485,6 +588,114 @@ impl<L: HostLink> Ctx<L> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hoststack::memlink::{self, MemLink};
+    use hoststack::stack::{EpollOp, EPOLLIN};
+    use hoststack::HostConfig;
+
+    /// No NIC: idle rounds sleep a little.
+    struct NoNic;
+    impl NicSide for NoNic {
+        fn poll(&mut self) -> bool {
+            false
+        }
+        fn idle(&mut self, busy: bool) {
+            if !busy {
+                std::thread::sleep(Duration::from_micros(100));
+            }
+        }
+    }
+
+    fn ctx() -> Ctx<MemLink> {
+        let (a, _b) = memlink::pair(64);
+        let start = Instant::now();
+        let now: hoststack::stack::Now = Arc::new(move || start.elapsed().as_nanos() as u64);
+        Ctx::new(
+            Context::new(HostConfig::new([10, 0, 0, 1], 0), a, now),
+            Box::new(NoNic),
+        )
+    }
+
+    #[test]
+    fn a_due_timer_stops_an_endless_epoll_wait_which_then_goes_on() {
+        let mut c = ctx();
+        let ep = c.epoll_create(1).unwrap();
+        let (r, w) = c.pipe().unwrap();
+        let ev = EpollEvent {
+            events: EPOLLIN,
+            data: 4,
+        };
+        c.epoll_ctl(ep, 1, r, Some(ev)).unwrap();
+        let wait = Wait::new(-1);
+        let t0 = Instant::now();
+        c.settimer(7, Duration::from_millis(30), 0x1234);
+        c.settimer(8, Duration::from_millis(10), 0x5678);
+        assert_eq!(c.timers_pending(), 2);
+        let mut out = [EpollEvent::default(); 4];
+        assert_eq!(c.epoll_wait(ep, &mut out, &wait), Err(RESUME));
+        assert!(t0.elapsed() >= Duration::from_millis(10));
+        assert!(
+            t0.elapsed() < Duration::from_millis(500),
+            "{:?}",
+            t0.elapsed()
+        );
+        assert_eq!(c.take_due_timers(), [(8, 0x5678)]);
+        assert_eq!(c.epoll_wait(ep, &mut out, &wait), Err(RESUME));
+        assert!(t0.elapsed() >= Duration::from_millis(30));
+        assert_eq!(c.take_due_timers(), [(7, 0x1234)]);
+        assert_eq!(c.timers_pending(), 0);
+        // No timer: the same wait reports the pipe's bytes.
+        c.write(w, b"x").unwrap();
+        assert_eq!(c.epoll_wait(ep, &mut out, &wait), Ok(1));
+        assert_eq!(out[0], ev);
+        // While a callback runs, waits do not stop for timers.
+        c.deliver_timers = false;
+        c.settimer(9, Duration::ZERO, 1);
+        assert!(!c.timer_due());
+        assert_eq!(c.epoll_wait(ep, &mut out, &Wait::new(20)), Ok(1));
+        let _ = c.stack.epoll_ctl(ep, EpollOp::Del, r, ev);
+        assert_eq!(c.epoll_wait(ep, &mut out, &Wait::new(20)), Ok(0));
+    }
+
+    #[test]
+    fn pipe_ends_block_nonblock_and_report_eof_and_epipe() {
+        let mut c = ctx();
+        let (r, w) = c.pipe().unwrap();
+        let mut buf = [0u8; 8];
+        // A blocking read of an empty pipe gives the lock back after a round.
+        assert_eq!(c.read(r, &mut buf), Err(RESUME));
+        c.set_nonblock(r).unwrap();
+        assert_eq!(c.read(r, &mut buf), Err(E(libc::EAGAIN)));
+        assert_eq!(c.write(w, b"abc"), Ok(3));
+        assert_eq!(c.fionread(r), Ok(3));
+        assert_eq!(c.fionread(w), Ok(3));
+        assert_eq!(c.peek(r, &mut buf), Ok(3));
+        assert_eq!(c.read(r, &mut buf), Ok(3));
+        assert_eq!(c.read(w, &mut buf), Err(E::BADF));
+        assert_eq!(c.write(r, b"x"), Err(E::BADF));
+        assert_eq!(
+            c.getsockopt(r, libc::SOL_SOCKET, libc::SO_TYPE),
+            Err(E(libc::ENOTSOCK))
+        );
+        assert_eq!(
+            c.connect(w, "10.0.0.2:80".parse().unwrap()),
+            Err(E(libc::ENOTSOCK))
+        );
+        assert_eq!(c.shutdown(w, libc::SHUT_WR), Err(E(libc::ENOTSOCK)));
+        assert_eq!(
+            c.bind(r, "10.9.9.9:80".parse().unwrap()),
+            Err(E(libc::ENOTSOCK))
+        );
+        assert_eq!(c.listen(r, 4), Err(E(libc::ENOTSOCK)));
+        assert_eq!(c.accept(r).map(|_| ()), Err(E(libc::ENOTSOCK)));
+        assert_eq!(c.set_nonblock(w), Ok(()));
+        c.close(w).unwrap();
+        assert_eq!(c.read(r, &mut buf), Ok(0));
+        let (r2, w2) = c.pipe().unwrap();
+        c.close(r2).unwrap();
+        assert_eq!(c.write(w2, b"x"), Err(E(libc::EPIPE)));
+        c.close(r).unwrap();
+        c.close(w2).unwrap();
+    }
 
     #[test]
     fn socket_options_parse_from_c_values() {

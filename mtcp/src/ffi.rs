@@ -14,7 +14,7 @@ use hoststack::stack::{SpliceEnd, SpliceReport, SpliceSide};
 use offload_api::link::HostEnd;
 
 use crate::cptr::{iovecs, read_addr, slice, slice_mut, write_addr};
-use crate::ctx::Ctx;
+use crate::ctx::{Ctx, Wait, RESUME};
 use crate::err::{set_errno, E, R};
 use crate::runtime::{self, MtcpConf};
 use crate::{handle_at, Handle};
@@ -87,14 +87,43 @@ fn guard<T>(fail: T, f: impl FnOnce() -> R<T>) -> T {
 }
 
 /// Runs `f` on the context `mctx` (EBADF when it is not a live one of ours), then delivers
-/// the splice callbacks that became due, outside the context's lock (so they may call
-/// mtcp functions).
-fn with_ctx<T>(mctx: MctxT, f: impl FnOnce(&mut Ctx<HostEnd>) -> R<T>) -> R<T> {
+/// the splice callbacks and the timers that became due, outside the context's lock (so they
+/// may call mtcp functions). When `f` stops with [`RESUME`] (a wait that let due timers
+/// run, or a blocking pipe end that let other threads in), it runs again: the call goes on,
+/// unless a signal came meanwhile (EINTR).
+fn with_ctx<T>(mctx: MctxT, mut f: impl FnMut(&mut Ctx<HostEnd>) -> R<T>) -> R<T> {
     let h: &Handle = handle_at(mctx as usize).ok_or(E::BADF)?;
-    let r = {
-        let mut g = h.ctx.lock().map_err(|_| E::BADF)?;
-        f(g.as_mut().ok_or(E::BADF)?)
-    };
+    let sig = crate::signal::count();
+    loop {
+        let nested = IN_TIMER.with(|t| t.get());
+        let (r, timers) = {
+            let mut g = h.ctx.lock().map_err(|_| E::BADF)?;
+            let c = g.as_mut().ok_or(E::BADF)?;
+            c.deliver_timers = !nested;
+            let r = f(c);
+            let timers = if nested {
+                Vec::new()
+            } else {
+                c.take_due_timers()
+            };
+            (r, timers)
+        };
+        deliver_splices(h);
+        run_timers(mctx, timers);
+        match r {
+            Err(RESUME) => {
+                if crate::signal::count() != sig {
+                    return Err(E::INTR);
+                }
+                std::thread::yield_now();
+            }
+            r => return r,
+        }
+    }
+}
+
+/// Runs the splice callbacks whose reports are waiting (outside the context's lock).
+fn deliver_splices(h: &Handle) {
     let due: Vec<(usize, SpliceReport)> = match h.pending.lock() {
         Ok(mut p) => std::mem::take(&mut *p),
         Err(_) => Vec::new(),
@@ -106,7 +135,6 @@ fn with_ctx<T>(mctx: MctxT, f: impl FnOnce(&mut Ctx<HostEnd>) -> R<T>) -> R<T> {
         let f: extern "C" fn(*mut NspliceMeta) = unsafe { std::mem::transmute::<usize, _>(cb) };
         f(&mut meta);
     }
-    r
 }
 
 /// Reads mTCP's configuration file and starts the NIC (see docs/c-api.md).
@@ -221,11 +249,74 @@ pub extern "C" fn mtcp_register_signal(
     guard(libc::SIG_ERR, || crate::signal::register(signum, handler))
 }
 
-/// Not supported: EOPNOTSUPP.
+/// pipe(2): `pipeid[0]` the read end, `pipeid[1]` the write end, both blocking until
+/// `mtcp_setsock_nonblock`.
 #[no_mangle]
-pub extern "C" fn mtcp_pipe(_mctx: MctxT, _pipeid: *mut c_int) -> c_int {
-    set_errno(E::OPNOTSUPP);
-    -1
+pub unsafe extern "C" fn mtcp_pipe(mctx: MctxT, pipeid: *mut c_int) -> c_int {
+    guard(-1, || {
+        handle_at(mctx as usize).ok_or(E::BADF)?;
+        if pipeid.is_null() {
+            return Err(E::FAULT);
+        }
+        let (r, w) = with_ctx(mctx, |c| c.pipe())?;
+        // SAFETY: non-null, the caller's `int pipeid[2]`.
+        unsafe {
+            pipeid.write_unaligned(r);
+            pipeid.add(1).write_unaligned(w);
+        }
+        Ok(0)
+    })
+}
+
+/// mOS's timer callback: `void (*)(mctx_t, int id, int side, uint64_t events,
+/// filter_arg_t *arg)`.
+pub type TimerCallback = extern "C" fn(MctxT, c_int, c_int, u64, *mut c_void);
+
+thread_local! {
+    /// True while this thread runs a timer callback (timers due meanwhile wait for it).
+    static IN_TIMER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs due timer callbacks `(id, callback)` of context `mctx`, outside its lock.
+fn run_timers(mctx: MctxT, due: Vec<(c_int, usize)>) {
+    for (id, cb) in due {
+        // SAFETY: `cb` is the non-null callback C passed to mtcp_settimer, a
+        // `TimerCallback`.
+        let f: TimerCallback = unsafe { std::mem::transmute::<usize, TimerCallback>(cb) };
+        IN_TIMER.with(|t| t.set(true));
+        f(mctx, id, 0, 0, std::ptr::null_mut());
+        IN_TIMER.with(|t| t.set(false));
+    }
+}
+
+/// mOS's one-shot timer: `cb(mctx, id, 0, 0, NULL)` runs once after `*timeout`, on the
+/// thread that runs the context (inside mtcp_epoll_wait, a blocking call, or any later
+/// call), outside the context's lock: it may call mtcp functions, mtcp_settimer included.
+#[no_mangle]
+pub unsafe extern "C" fn mtcp_settimer(
+    mctx: MctxT,
+    id: c_int,
+    timeout: *const libc::timeval,
+    cb: Option<TimerCallback>,
+) -> c_int {
+    guard(-1, || {
+        handle_at(mctx as usize).ok_or(E::BADF)?;
+        let cb = cb.ok_or(E::INVAL)?;
+        if timeout.is_null() || id < 0 {
+            return Err(E::INVAL);
+        }
+        // SAFETY: non-null, the caller's struct timeval.
+        let tv = unsafe { timeout.read_unaligned() };
+        let secs = u64::try_from(tv.tv_sec).map_err(|_| E::INVAL)?;
+        let us = u64::try_from(tv.tv_usec).map_err(|_| E::INVAL)?;
+        let after = std::time::Duration::from_secs(secs)
+            .checked_add(std::time::Duration::from_micros(us))
+            .ok_or(E::INVAL)?;
+        with_ctx(mctx, |c| {
+            c.settimer(id, after, cb as usize);
+            Ok(0)
+        })
+    })
 }
 
 /// getsockopt(2) for the options of docs/c-api.md.
@@ -621,8 +712,9 @@ pub unsafe extern "C" fn mtcp_epoll_wait(
             return Err(E::FAULT);
         }
         let max = max.min(65_536);
+        let wait = Wait::new(timeout);
         let n = with_ctx(mctx, |c| {
-            let evs = c.epoll_wait_buffered(epid, max, timeout)?;
+            let evs = c.epoll_wait_buffered(epid, max, &wait)?;
             for (i, e) in evs.iter().enumerate() {
                 let ev = MtcpEpollEvent {
                     events: e.events,
@@ -710,8 +802,17 @@ mod tests {
             assert_eq!(mtcp_bind(bogus, 3, std::ptr::null(), 16), -1);
             assert_eq!(crate::err::errno(), libc::EFAULT);
         }
-        assert_eq!(mtcp_pipe(bogus, std::ptr::null_mut()), -1);
-        assert_eq!(crate::err::errno(), libc::EOPNOTSUPP);
+        // SAFETY: as above.
+        unsafe {
+            assert_eq!(mtcp_pipe(bogus, std::ptr::null_mut()), -1);
+            assert_eq!(crate::err::errno(), libc::EBADF);
+            let tv = libc::timeval {
+                tv_sec: 1,
+                tv_usec: 0,
+            };
+            assert_eq!(mtcp_settimer(bogus, 1, &tv, None), -1);
+            assert_eq!(crate::err::errno(), libc::EBADF);
+        }
     }
 
     #[test]

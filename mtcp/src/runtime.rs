@@ -133,7 +133,8 @@ mod dpdk {
     use offload_api::link::HostEnd;
 
     use super::{apply, conf, MtcpConf, CONF};
-    use crate::conf::{nicemu_path, parse, ENV_CONFIG};
+    use crate::conf::ENV_CONFIG;
+    use crate::conf::{apply_tables, find_table, nicemu_path, parse, parse_arp, parse_routes};
     use crate::ctx::{Ctx, NicSide};
     use crate::err::{E, R};
     use crate::Handle;
@@ -223,8 +224,9 @@ mod dpdk {
         }
         let env = std::env::var(ENV_CONFIG).ok();
         let toml = nicemu_path(&file, env.as_deref(), path)?;
-        let cfg = Config::load(&toml).map_err(|e| e.to_string())?;
+        let mut cfg = Config::load(&toml).map_err(|e| e.to_string())?;
         check(&cfg)?;
+        tables(Path::new(path), &mut cfg)?;
         let nic = cfg.nic_lcores();
         if file.num_cores > nic.len() {
             eprintln!(
@@ -308,6 +310,44 @@ mod dpdk {
             topo: Some(topo),
             prefix,
         });
+        Ok(())
+    }
+
+    /// mTCP's `arp.conf` and `route.conf` for the configuration file `conf` (see
+    /// [`find_table`]): static neighbours on every port, routes' prefixes on-link on their
+    /// ports. Absent files are fine; a malformed one is an error.
+    fn tables(conf: &Path, cfg: &mut Config) -> Result<(), String> {
+        let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
+        let read = |name: &str| -> Result<Option<(String, String)>, String> {
+            let Some(p) = find_table(conf, name, &cwd) else {
+                return Ok(None);
+            };
+            let file = p.display().to_string();
+            let text =
+                std::fs::read_to_string(&p).map_err(|e| format!("{file}: cannot read: {e}"))?;
+            Ok(Some((file, text)))
+        };
+        let mut arp = Vec::new();
+        let mut routes = Vec::new();
+        if let Some((file, text)) = read("arp.conf")? {
+            let (a, ws) = parse_arp(&text, &file)?;
+            for w in ws {
+                eprintln!("libmtcp: warning: {w}");
+            }
+            eprintln!("libmtcp: {file}: {} static neighbours", a.len());
+            arp = a;
+        }
+        if let Some((file, text)) = read("route.conf")? {
+            let (r, ws) = parse_routes(&text, &file)?;
+            for w in ws {
+                eprintln!("libmtcp: warning: {w}");
+            }
+            eprintln!("libmtcp: {file}: {} on-link routes", r.len());
+            routes = r;
+        }
+        for w in apply_tables(&mut cfg.ports, &arp, &routes) {
+            eprintln!("libmtcp: warning: route.conf: {w}");
+        }
         Ok(())
     }
 

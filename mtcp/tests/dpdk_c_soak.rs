@@ -15,8 +15,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::{
-    check_asan, crate_dir, gcc, memif_toml, nicemu_bin, wait_for, Proc, RuntimeDir, TempDir,
-    ASAN_CFLAGS, ASAN_OPTIONS,
+    c_program, check_asan, crate_dir, gcc, memif_toml, nicemu_bin, wait_for, Proc, RuntimeDir,
+    TempDir, ASAN_CFLAGS, ASAN_OPTIONS,
 };
 
 #[test]
@@ -64,7 +64,7 @@ fn c_soak_under_asan_against_nicemu_echo() {
         "{}",
         echo.describe()
     );
-    let mut cmd = Command::new(&exe);
+    let mut cmd = c_program(&exe);
     cmd.arg(&conf)
         .args(["10.96.0.1", "7", "1", "4", "1", "8"])
         .env("ASAN_OPTIONS", ASAN_OPTIONS);

@@ -15,6 +15,18 @@
 //!   ENOTCONN, EAGAIN, EINVAL, EFAULT, EINPROGRESS, ECONNREFUSED, EISCONN, ...) and the
 //!   working calls around them against a kernel echo server; its exit status is the number
 //!   of failed checks.
+//! - [`c_pipe_timer`]: `tests/c/pipe_timer.c` checks mtcp_pipe (bytes, EOF, EPIPE, EAGAIN,
+//!   EBADF, ENOTSOCK, epoll events of both ends), mtcp_settimer (argument errors; a timer
+//!   that feeds a pipe a blocking read waits on; one that re-arms itself from its callback 3
+//!   times inside `mtcp_epoll_wait(-1)` with no traffic, with bounded elapsed times),
+//!   mtcp_setconf's `max_concurrency` bounding descriptors (EMFILE), mtcp_init_rss's
+//!   arguments, mtcp_shutdown against a kernel echo server, and EINTR from
+//!   `mtcp_epoll_wait(-1)` when a helper thread raises a signal registered with
+//!   mtcp_register_signal.
+//! - [`c_arp_and_route_conf`]: an mTCP configuration directory with `config/arp.conf` and
+//!   `config/route.conf` beside `mtcp.conf`: the program reaches a kernel address off every
+//!   subnet of the port only through its static neighbour entry, and one in a prefix that
+//!   route.conf puts on the port by ARP.
 //!
 //! Bounded: every wait has a limit, child processes are killed, and the namespace, temporary
 //! files and DPDK's runtime directory are removed also when a test fails. Needs root,
@@ -22,129 +34,31 @@
 //! test.
 #![cfg(feature = "dpdk")]
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
+
+use common::{c_program, crate_dir, gcc, nicemu_bin, wait_for, Proc, RuntimeDir, TempDir};
 
 use dataplane::netns::Netns;
 
 const NIC_IP: &str = "192.0.2.1";
 const PEER_IP: &str = "192.0.2.2";
 
-/// A temporary directory, removed when dropped.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        let p = std::env::temp_dir().join(format!("nicemu-mtcp-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
-        TempDir(p)
-    }
-    fn path(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// A child process whose output goes to a file; killed when dropped.
-struct Proc {
-    child: Child,
-    out: PathBuf,
-    name: String,
-}
-
-impl Proc {
-    fn spawn(mut cmd: Command, out: PathBuf, name: &str) -> Proc {
-        let f = std::fs::File::create(&out).unwrap();
-        let child = cmd
-            .stdin(Stdio::null())
-            .stdout(f.try_clone().unwrap())
-            .stderr(f)
-            .spawn()
-            .unwrap_or_else(|e| panic!("{name}: {e}"));
-        Proc {
-            child,
-            out,
-            name: name.into(),
-        }
-    }
-    fn output(&self) -> String {
-        std::fs::read_to_string(&self.out).unwrap_or_default()
-    }
-    /// Waits up to `limit` for the exit; its status code (None: still running).
-    fn wait(&mut self, limit: Duration) -> Option<i32> {
-        let end = Instant::now() + limit;
-        while Instant::now() < end {
-            if let Ok(Some(s)) = self.child.try_wait() {
-                return Some(s.code().unwrap_or(-1));
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        None
-    }
-    fn describe(&self) -> String {
-        format!("{} output:\n{}", self.name, self.output())
-    }
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn wait_for(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
-    let end = Instant::now() + limit;
-    while Instant::now() < end {
-        if f() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    f()
-}
-
-/// The directory with libmtcp.so: the one of this test's executable (`target/<profile>/deps`),
-/// where cargo put the library's cdylib when it built the library for this test.
-fn lib_dir() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let dir = exe.parent().unwrap().to_path_buf();
-    assert!(
-        dir.join("libmtcp.so").exists(),
-        "no libmtcp.so next to {}",
-        exe.display()
-    );
-    dir
-}
-
 /// Builds `tests/c/<name>.c` against the headers and libmtcp.so with warnings as errors.
 fn compile(name: &str, tmp: &TempDir) -> PathBuf {
-    let lib = lib_dir();
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/c/{name}.c"));
-    let include = Path::new(env!("CARGO_MANIFEST_DIR")).join("include");
     let exe = tmp.path(name);
-    let out = Command::new("gcc")
-        .args(["-Wall", "-Wextra", "-Werror", "-O1", "-g", "-pthread", "-o"])
-        .arg(&exe)
-        .arg(&src)
-        .arg(format!("-I{}", include.display()))
-        .arg(format!("-L{}", lib.display()))
-        .arg("-lmtcp")
-        .arg(format!("-Wl,-rpath,{}", lib.display()))
-        .output()
-        .expect("gcc (ci/install-deps.sh installs it)");
-    assert!(
-        out.status.success(),
-        "gcc {name}.c:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let args: Vec<String> = ["-Wall", "-Wextra", "-Werror", "-O1", "-g", "-pthread"]
+        .iter()
+        .map(|s| s.to_string())
+        .chain([crate_dir()
+            .join(format!("tests/c/{name}.c"))
+            .display()
+            .to_string()])
+        .collect();
+    gcc(&exe, &args);
     exe
 }
 
@@ -207,16 +121,6 @@ rss = "off"
     (net, conf)
 }
 
-/// Removes DPDK's runtime directory of `prefix` when dropped (the program removes it
-/// itself in mtcp_destroy; this covers a program that was killed).
-struct RuntimeDir(String);
-
-impl Drop for RuntimeDir {
-    fn drop(&mut self) {
-        dataplane::runtime_dpdk::remove_runtime_dir(&self.0);
-    }
-}
-
 /// N concurrent connections, each sending its own pattern in pieces and reading it all
 /// back; prints `ok N` when every byte matched.
 const PY_CLIENT: &str = r#"
@@ -256,7 +160,7 @@ fn echo_run(tag: &str, contexts: usize, conns: usize, size: usize) -> String {
     let prefix = format!("nicemu-test-mtcp-echo{contexts}-{}", std::process::id());
     let _dir = RuntimeDir(prefix.clone());
     let (net, conf) = topology(tag, &tmp, &prefix, contexts);
-    let mut cmd = Command::new(&exe);
+    let mut cmd = c_program(&exe);
     cmd.arg(&conf)
         .arg("8000")
         .arg(conns.to_string())
@@ -317,38 +221,6 @@ fn echo_run(tag: &str, contexts: usize, conns: usize, size: usize) -> String {
 #[test]
 fn c_echo_server_echoes_kernel_clients() {
     echo_run("c", 1, 8, 50_000);
-}
-
-/// The `nicemu` binary of this profile: `make test` builds it before the tests; built here
-/// when it is missing.
-fn nicemu_bin() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let dir = exe.parent().and_then(Path::parent).unwrap().to_path_buf();
-    let bin = dir.join("nicemu");
-    if bin.exists() {
-        return bin;
-    }
-    let mut cmd = Command::new(option_env!("CARGO").unwrap_or("cargo"));
-    cmd.args([
-        "build",
-        "-p",
-        "apps",
-        "--features",
-        "dpdk",
-        "--bin",
-        "nicemu",
-    ])
-    .current_dir(env!("CARGO_MANIFEST_DIR"));
-    if dir.file_name().is_some_and(|n| n == "release") {
-        cmd.arg("--release");
-    }
-    let out = cmd.output().expect("cargo build");
-    assert!(
-        out.status.success(),
-        "cargo build -p apps: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    bin
 }
 
 /// Two contexts on two `shared` lcores, one thread each with its own listener on the same
@@ -412,7 +284,7 @@ role = "shared"
         format!("num_cores = 2\nnicemu_config = {}\n", server_toml.display()),
     )
     .unwrap();
-    let mut cmd = Command::new(&exe);
+    let mut cmd = c_program(&exe);
     cmd.arg(&conf).args(["8000", "16", "60", "2"]);
     let mut server = Proc::spawn(cmd, tmp.path("server.out"), "echo_server");
     assert!(
@@ -512,7 +384,7 @@ fn c_error_paths() {
         "{}",
         peer.describe()
     );
-    let mut cmd = Command::new(&exe);
+    let mut cmd = c_program(&exe);
     cmd.arg(&conf).arg(PEER_IP);
     let mut p = Proc::spawn(cmd, tmp.path("errors.out"), "errors");
     let rc = p.wait(Duration::from_secs(40));
@@ -564,7 +436,7 @@ fn c_splice_callback() {
         "{}",
         peer.describe()
     );
-    let mut cmd = Command::new(&exe);
+    let mut cmd = c_program(&exe);
     cmd.arg(&conf).args(["8000", PEER_IP, "7", "30"]);
     let mut proxy = Proc::spawn(cmd, tmp.path("splice.out"), "splice");
     assert!(
@@ -606,4 +478,134 @@ fn c_splice_callback() {
         "closed client={PEER_IP}:{port} server={PEER_IP}:7 reason=0 calls=1 accepted_from={port}"
     );
     assert!(out.contains(&want), "want {want:?} in:\n{out}");
+}
+
+/// Runs `tests/c/<name>.c` against a kernel echo server (PY_ECHO) with the mTCP file of
+/// [`topology`]; checks exit status 0 and `<name>: 0 failed checks`.
+fn run_checks(name: &str, tag: &str) {
+    let tmp = TempDir::new(name);
+    let exe = compile(name, &tmp);
+    let prefix = format!("nicemu-test-mtcp-{name}-{}", std::process::id());
+    let _dir = RuntimeDir(prefix.clone());
+    let (net, conf) = topology(tag, &tmp, &prefix, 1);
+    let peer = Proc::spawn(
+        net.command(&["python3", "-c", PY_ECHO]),
+        tmp.path("echo.out"),
+        "python echo",
+    );
+    assert!(
+        wait_for(Duration::from_secs(10), || peer.output().contains("ready")),
+        "{}",
+        peer.describe()
+    );
+    let mut cmd = c_program(&exe);
+    cmd.arg(&conf).arg(PEER_IP);
+    let mut p = Proc::spawn(cmd, tmp.path(&format!("{name}.out")), name);
+    let rc = p.wait(Duration::from_secs(60));
+    assert_eq!(rc, Some(0), "{}", p.describe());
+    assert!(
+        p.output().contains(&format!("{name}: 0 failed checks")),
+        "{}",
+        p.describe()
+    );
+    assert!(!Path::new(&format!("/var/run/dpdk/{prefix}")).exists());
+}
+
+#[test]
+fn c_pipe_timer() {
+    run_checks("pipe_timer", "t");
+}
+
+#[test]
+fn c_arp_and_route_conf() {
+    let tmp = TempDir::new("arpconf");
+    let exe = compile("arp_conf", &tmp);
+    let prefix = format!("nicemu-test-mtcp-arpconf-{}", std::process::id());
+    let _dir = RuntimeDir(prefix.clone());
+    let (net, conf) = topology("r", &tmp, &prefix, 1);
+    // Two more kernel addresses: one in a prefix route.conf puts on the port's link (found
+    // by ARP), one off every prefix (reachable only through arp.conf's static entry).
+    const ROUTED: &str = "198.51.100.2";
+    const STATIC: &str = "203.0.113.2";
+    net.must(&[
+        "ip",
+        "addr",
+        "add",
+        &format!("{ROUTED}/24"),
+        "dev",
+        net.inner(),
+    ]);
+    net.must(&[
+        "ip",
+        "addr",
+        "add",
+        &format!("{STATIC}/32"),
+        "dev",
+        net.inner(),
+    ]);
+    let mac = net.must(&["cat", &format!("/sys/class/net/{}/address", net.inner())]);
+    let mac = mac.trim();
+    assert_eq!(mac.len(), 17, "{mac:?}");
+    // mTCP's layout: <dir>/mtcp.conf and <dir>/config/{arp,route}.conf. The counts
+    // disagree with the lines on purpose (a warning), and one route names no port.
+    std::fs::create_dir_all(tmp.path("config")).unwrap();
+    std::fs::write(
+        tmp.path("config/arp.conf"),
+        format!(
+            "# ARP_ENTRY [# of entries]\n# [destination ip/prefix] [destination MAC]\n\
+             ARP_ENTRY 2\n{STATIC}/32 {mac}\n"
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        tmp.path("config/route.conf"),
+        "# ROUTES [# of entries]\nROUTES 2\n198.51.100.0/24 dpdk0\n10.9.0.0/16 dpdk7\n",
+    )
+    .unwrap();
+    let peer = Proc::spawn(
+        net.command(&["python3", "-c", PY_ECHO]),
+        tmp.path("echo.out"),
+        "python echo",
+    );
+    assert!(
+        wait_for(Duration::from_secs(10), || peer.output().contains("ready")),
+        "{}",
+        peer.describe()
+    );
+    let mut cmd = c_program(&exe);
+    cmd.arg(&conf).arg(STATIC).arg(ROUTED);
+    let mut p = Proc::spawn(cmd, tmp.path("arp_conf.out"), "arp_conf");
+    let rc = p.wait(Duration::from_secs(60));
+    let out = p.output();
+    assert_eq!(rc, Some(0), "{}", p.describe());
+    for want in [
+        format!("reached {STATIC}"),
+        format!("reached {ROUTED}"),
+        "arp.conf: 1 static neighbours".to_string(),
+        "route.conf: 2 on-link routes".to_string(),
+        "ARP_ENTRY 2, but 1 entries follow".to_string(),
+        "dpdk7: no such port".to_string(),
+    ] {
+        assert!(out.contains(&want), "want {want:?} in:\n{out}");
+    }
+    // A malformed line: mtcp_init fails, naming the file, the line and the value.
+    std::fs::write(
+        tmp.path("config/arp.conf"),
+        format!("ARP_ENTRY 1\n{STATIC}/32 zz:{mac}\n"),
+    )
+    .unwrap();
+    let mut cmd = c_program(&exe);
+    cmd.arg(&conf).arg(STATIC);
+    let mut p = Proc::spawn(cmd, tmp.path("arp_conf_bad.out"), "arp_conf (bad)");
+    assert_eq!(
+        p.wait(Duration::from_secs(30)),
+        Some(100),
+        "{}",
+        p.describe()
+    );
+    let out = p.output();
+    assert!(
+        out.contains("config/arp.conf: line 2") && out.contains(&format!("zz:{mac}")),
+        "{out}"
+    );
 }

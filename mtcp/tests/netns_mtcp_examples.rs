@@ -33,8 +33,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::{
-    check_asan, crate_dir, gcc, memif_toml, one_lcore_toml, wait_for, Proc, RuntimeDir, TempDir,
-    ASAN_CFLAGS, ASAN_EXIT, ASAN_OPTIONS,
+    c_program, check_asan, crate_dir, gcc, lib_dir, memif_toml, one_lcore_toml, wait_for, Proc,
+    RuntimeDir, TempDir, ASAN_CFLAGS, ASAN_EXIT, ASAN_OPTIONS,
 };
 use dataplane::netns::Netns;
 
@@ -134,7 +134,7 @@ fn curl(net: &Netns, url: &str, out: &Path) -> String {
 
 /// Starts epserver on `conf` serving `www`, and waits until it answers `net`'s curl.
 fn start_epserver(exe: &Path, conf: &Path, www: &Path, tmp: &TempDir, net: &Netns) -> Proc {
-    let mut cmd = Command::new(exe);
+    let mut cmd = c_program(exe);
     cmd.arg("-p").arg(www).arg("-f").arg(conf).args(["-N", "1"]);
     let mut server = Proc::spawn(cmd, tmp.path("epserver.out"), "epserver");
     let probe = tmp.path("probe");
@@ -252,9 +252,11 @@ fn epwget(
     tmp: &TempDir,
 ) -> Proc {
     // Line-buffered stdout: epwget prints its result with stdio, and a program that
-    // LeakSanitizer ends after its report exits without flushing stdio's buffers.
+    // LeakSanitizer ends after its report exits without flushing stdio's buffers. The
+    // library path as `c_program` sets it.
     let mut cmd = Command::new("stdbuf");
-    cmd.arg("-oL")
+    cmd.env("LD_LIBRARY_PATH", lib_dir())
+        .arg("-oL")
         .arg(exe)
         .arg(url)
         .arg(flows.to_string())
@@ -417,7 +419,7 @@ fn epwget_from_epserver(asan: bool) {
         "client",
         &memif_toml(&tmp.path("memif.sock"), "client", "10.99.0", 2, &cp),
     );
-    let mut cmd = Command::new(&server_exe);
+    let mut cmd = c_program(&server_exe);
     cmd.arg("-p")
         .arg(&www)
         .arg("-f")

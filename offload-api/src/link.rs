@@ -651,6 +651,11 @@ impl<S: Side> LinkEnd<S> {
         n
     }
 
+    /// Frames sent from this end that the other end has not taken yet.
+    pub fn tx_pending(&self) -> usize {
+        self.tx.dir.ring.len()
+    }
+
     /// Frames waiting on the receiving ring.
     pub fn rx_pending(&self) -> usize {
         self.rx.dir.ring.len()

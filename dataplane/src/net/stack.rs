@@ -5,6 +5,8 @@
 //! Sans-I/O: the caller passes buffers, an explicit `now_ns` and an allocator; frames to send
 //! come back in `Vec`s the caller owns and reuses. `rx` never allocates.
 
+use std::collections::BTreeMap;
+
 use super::arp::{self, ArpFields, ArpTable, SharedNeighbours, ARP_FRAME_LEN, OP_REQUEST};
 use super::csum::{self, ipv4_bounds_for_tx};
 use super::icmp;
@@ -30,6 +32,12 @@ pub struct IfaceConfig {
     pub ipv4: Vec<([u8; 4], u8)>,
     /// IP MTU; 1500 by default (RFC 894).
     pub mtu: u16,
+    /// More IPv4 prefixes on the port's link besides the subnets of `ipv4` (mTCP's
+    /// `route.conf`): their addresses are resolved with ARP, as the subnets' are.
+    pub on_link: Vec<([u8; 4], u8)>,
+    /// Static neighbours (mTCP's `arp.conf`): looked up before the ARP table, whatever
+    /// the address's subnet; never expire, never asked for.
+    pub neighbours: BTreeMap<[u8; 4], [u8; 6]>,
 }
 
 impl IfaceConfig {
@@ -39,7 +47,16 @@ impl IfaceConfig {
             mac,
             ipv4,
             mtu: 1500,
+            on_link: Vec::new(),
+            neighbours: BTreeMap::new(),
         }
+    }
+
+    /// True when `ip` is on the port's link: on one of its subnets or in one of its
+    /// `on_link` prefixes.
+    #[inline]
+    pub fn is_on_link(&self, ip: [u8; 4]) -> bool {
+        self.subnet_addr(ip).is_some() || self.on_link.iter().any(|(a, p)| same_subnet(*a, ip, *p))
     }
 
     /// True when `ip` is one of this interface's addresses.
@@ -93,6 +110,8 @@ static NO_IFACE: IfaceConfig = IfaceConfig {
     mac: [0; 6],
     ipv4: Vec::new(),
     mtu: 1500,
+    on_link: Vec::new(),
+    neighbours: BTreeMap::new(),
 };
 
 /// Tunables of the ARP machinery.
@@ -220,7 +239,8 @@ impl StackCounters {
 enum NextHop {
     /// Send to this MAC now.
     Mac([u8; 6]),
-    /// Off every subnet of the port (no gateway configuration yet).
+    /// Off the port's link (its subnets and `on_link` prefixes) and not a static
+    /// neighbour (no gateway configuration yet).
     Unreachable,
     /// On a subnet but not in the ARP table: hold and ask.
     Unknown,
@@ -624,8 +644,9 @@ impl<B: PacketBuf> NicStack<B> {
     /// replaced by the port's; bytes after the IP packet are cut (Ethernet padding up to 60
     /// bytes is kept). If the destination MAC is all zero it is resolved from the
     /// destination IP: limited and subnet-directed broadcast → ff:ff:ff:ff:ff:ff, multicast →
-    /// 01:00:5e + low 23 bits (RFC 1112 §6.4), an address on one of the port's subnets → the ARP
-    /// table; off-subnet → `ArpUnresolved` (no gateway configuration yet). An unknown neighbour
+    /// 01:00:5e + low 23 bits (RFC 1112 §6.4), a static neighbour ([`IfaceConfig::neighbours`])
+    /// → its MAC, an address on one of the port's subnets or `on_link` prefixes → the ARP
+    /// table; anything else → `ArpUnresolved` (no gateway configuration yet). An unknown neighbour
     /// holds the frame (at most `pending_bytes_per_ip`, beyond → `ArpUnresolved`) and an ARP request
     /// goes out on the next [`NicStack::poll_tx`], which also releases the frame once resolved.
     /// A stale entry is still used while it is refreshed in the background. Non-IPv4 frames
@@ -836,7 +857,10 @@ impl<B: PacketBuf> NicStack<B> {
         if ip[0] & 0xf0 == 0xe0 {
             return NextHop::Mac([0x01, 0x00, 0x5e, ip[1] & 0x7f, ip[2], ip[3]]);
         }
-        if iface.subnet_addr(ip).is_none() {
+        if let Some(mac) = iface.neighbours.get(&ip) {
+            return NextHop::Mac(*mac);
+        }
+        if !iface.is_on_link(ip) {
             return NextHop::Unreachable;
         }
         match self.ports[port].arp.lookup_any(ip, now_ns) {

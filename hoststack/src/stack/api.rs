@@ -99,17 +99,22 @@ impl<L: HostLink> Context<L> {
 
     /// O_NONBLOCK on or off.
     pub fn set_nonblocking(&mut self, fd: Fd, on: bool) -> Result<(), Errno> {
+        if let Some(e) = self.pipe_end_mut(fd) {
+            e.nonblocking = on;
+            return Ok(());
+        }
         self.sock_mut(fd)?.nonblocking = on;
         Ok(())
     }
 
     /// bind: `addr`'s IP must be ours or 0.0.0.0; port 0 picks an ephemeral port.
     pub fn bind(&mut self, fd: Fd, addr: SocketAddrV4) -> Result<(), Errno> {
+        // The descriptor first, as Linux: EBADF or ENOTSOCK before the address.
+        let s = self.sock(fd)?;
         let ip = addr.ip().octets();
         if ip != self.cfg.ip && ip != [0; 4] {
             return Err(Errno::AddrNotAvail);
         }
-        let s = self.sock(fd)?;
         if s.local.is_some() || !matches!(s.state, SockState::Fresh) {
             return Err(Errno::Inval);
         }
@@ -316,6 +321,9 @@ impl<L: HostLink> Context<L> {
 
     /// readv: scatter read.
     pub fn readv(&mut self, fd: Fd, bufs: &mut [IoSliceMut<'_>]) -> Result<usize, Errno> {
+        if let Some(r) = self.pipe_readv(fd, bufs) {
+            return r;
+        }
         if let Some(r) = self.quasi_readv(fd, bufs) {
             return r;
         }
@@ -372,6 +380,9 @@ impl<L: HostLink> Context<L> {
         fd: Fd,
         f: impl FnOnce(&[u8], &[u8]) -> usize,
     ) -> Result<usize, Errno> {
+        if self.is_pipe(fd) {
+            return self.pipe_read_with(fd, f).expect("a pipe end");
+        }
         let s = self.sock(fd)?;
         if let SockState::Quasi(qid) = s.state {
             let q = self.quasi_mut(qid).expect("socket's quasi-TCB");
@@ -415,6 +426,9 @@ impl<L: HostLink> Context<L> {
 
     /// writev: gather write.
     pub fn writev(&mut self, fd: Fd, bufs: &[IoSlice<'_>]) -> Result<usize, Errno> {
+        if let Some(r) = self.pipe_writev(fd, bufs) {
+            return r;
+        }
         let total: usize = bufs.iter().map(|b| b.len()).sum();
         if let SockState::Quasi(qid) = self.sock(fd)?.state {
             if self.quasi_write(qid, bufs) {
@@ -505,13 +519,20 @@ impl<L: HostLink> Context<L> {
                 self.close_epoll(fd);
                 return Ok(());
             }
+            Some(Entry::Pipe(_)) => {
+                let Entry::Pipe(e) = std::mem::replace(&mut self.entries[idx], Entry::Free) else {
+                    unreachable!("checked above")
+                };
+                self.release_fd(fd);
+                self.pipe_close(e);
+                return Ok(());
+            }
             _ => return Err(Errno::BadF),
         }
         let Entry::Sock(s) = std::mem::replace(&mut self.entries[idx], Entry::Free) else {
             unreachable!("checked above")
         };
-        self.free_fds.push_back(fd);
-        self.open_fds -= 1;
+        self.release_fd(fd);
         if let Some(l) = s.local.filter(|l| l.ip().octets() == self.cfg.ip) {
             let p = l.port();
             if let Some(n) = self.bound.get_mut(&p) {
@@ -723,14 +744,14 @@ impl<L: HostLink> Context<L> {
         None
     }
 
-    fn deadline(&self) -> Option<u64> {
+    pub(super) fn deadline(&self) -> Option<u64> {
         self.cfg
             .block_timeout_ns
             .map(|t| (self.now)().saturating_add(t))
     }
 
     /// One wait step of a blocking call: run the stack, fail with `Again` past the deadline.
-    fn block(&mut self, deadline: Option<u64>) -> Result<(), Errno> {
+    pub(super) fn block(&mut self, deadline: Option<u64>) -> Result<(), Errno> {
         if self.poll() == 0 {
             std::hint::spin_loop();
         }

@@ -68,23 +68,23 @@ impl<L: HostLink> Context<L> {
             .get(usize::try_from(epfd).map_err(|_| Errno::BadF)?)
         {
             Some(Entry::Epoll(_)) => {}
-            Some(Entry::Sock(_)) => return Err(Errno::Inval),
+            Some(Entry::Sock(_) | Entry::Pipe(_)) => return Err(Errno::Inval),
             _ => return Err(Errno::BadF),
         }
-        let s = self.sock_mut(fd)?;
+        let reg = self.reg_mut(fd)?;
         match op {
             EpollOp::Add => {
-                if s.reg.is_some_and(|r| r.epfd == epfd) {
+                if reg.is_some_and(|r| r.epfd == epfd) {
                     return Err(Errno::Exist);
                 }
-                s.reg = Some(Reg {
+                *reg = Some(Reg {
                     epfd,
                     events: ev.events,
                     data: ev.data,
                     queued: false,
                 });
             }
-            EpollOp::Mod => match s.reg.as_mut() {
+            EpollOp::Mod => match reg.as_mut() {
                 Some(r) if r.epfd == epfd => {
                     r.events = ev.events;
                     r.data = ev.data;
@@ -92,10 +92,10 @@ impl<L: HostLink> Context<L> {
                 _ => return Err(Errno::NoEnt),
             },
             EpollOp::Del => {
-                if s.reg.is_none_or(|r| r.epfd != epfd) {
+                if reg.is_none_or(|r| r.epfd != epfd) {
                     return Err(Errno::NoEnt);
                 }
-                s.reg = None;
+                *reg = None;
                 return Ok(());
             }
         }
@@ -120,7 +120,7 @@ impl<L: HostLink> Context<L> {
             .get(usize::try_from(epfd).map_err(|_| Errno::BadF)?)
         {
             Some(Entry::Epoll(_)) => {}
-            Some(Entry::Sock(_)) => return Err(Errno::Inval),
+            Some(Entry::Sock(_) | Entry::Pipe(_)) => return Err(Errno::Inval),
             _ => return Err(Errno::BadF),
         }
         // No clock read for a non-blocking call (a busy-polling loop makes one per turn).
@@ -159,8 +159,9 @@ impl<L: HostLink> Context<L> {
                 break;
             };
             let ready = self.readiness(fd);
-            let Ok(s) = self.sock_mut(fd) else { continue };
-            let Some(r) = s.reg.as_mut() else { continue };
+            let Ok(Some(r)) = self.reg_mut(fd).map(|r| r.as_mut()) else {
+                continue;
+            };
             if r.epfd != epfd || !r.queued {
                 continue;
             }
@@ -188,8 +189,9 @@ impl<L: HostLink> Context<L> {
 
     /// Queues `fd` on its epoll instance if registered and not queued.
     pub(super) fn notify(&mut self, fd: Fd) {
-        let Ok(s) = self.sock_mut(fd) else { return };
-        let Some(r) = s.reg.as_mut() else { return };
+        let Ok(Some(r)) = self.reg_mut(fd).map(|r| r.as_mut()) else {
+            return;
+        };
         if r.queued {
             return;
         }
@@ -198,15 +200,30 @@ impl<L: HostLink> Context<L> {
             Some(Entry::Epoll(ep)) => ep.ready.push_back(fd),
             _ => return,
         }
-        if let Ok(s) = self.sock_mut(fd) {
-            if let Some(r) = s.reg.as_mut() {
-                r.queued = true;
-            }
+        if let Ok(Some(r)) = self.reg_mut(fd).map(|r| r.as_mut()) {
+            r.queued = true;
+        }
+    }
+
+    /// The epoll registration slot of a socket or pipe end (`NotSock` for an epoll
+    /// descriptor, `BadF` for a free one).
+    fn reg_mut(&mut self, fd: Fd) -> Result<&mut Option<Reg>, Errno> {
+        match self
+            .entries
+            .get_mut(usize::try_from(fd).map_err(|_| Errno::BadF)?)
+        {
+            Some(Entry::Sock(s)) => Ok(&mut s.reg),
+            Some(Entry::Pipe(e)) => Ok(&mut e.reg),
+            Some(Entry::Epoll(_)) => Err(Errno::NotSock),
+            _ => Err(Errno::BadF),
         }
     }
 
     /// The EPOLL* bits that hold for `fd` now.
     pub fn readiness(&self, fd: Fd) -> u32 {
+        if let Some(e) = self.pipe_end(fd) {
+            return self.pipe_readiness(e);
+        }
         let Ok(s) = self.sock(fd) else { return 0 };
         match &s.state {
             SockState::Fresh => 0,
@@ -262,10 +279,13 @@ impl<L: HostLink> Context<L> {
 
     pub(super) fn close_epoll(&mut self, epfd: Fd) {
         for e in self.entries.iter_mut() {
-            if let Entry::Sock(s) = e {
-                if s.reg.is_some_and(|r| r.epfd == epfd) {
-                    s.reg = None;
-                }
+            let reg = match e {
+                Entry::Sock(s) => &mut s.reg,
+                Entry::Pipe(p) => &mut p.reg,
+                _ => continue,
+            };
+            if reg.is_some_and(|r| r.epfd == epfd) {
+                *reg = None;
             }
         }
         self.release_fd(epfd);

@@ -8,6 +8,7 @@
 mod api;
 mod epoll;
 mod input;
+mod pipe;
 mod quasi;
 mod setup;
 mod splice;
@@ -352,6 +353,8 @@ enum Entry {
     Free,
     Sock(Box<Sock>),
     Epoll(Epoll),
+    /// An end of a pipe (`stack/pipe.rs`).
+    Pipe(pipe::PipeEnd),
 }
 
 /// FxHash-style hasher for the connection table (keys are not attacker-chosen beyond the
@@ -465,6 +468,9 @@ pub struct Context<L: HostLink> {
     /// Pairs that need a look on every poll (draining, or relayed by the host).
     splice_busy: Vec<u32>,
     splice_stats: SpliceHostStats,
+    /// Pipes' buffers, by the index their ends hold (`stack/pipe.rs`).
+    pipes: Vec<Option<pipe::Pipe>>,
+    free_pipes: Vec<u32>,
 }
 
 impl<L: HostLink> Context<L> {
@@ -512,6 +518,8 @@ impl<L: HostLink> Context<L> {
             splice_keys: HashMap::default(),
             splice_busy: Vec::new(),
             splice_stats: SpliceHostStats::default(),
+            pipes: Vec::new(),
+            free_pipes: Vec::new(),
         }
     }
 
@@ -837,7 +845,7 @@ impl<L: HostLink> Context<L> {
             .get(usize::try_from(fd).map_err(|_| crate::Errno::BadF)?)
         {
             Some(Entry::Sock(s)) => Ok(s),
-            Some(Entry::Epoll(_)) => Err(crate::Errno::NotSock),
+            Some(Entry::Epoll(_) | Entry::Pipe(_)) => Err(crate::Errno::NotSock),
             _ => Err(crate::Errno::BadF),
         }
     }
@@ -848,7 +856,7 @@ impl<L: HostLink> Context<L> {
             .get_mut(usize::try_from(fd).map_err(|_| crate::Errno::BadF)?)
         {
             Some(Entry::Sock(s)) => Ok(s),
-            Some(Entry::Epoll(_)) => Err(crate::Errno::NotSock),
+            Some(Entry::Epoll(_) | Entry::Pipe(_)) => Err(crate::Errno::NotSock),
             _ => Err(crate::Errno::BadF),
         }
     }

@@ -116,7 +116,7 @@ int main(int argc, char **argv)
 	FAILS(mtcp_setsockopt(m, s, SOL_SOCKET, SO_REUSEADDR, NULL, 4), EFAULT);
 	FAILS(mtcp_socket_ioctl(m, s, FIONBIO, &one), EINVAL);
 	FAILS(mtcp_read(m, s, NULL, 10), EFAULT);
-	FAILS(mtcp_pipe(m, NULL), EOPNOTSUPP);
+	FAILS(mtcp_pipe(m, NULL), EFAULT);
 
 	/* A listener: AccelTCP's setup offload option, non-blocking accept. */
 	struct sockaddr_in la = addr("0.0.0.0", 8080);

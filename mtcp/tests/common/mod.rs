@@ -142,6 +142,15 @@ pub fn gcc(exe: &Path, args: &[String]) {
     );
 }
 
+/// A command that runs the C program `exe` with the libmtcp.so this test was built with:
+/// the test runner's `LD_LIBRARY_PATH` (which takes precedence over the program's run path)
+/// may name `target/<profile>`, where an older `cargo build` may have left another one.
+pub fn c_program(exe: &Path) -> Command {
+    let mut c = Command::new(exe);
+    c.env("LD_LIBRARY_PATH", lib_dir());
+    c
+}
+
 /// Removes DPDK's runtime directory of `prefix` when dropped (the program removes it
 /// itself in mtcp_destroy; this covers a program that was killed).
 pub struct RuntimeDir(pub String);
