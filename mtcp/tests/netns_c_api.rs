@@ -1,4 +1,6 @@
-//! libmtcp from C, against the Linux kernel over net_af_packet.
+//! libmtcp from C, against the Linux kernel over net_af_packet. Every C program here is
+//! built with AddressSanitizer and run with leak checking: a memory error or a leak (in the
+//! program, libmtcp or DPDK) changes its exit status, which every test checks.
 //!
 //! - [`c_echo_server_echoes_kernel_clients`]: `tests/c/echo_server.c`, written against
 //!   `mtcp_api.h` / `mtcp_epoll.h` only and built with `gcc -Wall -Werror -lmtcp`, serves
@@ -40,18 +42,23 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use common::{c_program, crate_dir, gcc, nicemu_bin, wait_for, Proc, RuntimeDir, TempDir};
+use common::{
+    c_program, crate_dir, gcc, nicemu_bin, wait_for, Proc, RuntimeDir, TempDir, ASAN_CFLAGS,
+};
 
 use dataplane::netns::Netns;
 
 const NIC_IP: &str = "192.0.2.1";
 const PEER_IP: &str = "192.0.2.2";
 
-/// Builds `tests/c/<name>.c` against the headers and libmtcp.so with warnings as errors.
+/// Builds `tests/c/<name>.c` against the headers and libmtcp.so with warnings as errors,
+/// under AddressSanitizer: [`c_program`] runs it with leak checking, and any error or leak
+/// makes it exit with `common::ASAN_EXIT` instead of the status the test expects.
 fn compile(name: &str, tmp: &TempDir) -> PathBuf {
     let exe = tmp.path(name);
     let args: Vec<String> = ["-Wall", "-Wextra", "-Werror", "-O1", "-g", "-pthread"]
         .iter()
+        .chain(ASAN_CFLAGS)
         .map(|s| s.to_string())
         .chain([crate_dir()
             .join(format!("tests/c/{name}.c"))

@@ -145,9 +145,11 @@ pub fn gcc(exe: &Path, args: &[String]) {
 /// A command that runs the C program `exe` with the libmtcp.so this test was built with:
 /// the test runner's `LD_LIBRARY_PATH` (which takes precedence over the program's run path)
 /// may name `target/<profile>`, where an older `cargo build` may have left another one.
+/// It also sets [`ASAN_OPTIONS`] (no effect on a program built without the sanitizer).
 pub fn c_program(exe: &Path) -> Command {
     let mut c = Command::new(exe);
-    c.env("LD_LIBRARY_PATH", lib_dir());
+    c.env("LD_LIBRARY_PATH", lib_dir())
+        .env("ASAN_OPTIONS", ASAN_OPTIONS);
     c
 }
 
