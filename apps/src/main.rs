@@ -10,7 +10,6 @@
 mod demo;
 mod demo_tcp;
 mod hostapps;
-#[path = "proxy/cmd.rs"]
 mod proxy_cmd;
 mod report;
 mod runtime;

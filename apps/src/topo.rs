@@ -129,7 +129,8 @@ pub fn check(path: &Path) -> Result<(), String> {
     cfg.check_cores(&allowed()?).map_err(|e| e.to_string())?;
     if cfg.proxy.is_some() {
         // The [proxy] table of `nicemu proxy`, checked like the rest.
-        apps::proxy::ProxyConfig::from_config(&cfg).map_err(|e| e.to_string())?;
+        apps::proxy::ProxyConfig::from_section(cfg.proxy.as_ref(), &cfg.source)
+            .map_err(|e| e.to_string())?;
     }
     println!(
         "{}: ok ({} port(s), {} lcore(s), driver {})",

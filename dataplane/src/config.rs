@@ -15,32 +15,7 @@ use serde::Deserialize;
 use crate::port::wire::Impairments;
 use crate::rss::RssMode;
 
-/// A configuration error: where (file and key) and what.
-#[derive(Debug, thiserror::Error)]
-#[error("{file}: {key}: {message}")]
-pub struct ConfigError {
-    /// The file the configuration came from.
-    pub file: String,
-    /// The key path, e.g. `port[0].device`, or `(file)` for file-level problems.
-    pub key: String,
-    /// What is wrong and what form is expected.
-    pub message: String,
-}
-
-impl ConfigError {
-    /// An error about `key` of `file`.
-    pub fn new(
-        file: impl Into<String>,
-        key: impl Into<String>,
-        message: impl Into<String>,
-    ) -> Self {
-        ConfigError {
-            file: file.into(),
-            key: key.into(),
-            message: message.into(),
-        }
-    }
-}
+pub use offload_api::config_error::ConfigError;
 
 /// A whole configuration.
 #[derive(Clone, Debug, Deserialize)]
@@ -73,7 +48,7 @@ pub struct Config {
     #[serde(default)]
     pub tonic: TonicConfig,
     /// The L7 proxy's settings (`nicemu proxy`), kept as raw TOML: the apps crate checks
-    /// them (`apps::proxy::config`), so that one file configures the NIC and the proxy.
+    /// them (`host_apps::proxy::config`), so that one file configures the NIC and the proxy.
     #[serde(default)]
     pub proxy: Option<toml::Table>,
 }

@@ -23,6 +23,7 @@
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod config_error;
 pub mod doorbell;
 pub mod link;
 pub mod msg;

@@ -264,7 +264,7 @@ pub fn config(data: &[u8]) {
     };
     if let Ok(cfg) = dataplane::config::Config::parse(text, "fuzz.toml") {
         let _ = cfg.runtime.idle_policy();
-        let _ = apps::proxy::ProxyConfig::from_config(&cfg);
+        let _ = apps::proxy::ProxyConfig::from_section(cfg.proxy.as_ref(), &cfg.source);
     }
     if let Ok(t) = text.parse::<toml::Table>() {
         let _ = apps::proxy::ProxyConfig::from_table(&t, "fuzz.toml");

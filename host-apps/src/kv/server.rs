@@ -13,7 +13,6 @@
 //! are the case the offloads are for.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use hoststack::frame::HostLink;
 use hoststack::stack::{EpollEvent, EpollOp, SockOpt, EPOLLERR, EPOLLHUP, EPOLLIN, EPOLLOUT};
@@ -444,24 +443,4 @@ fn flush<L: HostLink>(
         c.sent = 0;
     }
     Ok(())
-}
-
-/// Runs `server` on `node` (NIC lcore and host context sharing this thread) on the wall
-/// clock until `stop` is set, then closes it; the loop behind `nicemu kv`.
-pub fn serve_node<P: dataplane::port::Port>(
-    node: &mut crate::node::Node<P>,
-    server: &mut KvServer,
-    stop: &AtomicBool,
-) {
-    while !stop.load(Ordering::Relaxed) {
-        node.nic.poll_once();
-        server.step(&mut node.host, super::unix_ms());
-    }
-    server.shutdown(&mut node.host);
-    // Let the closes go out.
-    for _ in 0..1000 {
-        if node.step() == 0 {
-            break;
-        }
-    }
 }

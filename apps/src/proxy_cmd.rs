@@ -100,7 +100,8 @@ impl HostApp for Proxy {
 /// `nicemu proxy`.
 pub fn run(args: &ProxyArgs) -> Result<(), String> {
     let cfg = Config::load(&args.config).map_err(|e| e.to_string())?;
-    let mut pcfg = ProxyConfig::from_config(&cfg).map_err(|e| e.to_string())?;
+    let mut pcfg =
+        ProxyConfig::from_section(cfg.proxy.as_ref(), &cfg.source).map_err(|e| e.to_string())?;
     if args.no_splice {
         pcfg.splice = false;
     }

@@ -9,7 +9,7 @@
 //! response is wrong, late or cut short is closed (aborted) and replaced, so an error never
 //! leaves the generator waiting; the receive buffer of a connection is bounded by the
 //! largest valid response. The first connection opens alone, the others once its handshake
-//! completed or failed ([`Probe`]).
+//! completed or failed (`Probe`).
 
 pub mod proto;
 

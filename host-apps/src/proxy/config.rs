@@ -1,11 +1,11 @@
 //! The `[proxy]` table of a nicemu configuration: what `nicemu proxy` listens on, its
 //! backends and policy, and its limits. It lives in the same TOML file as the DPDK
-//! configuration (`dataplane::config::Config` keeps it as raw TOML); this module checks it
+//! configuration (the dataplane's `Config` keeps it as raw TOML); this module checks it
 //! with the same strictness and the same errors: file, key, what was expected.
 
 use std::net::SocketAddrV4;
 
-use dataplane::config::{Config, ConfigError};
+use offload_api::config_error::ConfigError;
 
 use super::balance::Policy;
 use super::http::DEFAULT_MAX_HEAD;
@@ -132,13 +132,17 @@ const KEYS: [&str; 16] = [
 ];
 
 impl ProxyConfig {
-    /// The `[proxy]` table of `cfg` (loaded by `Config::load`), checked: an unknown key, a
-    /// wrong type or a value out of range is an error naming the file and `proxy.KEY`.
-    pub fn from_config(cfg: &Config) -> Result<ProxyConfig, ConfigError> {
-        match &cfg.proxy {
-            Some(t) => Self::from_table(t, &cfg.source),
+    /// The `[proxy]` table of the configuration file `source` (the dataplane's
+    /// `Config::proxy`), checked: its absence, an unknown key, a wrong type or a value out of
+    /// range is an error naming the file and `proxy.KEY`.
+    pub fn from_section(
+        proxy: Option<&toml::Table>,
+        source: &str,
+    ) -> Result<ProxyConfig, ConfigError> {
+        match proxy {
+            Some(t) => Self::from_table(t, source),
             None => Err(ConfigError::new(
-                &cfg.source,
+                source,
                 "proxy",
                 "missing: `nicemu proxy` needs a [proxy] table with at least `listen` and `backends`",
             )),
@@ -329,6 +333,7 @@ impl ProxyConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use dataplane::config::Config;
 
     const BASE: &str = r#"
 [[port]]
@@ -344,7 +349,7 @@ role = "shared"
     fn load(proxy: &str) -> Result<ProxyConfig, ConfigError> {
         let text = format!("{BASE}\n[proxy]\n{proxy}");
         let cfg = Config::parse(&text, "test.toml").expect("base config");
-        ProxyConfig::from_config(&cfg)
+        ProxyConfig::from_section(cfg.proxy.as_ref(), &cfg.source)
     }
 
     #[test]
@@ -483,7 +488,7 @@ down_ms = 100
     #[test]
     fn missing_table() {
         let cfg = Config::parse(BASE, "base.toml").unwrap();
-        let e = ProxyConfig::from_config(&cfg).unwrap_err();
+        let e = ProxyConfig::from_section(cfg.proxy.as_ref(), &cfg.source).unwrap_err();
         assert_eq!(e.key, "proxy");
         // The proxy table must be a table.
         let e = Config::parse(&format!("proxy = 5\n{BASE}"), "x.toml").unwrap_err();
