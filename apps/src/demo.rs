@@ -333,7 +333,7 @@ pub fn run(frames: u32, dpdk_seconds: f64) -> Result<(), String> {
     }
     crate::demo_tcp::run()?;
     if dpdk_seconds > 0.0 {
-        crate::dpdk_demo(dpdk_seconds)?;
+        crate::cli::nic::dpdk_demo(dpdk_seconds)?;
     }
     Ok(())
 }

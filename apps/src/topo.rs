@@ -12,8 +12,8 @@ use dataplane::lcore::{LcoreReport, Mode};
 use dataplane::port::Port;
 use dataplane::runtime::{build_wire, run_lcores, RunOptions};
 
+use crate::cli::nic::CommonArgs;
 use crate::report;
-use crate::CommonArgs;
 
 /// Source and destination of benchmark frames: RFC 2544's benchmarking range (198.18.0.0/15),
 /// which never leaves the process (in-memory wire, net_null, net_ring).
@@ -190,7 +190,7 @@ fn options(
     mode: Mode,
     splice: bool,
 ) -> Result<RunOptions, String> {
-    let stats = crate::secs(
+    let stats = crate::cli::nic::secs(
         args.stats_interval.or(Some(cfg.runtime.stats_interval_s)),
         "--stats-interval",
     )?;
@@ -201,7 +201,7 @@ fn options(
     Ok(RunOptions {
         poll,
         mode,
-        duration: crate::secs(args.duration, "--duration")?,
+        duration: crate::cli::nic::secs(args.duration, "--duration")?,
         stats_interval: stats,
         pcap: args.pcap.clone(),
         pin: !args.no_pin,
