@@ -20,7 +20,7 @@ use crate::buf::PacketBuf;
 use crate::clock::Clock;
 use crate::cycles::{rdtsc, Stage, StageClock, StageCycles};
 use crate::net::parse::{parse_headers, DropReason};
-use crate::net::stack::{Disposition, NicStack, StackCounters};
+use crate::net::stack::{NicStack, StackCounters};
 use crate::offload::splice::SpliceOffload;
 use crate::offload::{
     HostTcp, Offload, OffloadChain, OffloadCtx, OffloadIo, OffloadReport, RxFrame, Verdict,
@@ -180,7 +180,7 @@ pub struct NicLcore<P: Port> {
     /// Frames received this iteration, per slot.
     rx: Vec<Vec<P::Buf>>,
     /// What the stack decided for each frame of the current rx burst.
-    verdicts: Vec<Disposition>,
+    verdicts: Vec<Verdict>,
     tx: Vec<Vec<P::Buf>>,
     /// Frames at the front of each `tx` queue held from an earlier iteration (already
     /// captured).
@@ -233,7 +233,7 @@ impl<P: Port> NicLcore<P> {
             tx: (0..n).map(|_| Vec::with_capacity(burst * 4)).collect(),
             tx_held: vec![0; n],
             rx: (0..n).map(|_| Vec::with_capacity(burst)).collect(),
-            verdicts: vec![Disposition::Pass; burst.max(1)],
+            verdicts: vec![Verdict::Pass; burst.max(1)],
             slots,
             stack,
             mode,
@@ -512,47 +512,45 @@ impl<P: Port> NicLcore<P> {
                     ..
                 } = self;
                 for (k, mut buf) in rx.drain(..).enumerate() {
-                    let verdict = verdicts.get(k).copied();
-                    match verdict.unwrap_or(Disposition::Drop(DropReason::Unsupported)) {
-                        Disposition::Pass => {
+                    // The NIC stack's verdict; what it passes goes to forwarding or to the
+                    // offload chain (data path step 3), when some offload has state that
+                    // traffic can hit (out of line, so that the loop stays small while every
+                    // offload is idle).
+                    let v = match verdicts.get(k).copied() {
+                        Some(Verdict::Pass) => {
                             if let Some(p) = fwd {
                                 report.forwarded += 1;
                                 tx[p].push(buf);
                                 continue;
                             }
-                            // The offload chain (data path step 3), when some offload has
-                            // state that traffic can hit; out of line, so that the loop stays
-                            // small while every offload is idle.
-                            let v = if chain.any_active() {
+                            if chain.any_active() {
                                 offer_wire_frame(
                                     chain, stack, slots, tx, host, now, index, &mut buf,
                                 )
                             } else {
                                 Verdict::Pass
-                            };
-                            match v {
-                                Verdict::Pass | Verdict::ToHost => {
-                                    let sent = host
-                                        .as_mut()
-                                        .is_some_and(|h| h.send(index as u16, buf.data()).is_ok());
-                                    if sent {
-                                        report.to_host += 1
-                                    } else {
-                                        report.to_host_dropped += 1
-                                    }
-                                }
-                                Verdict::Consumed => {}
-                                Verdict::Reply => tx[i].push(buf),
-                                Verdict::Out(p) => {
-                                    match slots.iter().position(|s| s.index == p as usize) {
-                                        Some(j) => tx[j].push(buf),
-                                        None => report.offload_out_dropped += 1,
-                                    }
-                                }
                             }
                         }
-                        Disposition::Reply => tx[i].push(buf),
-                        Disposition::Consumed | Disposition::Drop(_) => {}
+                        Some(v) => v,
+                        None => Verdict::Drop(DropReason::Unsupported),
+                    };
+                    match v {
+                        Verdict::Pass | Verdict::ToHost => {
+                            let sent = host
+                                .as_mut()
+                                .is_some_and(|h| h.send(index as u16, buf.data()).is_ok());
+                            if sent {
+                                report.to_host += 1
+                            } else {
+                                report.to_host_dropped += 1
+                            }
+                        }
+                        Verdict::Consumed | Verdict::Drop(_) => {}
+                        Verdict::Reply => tx[i].push(buf),
+                        Verdict::Out(p) => match slots.iter().position(|s| s.index == p as usize) {
+                            Some(j) => tx[j].push(buf),
+                            None => report.offload_out_dropped += 1,
+                        },
                     }
                 }
             }
@@ -863,7 +861,7 @@ fn offer_host_frame<P: Port>(
             report.control_unhandled += 1;
             None
         }
-        (true, _) | (false, Verdict::Consumed) => None,
+        (true, _) | (false, Verdict::Consumed | Verdict::Drop(_)) => None,
         (false, Verdict::Pass) => Some(port),
         (false, Verdict::Out(p)) => Some(p),
         (false, Verdict::Reply | Verdict::ToHost) => {

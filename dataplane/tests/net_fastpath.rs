@@ -5,7 +5,8 @@
 use dataplane::buf::HeapBuf;
 use dataplane::frames;
 use dataplane::net::parse::{fast_transit, parse, parse_headers, DropReason, L3};
-use dataplane::net::stack::{Disposition, IfaceConfig, L4Checksum, NicStack, StackConfig};
+use dataplane::net::stack::{IfaceConfig, L4Checksum, NicStack, StackConfig};
+use dataplane::net::Verdict;
 use proptest::prelude::*;
 
 const OUR_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x99];
@@ -85,24 +86,24 @@ fn transit_bad_l4_checksum_is_forwarded_but_local_is_dropped() {
     let mut fwd = stack(L4Checksum::Terminating);
     assert_eq!(
         fwd.rx(0, &mut HeapBuf::from_frame(&transit), 0),
-        Disposition::Pass
+        Verdict::Pass
     );
     assert_eq!(
         fwd.rx(0, &mut HeapBuf::from_frame(&local), 0),
-        Disposition::Drop(DropReason::BadL4Checksum)
+        Verdict::Drop(DropReason::BadL4Checksum)
     );
     // A NIC that hands frames to its host verifies every one (the host relies on it).
     let mut nic = stack(L4Checksum::All);
     assert_eq!(
         nic.rx(0, &mut HeapBuf::from_frame(&transit), 0),
-        Disposition::Drop(DropReason::BadL4Checksum)
+        Verdict::Drop(DropReason::BadL4Checksum)
     );
     // The IP header checksum is checked on transit frames too.
     let mut bad_ip = seeds()[0].clone();
     bad_ip[24] ^= 1;
     assert_eq!(
         fwd.rx(0, &mut HeapBuf::from_frame(&bad_ip), 0),
-        Disposition::Drop(DropReason::BadIpChecksum)
+        Verdict::Drop(DropReason::BadIpChecksum)
     );
 }
 
@@ -147,17 +148,17 @@ proptest! {
         let policy = if all { L4Checksum::All } else { L4Checksum::Terminating };
         let frames = mutated(&picks);
         let mut one = stack(policy);
-        let expect: Vec<Disposition> = frames
+        let expect: Vec<Verdict> = frames
             .iter()
             .map(|f| one.rx(0, &mut HeapBuf::from_frame(f), 0))
             .collect();
         let mut burst = stack(policy);
         let mut bufs: Vec<HeapBuf> = frames.iter().map(|f| HeapBuf::from_frame(f)).collect();
         let slots = bufs.len() - usize::from(short);
-        let mut verdicts = vec![Disposition::Consumed; slots];
+        let mut verdicts = vec![Verdict::Consumed; slots];
         let all_pass = burst.rx_burst(0, &mut bufs, 0, &mut verdicts);
         prop_assert_eq!(&verdicts[..], &expect[..slots]);
-        prop_assert_eq!(all_pass, !short && expect.iter().all(|d| *d == Disposition::Pass));
+        prop_assert_eq!(all_pass, !short && expect.iter().all(|d| *d == Verdict::Pass));
         prop_assert_eq!(burst.counters(), one.counters());
     }
 }

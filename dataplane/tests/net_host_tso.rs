@@ -5,7 +5,8 @@
 use dataplane::buf::{HeapBuf, PacketBuf};
 use dataplane::frames;
 use dataplane::net::parse::{parse, DropReason, L3};
-use dataplane::net::stack::{Disposition, IfaceConfig, NicStack, StackConfig};
+use dataplane::net::stack::{IfaceConfig, NicStack, StackConfig};
+use dataplane::net::Verdict;
 
 const OUR_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x99];
 const OUR_IP: [u8; 4] = [192, 0, 2, 1];
@@ -51,7 +52,7 @@ fn a_64k_tso_frame_is_resolved_held_and_segmented() {
     let reply = frames::arp(2, PEER_MAC, PEER_IP, OUR_MAC, OUR_MAC, OUR_IP);
     assert_eq!(
         s.rx(0, &mut HeapBuf::from_frame(&reply), 1),
-        Disposition::Consumed
+        Verdict::Consumed
     );
     s.poll_tx(0, 2, &mut alloc, &mut out);
     assert_eq!(out.len(), 60_000usize.div_ceil(1460));

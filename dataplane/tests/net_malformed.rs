@@ -2,7 +2,7 @@
 //! and arbitrary bytes never panic and are always accounted for.
 
 use dataplane::net::csum::{fill_checksums, fill_ipv4_header};
-use dataplane::net::{Disposition, DropReason, IfaceConfig, NicStack, StackConfig};
+use dataplane::net::{DropReason, IfaceConfig, NicStack, StackConfig, Verdict};
 use dataplane::{HeapBuf, PacketBuf};
 use proptest::prelude::*;
 use smoltcp::phy::ChecksumCapabilities;
@@ -154,7 +154,7 @@ fn assert_drops(reason: DropReason, frames: &[Vec<u8>]) {
         let mut b = HeapBuf::from_frame(f);
         assert_eq!(
             s.rx(0, &mut b, 0),
-            Disposition::Drop(reason),
+            Verdict::Drop(reason),
             "frame {i} of {reason:?}: {f:02x?}"
         );
     }
@@ -181,7 +181,7 @@ fn valid_frames_are_not_dropped() {
     for f in valid_frames() {
         let mut b = HeapBuf::from_frame(&f);
         let d = s.rx(0, &mut b, 0);
-        assert!(!matches!(d, Disposition::Drop(_)), "{d:?} for {f:02x?}");
+        assert!(!matches!(d, Verdict::Drop(_)), "{d:?} for {f:02x?}");
     }
     assert_eq!(s.counters().drops.total(), 0);
 }
@@ -317,7 +317,7 @@ fn fragment_mf_and_offset() {
     let mut s = stack();
     assert!(matches!(
         s.rx(0, &mut HeapBuf::from_frame(&f), 0),
-        Disposition::Pass
+        Verdict::Pass
     ));
 }
 
@@ -335,7 +335,7 @@ fn control_ethertypes_from_wire() {
     let mut s = stack();
     for t in [0x0909u16, 0x090F] {
         let mut b = HeapBuf::from_frame(&eth(t, 46));
-        assert!(matches!(s.rx(0, &mut b, 0), Disposition::Pass));
+        assert!(matches!(s.rx(0, &mut b, 0), Verdict::Pass));
     }
 }
 
@@ -350,10 +350,7 @@ fn unsupported_arp_and_port() {
     assert_drops(DropReason::Unsupported, &frames);
     let mut s = stack();
     let mut b = HeapBuf::from_frame(&tcp(b"x"));
-    assert_eq!(
-        s.rx(2, &mut b, 0),
-        Disposition::Drop(DropReason::Unsupported)
-    );
+    assert_eq!(s.rx(2, &mut b, 0), Verdict::Drop(DropReason::Unsupported));
     assert_eq!(s.counters().drops.get(DropReason::Unsupported), 1);
 }
 
@@ -372,9 +369,9 @@ fn feed(s: &mut NicStack<HeapBuf>, t: &mut Tally, port: usize, bytes: &[u8], now
     let mut b = HeapBuf::from_frame(bytes);
     t.frames += 1;
     match s.rx(port, &mut b, now) {
-        Disposition::Pass => t.pass += 1,
-        Disposition::Consumed => t.consumed += 1,
-        Disposition::Reply => {
+        Verdict::Pass => t.pass += 1,
+        Verdict::Consumed => t.consumed += 1,
+        Verdict::Reply => {
             t.reply += 1;
             assert_eq!(b.len(), bytes.len(), "a reply keeps the frame length");
             assert!(
@@ -383,7 +380,8 @@ fn feed(s: &mut NicStack<HeapBuf>, t: &mut Tally, port: usize, bytes: &[u8], now
                 b.data()
             );
         }
-        Disposition::Drop(r) => t.drops[r as usize] += 1,
+        Verdict::Drop(r) => t.drops[r as usize] += 1,
+        v @ (Verdict::Out(_) | Verdict::ToHost) => panic!("the NIC stack answered {v:?}"),
     }
 }
 

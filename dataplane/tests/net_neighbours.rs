@@ -8,7 +8,8 @@ use dataplane::buf::{HeapBuf, PacketBuf};
 use dataplane::config::Config;
 use dataplane::frames;
 use dataplane::net::parse::DropReason;
-use dataplane::net::stack::{Disposition, IfaceConfig, NicStack, StackConfig};
+use dataplane::net::stack::{IfaceConfig, NicStack, StackConfig};
+use dataplane::net::Verdict;
 
 const OUR_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x99];
 const OUR_IP: [u8; 4] = [192, 0, 2, 1];
@@ -109,7 +110,7 @@ fn a_frame_to_an_on_link_prefix_is_resolved_with_arp() {
     let reply = frames::arp(2, PEER_MAC, LINK_IP, OUR_MAC, OUR_MAC, OUR_IP);
     assert_eq!(
         s.rx(0, &mut HeapBuf::from_frame(&reply), 1),
-        Disposition::Consumed
+        Verdict::Consumed
     );
     s.poll_tx(0, 2, &mut alloc, &mut out);
     assert_eq!(out.len(), 1, "the held frame");

@@ -17,7 +17,9 @@ pub mod icmp;
 pub mod parse;
 pub mod stack;
 pub mod tso;
+pub mod verdict;
 
 pub use csum::fill_checksums;
 pub use parse::{parse, parse_headers, verify_l4_checksum, DropCounters, DropReason, Parsed, L3};
-pub use stack::{Disposition, IfaceConfig, L4Checksum, NicStack, StackConfig, StackCounters};
+pub use stack::{IfaceConfig, L4Checksum, NicStack, StackConfig, StackCounters};
+pub use verdict::Verdict;

@@ -15,6 +15,7 @@ use super::parse::{
     ETHERTYPE_IPV4, ETH_HDR_LEN, IPPROTO_ICMP, IPPROTO_TCP, L3,
 };
 use super::tso;
+use super::verdict::Verdict;
 use crate::buf::PacketBuf;
 
 /// Smallest Ethernet frame (IEEE 802.3, FCS excluded): host frames padded to it keep their
@@ -168,22 +169,6 @@ impl Default for StackConfig {
     }
 }
 
-/// What [`NicStack::rx`] decided about a frame.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Disposition {
-    /// The buffer was rewritten in place (ARP reply, ICMP echo reply): send it back out the
-    /// port it came in on.
-    Reply,
-    /// The stack used the frame (e.g. an ARP reply was learnt): free the buffer.
-    Consumed,
-    /// The frame is malformed or refused: free the buffer. Already counted.
-    Drop(DropReason),
-    /// Not for the NIC's own duties: the caller forwards it or hands it to the host. (Callers
-    /// that need the headers re-read them with [`super::parse::parse_headers`]: returning the
-    /// parsed view here costs store-forwarding stalls on the per-packet path.)
-    Pass,
-}
-
 /// Counters of one [`NicStack`].
 ///
 /// Invariant (rx side): every frame given to `rx` is counted exactly once among `passed`,
@@ -211,7 +196,7 @@ pub struct StackCounters {
     pub host_tx_packets: u64,
     /// Segments produced by software TSO.
     pub tso_segments: u64,
-    /// Received frames handed back as [`Disposition::Pass`].
+    /// Received frames handed back as [`Verdict::Pass`].
     pub passed: u64,
     /// Drops by reason, rx and tx together.
     pub drops: DropCounters,
@@ -412,7 +397,7 @@ impl<B: PacketBuf> NicStack<B> {
     ///
     /// Invariant: no allocation; the buffer's length is never changed.
     #[inline]
-    pub fn rx(&mut self, port: usize, buf: &mut B, now_ns: u64) -> Disposition {
+    pub fn rx(&mut self, port: usize, buf: &mut B, now_ns: u64) -> Verdict {
         if port >= self.ifaces.len() {
             return self.rx_drop(DropReason::Unsupported);
         }
@@ -439,7 +424,7 @@ impl<B: PacketBuf> NicStack<B> {
         port: usize,
         bufs: &mut [B],
         now_ns: u64,
-        verdicts: &mut [Disposition],
+        verdicts: &mut [Verdict],
     ) -> bool {
         // Short `verdicts` take the frame-by-frame path before the fast path counts anything.
         if verdicts.len() >= bufs.len() {
@@ -496,23 +481,23 @@ impl<B: PacketBuf> NicStack<B> {
         port: usize,
         bufs: &mut [B],
         now_ns: u64,
-        verdicts: &mut [Disposition],
+        verdicts: &mut [Verdict],
         transit: u64,
     ) -> bool {
         let n = bufs.len();
         let all = if n >= 64 { u64::MAX } else { (1u64 << n) - 1 };
         if n <= 64 && n <= verdicts.len() && transit & all == all {
-            verdicts[..n].fill(Disposition::Pass);
+            verdicts[..n].fill(Verdict::Pass);
             return true;
         }
         let mut all_pass = n <= verdicts.len();
         for (k, buf) in bufs.iter_mut().enumerate() {
             let d = if k < 64 && transit & (1 << k) != 0 {
-                Disposition::Pass
+                Verdict::Pass
             } else {
                 self.rx_full(port, buf, now_ns)
             };
-            all_pass &= d == Disposition::Pass;
+            all_pass &= d == Verdict::Pass;
             if let Some(v) = verdicts.get_mut(k) {
                 *v = d;
             }
@@ -528,12 +513,12 @@ impl<B: PacketBuf> NicStack<B> {
         port: usize,
         bufs: &mut [B],
         now_ns: u64,
-        verdicts: &mut [Disposition],
+        verdicts: &mut [Verdict],
     ) -> bool {
         let mut all_pass = true;
         for (k, buf) in bufs.iter_mut().enumerate() {
             let d = self.rx(port, buf, now_ns);
-            all_pass &= d == Disposition::Pass;
+            all_pass &= d == Verdict::Pass;
             match verdicts.get_mut(k) {
                 Some(v) => *v = d,
                 None => all_pass = false,
@@ -543,7 +528,7 @@ impl<B: PacketBuf> NicStack<B> {
     }
 
     /// The full receive path (everything but the transit fast path).
-    fn rx_full(&mut self, port: usize, buf: &mut B, now_ns: u64) -> Disposition {
+    fn rx_full(&mut self, port: usize, buf: &mut B, now_ns: u64) -> Verdict {
         let p = match parse_headers(buf.data()) {
             Ok(p) => p,
             Err(r) => return self.rx_drop(r),
@@ -575,25 +560,25 @@ impl<B: PacketBuf> NicStack<B> {
                 self.counters.icmp_echo_in += 1;
                 icmp::echo_reply_in_place(buf.data_mut(), l4_off, mac);
                 self.counters.icmp_echo_replies += 1;
-                Disposition::Reply
+                Verdict::Reply
             }
             _ => self.pass(),
         }
     }
 
     #[inline]
-    fn pass(&mut self) -> Disposition {
+    fn pass(&mut self) -> Verdict {
         self.counters.passed += 1;
-        Disposition::Pass
+        Verdict::Pass
     }
 
     #[inline]
-    fn rx_drop(&mut self, r: DropReason) -> Disposition {
+    fn rx_drop(&mut self, r: DropReason) -> Verdict {
         self.counters.drops.inc(r);
-        Disposition::Drop(r)
+        Verdict::Drop(r)
     }
 
-    fn rx_arp(&mut self, port: usize, buf: &mut B, now_ns: u64) -> Disposition {
+    fn rx_arp(&mut self, port: usize, buf: &mut B, now_ns: u64) -> Verdict {
         let Some(a) = ArpFields::read(&buf.data()[ETH_HDR_LEN..]) else {
             return self.rx_drop(DropReason::Truncated);
         };
@@ -630,9 +615,9 @@ impl<B: PacketBuf> NicStack<B> {
         if is_request && for_us {
             arp::reply_in_place(buf.data_mut(), self.ifaces[port].mac);
             self.counters.arp_replies_out += 1;
-            Disposition::Reply
+            Verdict::Reply
         } else {
-            Disposition::Consumed
+            Verdict::Consumed
         }
     }
 

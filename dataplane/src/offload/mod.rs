@@ -52,29 +52,7 @@ use crate::tonic::registry::{params_from_config, Registry};
 use splice::{SpliceConfig, SpliceOffload, SpliceTable};
 use teardown::TeardownOffload;
 
-/// What an offload decided about a frame (or message) it was offered.
-///
-/// For frames from the wire every verdict applies. For frames from the host
-/// ([`Offload::host_tcp`]), [`Verdict::Reply`] and [`Verdict::ToHost`] both return the frame
-/// to the host over the PCIe link, and [`Verdict::Out`] sends it out of another port than the
-/// host asked for. For control messages ([`Offload::host_control`]) only [`Verdict::Pass`]
-/// (not mine) and [`Verdict::Consumed`] (taken; any answer went out through
-/// [`OffloadIo::to_host`]) are meaningful; the others count as consumed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Verdict {
-    /// Not for this offload: offer it to the next one, then the lcore's default (hand wire
-    /// frames to the host, send host frames to the wire).
-    Pass,
-    /// The offload used (or dropped, and counted) the frame: free the buffer.
-    Consumed,
-    /// The buffer was rewritten in place: send it back out of the port it came in on.
-    Reply,
-    /// The buffer was rewritten in place: send it out of port N (a port index of the
-    /// configuration, e.g. the other side of a splice).
-    Out(u16),
-    /// Hand the frame to the host now, without offering it to the offloads after this one.
-    ToHost,
-}
+pub use crate::net::Verdict;
 
 /// How an offload sends frames it builds itself (retransmissions, window probes, messages to
 /// the host). Implemented by the lcore over its port queues and PCIe link.
@@ -394,7 +372,7 @@ impl<B: PacketBuf> OffloadChain<B> {
             true,
             |o| o.wire_rx(cx, rx),
             |c, v| match v {
-                Verdict::Consumed => c.wire_consumed += 1,
+                Verdict::Consumed | Verdict::Drop(_) => c.wire_consumed += 1,
                 Verdict::Reply => c.wire_replied += 1,
                 Verdict::Out(_) => c.wire_out += 1,
                 Verdict::ToHost => c.wire_to_host += 1,

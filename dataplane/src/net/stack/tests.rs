@@ -51,7 +51,7 @@ fn arp_request_becomes_exact_reply() {
     let mut req = arp(ArpOperation::Request, PEER_MAC, PEER_IP, [0; 6], OUR_IP);
     req.resize(60, 0); // as received from a real wire, padded
     let mut b = HeapBuf::from_frame(&req);
-    assert_eq!(s.rx(0, &mut b, 0), Disposition::Reply);
+    assert_eq!(s.rx(0, &mut b, 0), Verdict::Reply);
     let mut want = Vec::new();
     want.extend_from_slice(&PEER_MAC); // Ethernet destination: the requester
     want.extend_from_slice(&OUR_MAC); // Ethernet source: us
@@ -80,11 +80,11 @@ fn arp_for_other_hosts_is_consumed_and_only_merged() {
         [0; 6],
         [10, 0, 0, 77],
     ));
-    assert_eq!(s.rx(0, &mut b, 0), Disposition::Consumed);
+    assert_eq!(s.rx(0, &mut b, 0), Verdict::Consumed);
     assert_eq!(s.arp_lookup(0, PEER_IP, 0), None);
     // Once known, a gratuitous ARP updates the entry (merge).
     let mut b = arp_reply_from_peer();
-    assert_eq!(s.rx(0, &mut b, 0), Disposition::Consumed);
+    assert_eq!(s.rx(0, &mut b, 0), Verdict::Consumed);
     assert_eq!(s.arp_lookup(0, PEER_IP, 0), Some(PEER_MAC));
     let new_mac = [2, 0, 0, 0, 0, 0x77];
     let mut b = HeapBuf::from_frame(&arp(
@@ -94,7 +94,7 @@ fn arp_for_other_hosts_is_consumed_and_only_merged() {
         [0; 6],
         PEER_IP,
     ));
-    assert_eq!(s.rx(0, &mut b, 5), Disposition::Consumed);
+    assert_eq!(s.rx(0, &mut b, 5), Verdict::Consumed);
     assert_eq!(s.arp_lookup(0, PEER_IP, 5), Some(new_mac));
     // ARP to another host's unicast MAC is not ours to handle.
     let mut b = HeapBuf::from_frame(&arp(
@@ -104,7 +104,7 @@ fn arp_for_other_hosts_is_consumed_and_only_merged() {
         [2, 9, 9, 9, 9, 9],
         OUR_IP,
     ));
-    assert!(matches!(s.rx(0, &mut b, 5), Disposition::Pass));
+    assert!(matches!(s.rx(0, &mut b, 5), Verdict::Pass));
     let c = s.counters();
     assert_eq!(
         (
@@ -122,7 +122,7 @@ fn icmp_echo_answered_other_traffic_passed() {
     let mut s = stack();
     let req = icmp_echo(OUR_MAC, PEER_IP, OUR_IP, 9, 3, b"abcdefg");
     let mut b = HeapBuf::from_frame(&req);
-    assert_eq!(s.rx(0, &mut b, 0), Disposition::Reply);
+    assert_eq!(s.rx(0, &mut b, 0), Verdict::Reply);
     let d = b.data();
     assert_eq!(&d[0..6], &PEER_MAC);
     assert_eq!(&d[6..12], &OUR_MAC);
@@ -133,11 +133,11 @@ fn icmp_echo_answered_other_traffic_passed() {
     assert!(csum::verify(&d[34..]));
     // Echo to another IP, and TCP to us, pass.
     let mut b = HeapBuf::from_frame(&icmp_echo(OUR_MAC, PEER_IP, [10, 0, 0, 99], 9, 3, b"x"));
-    assert!(matches!(s.rx(0, &mut b, 0), Disposition::Pass));
+    assert!(matches!(s.rx(0, &mut b, 0), Verdict::Pass));
     let mut f = tcp(PEER_IP, OUR_IP, 1, TcpControl::Syn, &[]);
     f[0..6].copy_from_slice(&OUR_MAC);
     let mut b = HeapBuf::from_frame(&f);
-    assert_eq!(s.rx(0, &mut b, 0), Disposition::Pass);
+    assert_eq!(s.rx(0, &mut b, 0), Verdict::Pass);
     assert!(matches!(
         crate::net::parse::parse_headers(b.data()).unwrap().l3,
         L3::Ipv4 { proto: 6, .. }
@@ -150,10 +150,7 @@ fn icmp_echo_answered_other_traffic_passed() {
 fn out_of_range_port_is_counted_not_panicked() {
     let mut s = stack();
     let mut b = arp_reply_from_peer();
-    assert_eq!(
-        s.rx(5, &mut b, 0),
-        Disposition::Drop(DropReason::Unsupported)
-    );
+    assert_eq!(s.rx(5, &mut b, 0), Verdict::Drop(DropReason::Unsupported));
     let mut out = Vec::new();
     let f = host_frame(udp(OUR_IP, PEER_IP, b"x"));
     assert_eq!(
@@ -204,7 +201,7 @@ fn arp_resolution_flow() {
     assert!(out.is_empty());
 
     let mut rep = arp_reply_from_peer();
-    assert_eq!(s.rx(0, &mut rep, 40), Disposition::Consumed);
+    assert_eq!(s.rx(0, &mut rep, 40), Verdict::Consumed);
     s.poll_tx(0, 50, &mut alloc, &mut out);
     assert_eq!(out.len(), 2);
     for (b, payload) in out.iter().zip([&b"payload"[..], b"second"]) {
@@ -247,7 +244,7 @@ fn lcores_of_a_port_share_what_they_learn() {
     out.clear();
     // The reply reaches lcore a only.
     let mut rep = arp_reply_from_peer();
-    assert_eq!(a.rx(0, &mut rep, 2), Disposition::Consumed);
+    assert_eq!(a.rx(0, &mut rep, 2), Verdict::Consumed);
     // Long before b's retry time, b's frame goes out with the peer's MAC.
     b.poll_tx(0, 3, &mut alloc, &mut out);
     assert_eq!(out.len(), 1, "b released its held frame");
@@ -310,7 +307,7 @@ fn arp_retries_then_gives_up() {
     assert_eq!(s.pending_frames(0), 0);
     // A late reply addressed to us is still learnt (RFC 826: target is us, add the sender).
     let mut rep = arp_reply_from_peer();
-    assert_eq!(s.rx(0, &mut rep, 11 * SEC), Disposition::Consumed);
+    assert_eq!(s.rx(0, &mut rep, 11 * SEC), Verdict::Consumed);
     assert_eq!(s.arp_lookup(0, PEER_IP, 11 * SEC), Some(PEER_MAC));
 }
 
@@ -371,7 +368,7 @@ fn a_burst_of_fifty_syns_to_an_unresolved_backend_is_held_whole() {
     assert_eq!(s.counters().drops.get(DropReason::ArpUnresolved), 120 - 104);
     // The reply releases every held frame.
     let mut rep = arp_reply_from_peer();
-    assert_eq!(s.rx(0, &mut rep, 1), Disposition::Consumed);
+    assert_eq!(s.rx(0, &mut rep, 1), Verdict::Consumed);
     s.poll_tx(0, 1, &mut alloc, &mut out);
     assert_eq!(s.pending_frames(0), 0);
     let to_peer = out.iter().filter(|b| b.data()[0..6] == PEER_MAC).count();
@@ -403,7 +400,7 @@ fn arp_table_eviction_when_full() {
         let ip = [10, 0, 0, 10 + i];
         let mac = [2, 0, 0, 0, 1, i];
         let mut b = HeapBuf::from_frame(&arp(ArpOperation::Request, mac, ip, [0; 6], OUR_IP));
-        assert_eq!(s.rx(0, &mut b, i as u64 * 100), Disposition::Reply);
+        assert_eq!(s.rx(0, &mut b, i as u64 * 100), Verdict::Reply);
     }
     assert_eq!(s.counters().arp_table_evictions, 2);
     let now = 1000;
