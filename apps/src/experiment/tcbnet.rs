@@ -24,9 +24,9 @@
 //! sending applications keep the send buffers full; the receiving ones read everything at
 //! once.
 
-use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 
+use dataplane::tonic::testbench::event::Timed;
 use dataplane::tonic::testbench::link::{Enqueued, Link, LinkParams, Packet};
 use dataplane::tonic::testbench::rng::SplitMix64;
 use dataplane::tonic::testbench::scenario::DropRule;
@@ -148,27 +148,7 @@ enum Ev {
     Sample,
 }
 
-struct Item {
-    t: Nanos,
-    seq: u64,
-    ev: Ev,
-}
-impl PartialEq for Item {
-    fn eq(&self, o: &Self) -> bool {
-        (self.t, self.seq) == (o.t, o.seq)
-    }
-}
-impl Eq for Item {}
-impl PartialOrd for Item {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Item {
-    fn cmp(&self, o: &Self) -> Ordering {
-        (o.t, o.seq).cmp(&(self.t, self.seq))
-    }
-}
+type Item = Timed<Ev>;
 
 struct Conn {
     tcb: [Tcb; 2],

@@ -23,6 +23,7 @@
 //! write_csv(&r, std::path::Path::new("/tmp/newreno")).unwrap();
 //! ```
 
+pub mod event;
 pub mod link;
 pub mod receiver;
 pub mod report;

@@ -28,9 +28,9 @@
 //!
 //! Events at the same instant run in the order they were scheduled, so a seed gives one run.
 
-use std::cmp::Ordering;
 use std::collections::{BinaryHeap, VecDeque};
 
+use super::event::Timed;
 use super::link::{Enqueued, Link, LinkParams, LinkStats, Packet};
 use super::receiver::{HomaRxParams, Receiver, ReceiverKind, RxOut, RxParams};
 use super::report::{FlowSummary, TestbenchReport, TraceRow, TxRecord};
@@ -56,29 +56,7 @@ enum Ev {
     Sample,
 }
 
-struct Item {
-    t: Nanos,
-    seq: u64,
-    ev: Ev,
-}
-
-impl PartialEq for Item {
-    fn eq(&self, o: &Self) -> bool {
-        (self.t, self.seq) == (o.t, o.seq)
-    }
-}
-impl Eq for Item {}
-impl PartialOrd for Item {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Item {
-    /// Reversed, so that the max-heap pops the earliest event.
-    fn cmp(&self, o: &Self) -> Ordering {
-        (o.t, o.seq).cmp(&(self.t, self.seq))
-    }
-}
+type Item = Timed<Ev>;
 
 #[derive(Default)]
 struct SenderSt {
