@@ -1,5 +1,5 @@
 //! `nicemu echo`, `nicemu loadgen` and `nicemu kv`: the host applications as processes on
-//! DPDK ports, over the process runtime (`runtime.rs`): NIC lcores on their threads, one host
+//! DPDK ports, over the process runtime (`procs.rs`): NIC lcores on their threads, one host
 //! context per NIC lcore with the application, Ctrl-C or `--duration`, one summary (the NIC's
 //! report, the application's counters, the host stacks' and the CPU split of AccelTCP
 //! Table 1).
@@ -195,7 +195,7 @@ fn share(total: u64, n: usize, k: usize) -> u64 {
 
 fn load(common: &HostCommon, what: &str) -> Result<Config, String> {
     let cfg = Config::load(&common.config).map_err(|e| e.to_string())?;
-    crate::runtime::check_config(&cfg, what)?;
+    crate::procs::check_config(&cfg, what)?;
     Ok(cfg)
 }
 
@@ -236,7 +236,7 @@ mod with_dpdk {
     use hoststack::HostConfig;
 
     use super::*;
-    use crate::runtime::{secs, HostApp, HostCtx, HostResult, Outcome, RunSpec};
+    use crate::procs::{secs, HostApp, HostCtx, HostResult, Outcome, RunSpec};
 
     /// The stack counters of each host, one line each.
     fn host_lines<S>(hosts: &[HostResult<S>]) -> String {
@@ -248,14 +248,14 @@ mod with_dpdk {
                 st.frames_in, st.frames_out, st.link_full, st.active_opens, st.passive_opens,
                 st.rst_sent, st.syn_dropped, st.conn_limit, st.conns_freed, h.conns, st.malformed
             );
-            s += &crate::runtime::tcp_line(k, &h.tcp);
+            s += &crate::procs::tcp_line(k, &h.tcp);
         }
         s
     }
 
     /// The NIC report, the hosts' lines and the CPU split.
     fn print_common<S>(out: &Outcome<S>) {
-        if crate::runtime::interrupted() {
+        if crate::procs::interrupted() {
             println!(
                 "nicemu: stopped by Ctrl-C after {:.2} s: the summary covers the run until then",
                 out.elapsed.as_secs_f64()
@@ -266,7 +266,7 @@ mod with_dpdk {
             crate::report::summary(&out.nic, out.elapsed, out.tsc_hz)
         );
         print!("{}", host_lines(&out.hosts));
-        print!("{}", crate::runtime::outcome_cpu_lines(out));
+        print!("{}", crate::procs::outcome_cpu_lines(out));
     }
 
     fn spec<'a>(
@@ -322,7 +322,7 @@ mod with_dpdk {
             return Err("--size: must be at least 1".into());
         }
         let cfg = load(&a.common, "echo")?;
-        let stop = crate::runtime::ctrl_c_flag();
+        let stop = crate::procs::ctrl_c_flag();
         let interval = secs(
             Some(cfg.runtime.stats_interval_s),
             "runtime.stats_interval_s",
@@ -345,7 +345,7 @@ mod with_dpdk {
         let size = a.size as u64;
         let max_conns = a.max_conns.max(1);
         let mut warned = false;
-        let out = crate::runtime::run(
+        let out = crate::procs::run(
             &cfg,
             &spec(&a.common, interval, None, Some(ready))?,
             stop,
@@ -516,7 +516,7 @@ mod with_dpdk {
         if a.common.duration.is_none() && a.count.is_none() {
             eprintln!("nicemu loadgen: neither --count nor --duration: runs until Ctrl-C");
         }
-        let stop = crate::runtime::ctrl_c_flag();
+        let stop = crate::procs::ctrl_c_flag();
         let hosts = cfg.nic_lcores().len().max(1);
         let mut lc = LoadGenConfig::new(a.server);
         lc.size = a.size;
@@ -543,7 +543,7 @@ mod with_dpdk {
             }
         );
         let mut last = (0u64, Duration::ZERO);
-        let out = crate::runtime::run(
+        let out = crate::procs::run(
             &cfg,
             &spec(
                 &a.common,
@@ -642,7 +642,7 @@ mod with_dpdk {
             s.errors.total(),
             s.errors.describe()
         );
-        if let Some(n) = count.filter(|&n| crate::runtime::interrupted() && s.transactions < n) {
+        if let Some(n) = count.filter(|&n| crate::procs::interrupted() && s.transactions < n) {
             println!(
                 "loadgen: interrupted after {} of {n} transactions (partial results)",
                 s.transactions
@@ -714,7 +714,7 @@ mod with_dpdk {
                 cfg.nic_lcores().len()
             ));
         }
-        let stop = crate::runtime::ctrl_c_flag();
+        let stop = crate::procs::ctrl_c_flag();
         let interval = secs(
             Some(cfg.runtime.stats_interval_s),
             "runtime.stats_interval_s",
@@ -741,7 +741,7 @@ mod with_dpdk {
             },
             a.maxmemory
         );
-        let out = crate::runtime::run(
+        let out = crate::procs::run(
             &cfg,
             &spec(&a.common, interval, None, Some(ready))?,
             stop,

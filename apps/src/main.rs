@@ -13,9 +13,9 @@ mod demo_tcp;
 #[cfg(feature = "dpdk")]
 mod dpdk;
 mod hostapps;
+mod procs;
 mod proxy_cmd;
 mod report;
-mod runtime;
 mod topo;
 
 use std::process::ExitCode;

@@ -1,7 +1,7 @@
 //! `nicemu proxy`: the L7 proxy as a real process on DPDK ports (part of the `nicemu`
 //! binary, not the library: it prints the binary's run summary).
 //!
-//! It runs on the process runtime (`runtime.rs`): a host context per NIC lcore, each with a
+//! It runs on the process runtime (`procs.rs`): a host context per NIC lcore, each with a
 //! [`Proxy`](apps::proxy::Proxy). Ctrl-C or `--duration` stops every thread; then one
 //! summary: the NIC's report, each proxy's counters and each host stack's, and the CPU
 //! split.
@@ -13,7 +13,7 @@ use clap::Args;
 use dataplane::config::Config;
 #[cfg(feature = "dpdk")]
 use {
-    crate::runtime::{HostApp, HostCtx, HostResult},
+    crate::procs::{HostApp, HostCtx, HostResult},
     apps::proxy::{Proxy, ProxyStats},
 };
 
@@ -62,7 +62,7 @@ fn host_block(snaps: &[HostResult<ProxyStats>]) -> String {
             h.conns,
             st.malformed
         );
-        s += &crate::runtime::tcp_line(k, &h.tcp);
+        s += &crate::procs::tcp_line(k, &h.tcp);
         let sp = &h.splice;
         s += &format!(
             "host splice: requested {} installed {} refused {} install timeouts {} closed {} kept segments {} (dropped {}) late frames {}\n",
@@ -105,8 +105,8 @@ pub fn run(args: &ProxyArgs) -> Result<(), String> {
     if args.no_splice {
         pcfg.splice = false;
     }
-    crate::runtime::check_config(&cfg, "proxy")?;
-    let stop = crate::runtime::ctrl_c_flag();
+    crate::procs::check_config(&cfg, "proxy")?;
+    let stop = crate::procs::ctrl_c_flag();
     run_dpdk(&cfg, pcfg, args, stop)
 }
 
@@ -130,7 +130,7 @@ fn run_dpdk(
     args: &ProxyArgs,
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
 ) -> Result<(), String> {
-    use crate::runtime::{secs, RunSpec};
+    use crate::procs::{secs, RunSpec};
 
     let ip = cfg.ports[0].ipv4[0].0;
     // Printed once the port is up and the listener bound.
@@ -158,7 +158,7 @@ fn run_dpdk(
         ready: Some(ready),
     };
     let mut printer = crate::topo::IntervalPrinter::new();
-    let out = crate::runtime::run(
+    let out = crate::procs::run(
         cfg,
         &spec,
         stop,
@@ -188,6 +188,6 @@ fn run_dpdk(
         crate::report::summary(&out.nic, out.elapsed, out.tsc_hz)
     );
     print!("{}", host_block(&out.hosts));
-    print!("{}", crate::runtime::outcome_cpu_lines(&out));
+    print!("{}", crate::procs::outcome_cpu_lines(&out));
     Ok(())
 }

@@ -16,7 +16,7 @@ use offload_api::link::HostEnd;
 use crate::cptr::{iovecs, read_addr, slice, slice_mut, write_addr};
 use crate::ctx::{Ctx, Wait, RESUME};
 use crate::err::{set_errno, E, R};
-use crate::runtime::{self, MtcpConf};
+use crate::topology::{self, MtcpConf};
 use crate::{handle_at, Handle};
 
 /// Opaque to C: `typedef struct mtcp_context *mctx_t`.
@@ -149,7 +149,7 @@ pub unsafe extern "C" fn mtcp_init(config_file: *const c_char) -> c_int {
         let path = unsafe { CStr::from_ptr(config_file) }
             .to_string_lossy()
             .into_owned();
-        runtime::init(&path).map_err(|e| {
+        topology::init(&path).map_err(|e| {
             eprintln!("libmtcp: {e}");
             E::INVAL
         })?;
@@ -161,7 +161,7 @@ pub unsafe extern "C" fn mtcp_init(config_file: *const c_char) -> c_int {
 #[no_mangle]
 pub extern "C" fn mtcp_destroy() {
     guard((), || {
-        runtime::destroy();
+        topology::destroy();
         Ok(())
     })
 }
@@ -174,7 +174,7 @@ pub unsafe extern "C" fn mtcp_getconf(conf: *mut MtcpConf) -> c_int {
             return Err(E::FAULT);
         }
         // SAFETY: non-null, points to the caller's struct mtcp_conf (same layout).
-        unsafe { conf.write_unaligned(runtime::conf()) };
+        unsafe { conf.write_unaligned(topology::conf()) };
         Ok(0)
     })
 }
@@ -191,7 +191,7 @@ pub unsafe extern "C" fn mtcp_setconf(conf: *const MtcpConf) -> c_int {
         if c.num_cores < 0 || c.max_concurrency < 0 || c.rcvbuf_size < 0 || c.sndbuf_size < 0 {
             return Err(E::INVAL);
         }
-        if let Ok(mut g) = runtime::CONF.lock() {
+        if let Ok(mut g) = topology::CONF.lock() {
             *g = Some(c);
         }
         Ok(0)
@@ -224,7 +224,7 @@ pub extern "C" fn mtcp_core_affinitize(cpu: c_int) -> c_int {
 #[no_mangle]
 pub extern "C" fn mtcp_create_context(cpu: c_int) -> MctxT {
     guard(std::ptr::null_mut(), || {
-        let h = runtime::create_context(cpu)?;
+        let h = topology::create_context(cpu)?;
         Ok(std::ptr::from_ref::<Handle>(h)
             .cast_mut()
             .cast::<MtcpContext>())

@@ -3,7 +3,7 @@
 //! `mtcp/include/mtcp_api.h` and `mtcp_epoll.h` and link with `-lmtcp` unchanged.
 //!
 //! Layers: [`ffi`] is the C boundary (`errno`, no panic crosses it) with [`cptr`]'s pointer
-//! and length checks; [`ctx`] holds the logic in safe Rust over one `hoststack::Context`; [`runtime`]
+//! and length checks; [`ctx`] holds the logic in safe Rust over one `hoststack::Context`; [`topology`]
 //! builds the DPDK topology from the configuration ([`conf`]) and hands out contexts;
 //! [`signal`] implements `mtcp_register_signal`. See docs/c-api.md.
 
@@ -13,8 +13,8 @@ pub mod cptr;
 pub mod ctx;
 pub mod err;
 pub mod ffi;
-pub mod runtime;
 pub mod signal;
+pub mod topology;
 
 use std::sync::{Mutex, RwLock};
 

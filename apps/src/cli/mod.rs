@@ -5,7 +5,7 @@
 //! |---|---|
 //! | `run`, `fwd`, `check`, `demo` | [`nic`] (and `topo.rs`, `demo.rs`) |
 //! | `proxy` | `proxy_cmd.rs` |
-//! | `echo`, `loadgen`, `kv` | `hostapps.rs` (on `runtime.rs`) |
+//! | `echo`, `loadgen`, `kv` | `hostapps.rs` (on `procs.rs`) |
 //! | `bench echo`, `kv`, `proxy`, `peers`, `tonic`, `wheel` | [`bench`] |
 //! | `modules`, `testbench` | [`tonic`] |
 //! | `experiment` | [`experiment`] |

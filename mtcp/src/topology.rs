@@ -2,7 +2,7 @@
 //! the `dpdk` feature, the DPDK topology that `mtcp_init` builds once and that
 //! `mtcp_create_context` hands out one host end at a time.
 //!
-//! The topology is the one `nicemu`'s applications run on (`apps/src/runtime.rs`): the
+//! The topology is the one `nicemu`'s applications run on (`apps/src/procs.rs`): the
 //! nicemu TOML's ports and NIC lcores in NIC mode with a host channel (the emulated PCIe
 //! link) per NIC lcore. Context k gets NIC lcore k's channel. A `shared` lcore's NIC
 //! iteration runs in the context's own thread (inside its blocking calls and
@@ -145,7 +145,7 @@ mod dpdk {
     impl NicSide for SharedNic {
         fn poll(&mut self) -> bool {
             self.0.poll_once();
-            // What follows is the host's work, not the NIC's (apps/src/runtime.rs).
+            // What follows is the host's work, not the NIC's (apps/src/procs.rs).
             self.0.end_iteration();
             self.0.was_busy()
         }
