@@ -171,9 +171,19 @@ pub struct Neighbour {
     /// Its IPv4 address (`"192.0.2.2"`).
     #[serde(deserialize_with = "de_ipv4")]
     pub ip: [u8; 4],
+    /// How many leading bits of `ip` an address must share to go to `mac` (0..=32; 32,
+    /// the default: `ip` alone). A shorter prefix sends a whole range to one MAC, as an
+    /// mTCP `arp.conf` entry such as `10.1.0.0/16 <gateway's MAC>` does; the longest
+    /// matching prefix wins.
+    #[serde(default = "default_neighbour_prefix")]
+    pub prefix_len: u8,
     /// Its MAC address (`"02:00:00:00:00:02"`).
     #[serde(deserialize_with = "de_mac")]
     pub mac: [u8; 6],
+}
+
+fn default_neighbour_prefix() -> u8 {
+    32
 }
 
 impl PortConfig {
@@ -612,6 +622,17 @@ impl Config {
                         "{:?} is empty or used twice, expected a unique name",
                         p.name
                     ),
+                ));
+            }
+            if let Some((k, n)) = p
+                .neighbours
+                .iter()
+                .enumerate()
+                .find(|(_, n)| n.prefix_len > 32)
+            {
+                return Err(self.err(
+                    key(&format!("neighbours[{k}].prefix_len")),
+                    format!("{} is out of range, expected 0..=32", n.prefix_len),
                 ));
             }
             if !(68..=9000).contains(&p.mtu) {

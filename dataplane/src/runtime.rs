@@ -132,7 +132,16 @@ pub fn ifaces(cfg: &Config, macs: &[[u8; 6]]) -> Vec<IfaceConfig> {
             ipv4: p.ipv4.clone(),
             mtu: p.mtu,
             on_link: p.on_link.clone(),
-            neighbours: p.neighbours.iter().map(|n| (n.ip, n.mac)).collect(),
+            neighbours: {
+                let mut v: Vec<_> = p
+                    .neighbours
+                    .iter()
+                    .map(|n| (n.ip, n.prefix_len, n.mac))
+                    .collect();
+                // Longest prefix first: the first match is the most specific.
+                v.sort_by(|a, b| b.1.cmp(&a.1));
+                v
+            },
         })
         .collect()
 }

@@ -43,8 +43,8 @@ fn plain() -> IfaceConfig {
 #[test]
 fn a_frame_to_a_static_neighbour_goes_out_without_arp() {
     let mut iface = plain();
-    iface.neighbours.insert(PEER_IP, PEER_MAC);
-    iface.neighbours.insert(FAR_IP, PEER_MAC);
+    iface.neighbours.push((PEER_IP, 32, PEER_MAC));
+    iface.neighbours.push((FAR_IP, 32, PEER_MAC));
     let mut s = stack(iface);
     let mut out = Vec::new();
     for (k, ip) in [PEER_IP, FAR_IP].into_iter().enumerate() {
@@ -81,6 +81,39 @@ fn a_frame_to_a_static_neighbour_goes_out_without_arp() {
         s.host_tx_frame(0, &to(FAR_IP), 0, &mut alloc, &mut out),
         Err(DropReason::ArpUnresolved)
     );
+}
+
+/// A static neighbour with a shorter prefix (an mTCP `arp.conf` line such as
+/// `203.0.113.0/24 <gateway MAC>`) sends every address of the prefix to its MAC; a longer
+/// matching prefix wins over it.
+#[test]
+fn a_prefix_neighbour_covers_its_range_and_the_longest_prefix_wins() {
+    const GW_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x77];
+    let mut iface = plain();
+    // Longest prefix first, as the runtime orders them.
+    iface.neighbours.push((FAR_IP, 32, PEER_MAC));
+    iface.neighbours.push(([203, 0, 113, 0], 24, GW_MAC));
+    let mut s = stack(iface);
+    let mut out = Vec::new();
+    for (ip, mac) in [
+        ([203, 0, 113, 200], GW_MAC),
+        ([203, 0, 113, 1], GW_MAC),
+        (FAR_IP, PEER_MAC),
+    ] {
+        assert_eq!(
+            s.host_tx_frame(0, &to(ip), 0, &mut alloc, &mut out),
+            Ok(1),
+            "{ip:?} sent at once"
+        );
+        let f = out.last().unwrap().data();
+        assert_eq!((&f[0..6], &f[30..34]), (&mac[..], &ip[..]));
+    }
+    // Outside the prefix and off the subnet: unresolved, as without the entries.
+    assert_eq!(
+        s.host_tx_frame(0, &to([203, 0, 114, 1]), 0, &mut alloc, &mut out),
+        Err(DropReason::ArpUnresolved)
+    );
+    assert_eq!(s.counters().arp_requests_out, 0);
 }
 
 #[test]
@@ -160,19 +193,25 @@ fn toml_keys_default_to_nothing_and_parse() {
     assert!(c.ports[0].on_link.is_empty() && c.ports[0].neighbours.is_empty());
     let c = load(&toml(
         r#"on_link = ["198.51.100.0/24", "203.0.113.0/28"]
-neighbours = [{ ip = "192.0.2.2", mac = "02:00:00:00:00:02" }]"#,
+neighbours = [{ ip = "10.1.0.0", prefix_len = 16, mac = "02:00:00:00:00:03" },
+              { ip = "192.0.2.2", mac = "02:00:00:00:00:02" }]"#,
     ))
     .unwrap();
     assert_eq!(
         c.ports[0].on_link,
         [([198, 51, 100, 0], 24), ([203, 0, 113, 0], 28)]
     );
-    assert_eq!(c.ports[0].neighbours[0].ip, [192, 0, 2, 2]);
-    assert_eq!(c.ports[0].neighbours[0].mac, [2, 0, 0, 0, 0, 2]);
+    assert_eq!(c.ports[0].neighbours[1].ip, [192, 0, 2, 2]);
+    assert_eq!(c.ports[0].neighbours[1].prefix_len, 32);
+    assert_eq!(c.ports[0].neighbours[1].mac, [2, 0, 0, 0, 0, 2]);
     let ifaces = dataplane::runtime::ifaces(&c, &[OUR_MAC]);
+    // Longest prefix first.
     assert_eq!(
-        ifaces[0].neighbours.get(&[192, 0, 2, 2]),
-        Some(&[2, 0, 0, 0, 0, 2])
+        ifaces[0].neighbours,
+        [
+            ([192, 0, 2, 2], 32, [2, 0, 0, 0, 0, 2]),
+            ([10, 1, 0, 0], 16, [2, 0, 0, 0, 0, 3])
+        ]
     );
     assert_eq!(ifaces[0].on_link, c.ports[0].on_link);
     let e = load(&toml(
@@ -180,6 +219,11 @@ neighbours = [{ ip = "192.0.2.2", mac = "02:00:00:00:00:02" }]"#,
     ))
     .unwrap_err();
     assert!(e.contains("MAC"), "{e}");
+    let e = load(&toml(
+        r#"neighbours = [{ ip = "10.0.0.0", prefix_len = 33, mac = "02:00:00:00:00:02" }]"#,
+    ))
+    .unwrap_err();
+    assert!(e.contains("neighbours[0].prefix_len"), "{e}");
     let e = load(&toml(r#"on_link = ["198.51.100.0/33"]"#)).unwrap_err();
     assert!(e.contains("198.51.100.0/33"), "{e}");
 }

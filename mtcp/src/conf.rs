@@ -229,10 +229,10 @@ fn cidr(file: &str, line: usize, v: &str) -> Result<([u8; 4], u8), String> {
 }
 
 /// Parses mTCP's `arp.conf` (`ARP_ENTRY <n>`, then `<ip>/<prefix> <mac>` lines) read from
-/// `file`: the entries and the warnings. Entries with a prefix shorter than /32 name no one
-/// neighbour: they are warned about and left out.
+/// `file`: the entries and the warnings. An entry with a prefix shorter than /32 sends every
+/// address of the prefix to its MAC (a gateway's, typically), as in mTCP.
 pub fn parse_arp(text: &str, file: &str) -> Result<(Vec<ArpEntry>, Vec<String>), String> {
-    let (lines, mut warnings) = table_lines(text, file, "ARP_ENTRY")?;
+    let (lines, warnings) = table_lines(text, file, "ARP_ENTRY")?;
     let mut out = Vec::new();
     for (line, w) in lines {
         if w.len() != 2 {
@@ -248,14 +248,6 @@ pub fn parse_arp(text: &str, file: &str) -> Result<(Vec<ArpEntry>, Vec<String>),
                 w[1]
             )
         })?;
-        if prefix != 32 {
-            warnings.push(format!(
-                "{file}: line {line}: {}: nicemu's static neighbours are single addresses \
-                 (/32); entry ignored",
-                w[0]
-            ));
-            continue;
-        }
         out.push(ArpEntry { ip, prefix, mac });
     }
     Ok((out, warnings))
@@ -307,9 +299,11 @@ pub fn apply_tables(
 ) -> Vec<String> {
     for p in ports.iter_mut() {
         for e in arp {
-            p.neighbours.retain(|n| n.ip != e.ip);
+            p.neighbours
+                .retain(|n| (n.ip, n.prefix_len) != (e.ip, e.prefix));
             p.neighbours.push(dataplane::config::Neighbour {
                 ip: e.ip,
+                prefix_len: e.prefix,
                 mac: e.mac,
             });
         }
@@ -457,13 +451,10 @@ mod tests {
             w[0].contains("ARP_ENTRY 3") && w[0].contains("1 entries"),
             "{w:?}"
         );
-        // Prefix entries are warned about and left out.
+        // A prefix entry covers its range (mTCP's gateway entries).
         let (e, w) = parse_arp("ARP_ENTRY 1\n10.0.0.0/24 00:00:00:00:00:01\n", "a").unwrap();
-        assert!(e.is_empty());
-        assert!(
-            w[0].contains("line 2") && w[0].contains("10.0.0.0/24"),
-            "{w:?}"
-        );
+        assert_eq!((e[0].ip, e[0].prefix), ([10, 0, 0, 0], 24));
+        assert!(w.is_empty(), "{w:?}");
         // Errors name the file, the line and the value.
         let bad = [
             (

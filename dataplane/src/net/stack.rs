@@ -5,8 +5,6 @@
 //! Sans-I/O: the caller passes buffers, an explicit `now_ns` and an allocator; frames to send
 //! come back in `Vec`s the caller owns and reuses. `rx` never allocates.
 
-use std::collections::BTreeMap;
-
 use super::arp::{self, ArpFields, ArpTable, SharedNeighbours, ARP_FRAME_LEN, OP_REQUEST};
 use super::csum::{self, ipv4_bounds_for_tx};
 use super::icmp;
@@ -36,9 +34,10 @@ pub struct IfaceConfig {
     /// More IPv4 prefixes on the port's link besides the subnets of `ipv4` (mTCP's
     /// `route.conf`): their addresses are resolved with ARP, as the subnets' are.
     pub on_link: Vec<([u8; 4], u8)>,
-    /// Static neighbours (mTCP's `arp.conf`): looked up before the ARP table, whatever
-    /// the address's subnet; never expire, never asked for.
-    pub neighbours: BTreeMap<[u8; 4], [u8; 6]>,
+    /// Static neighbours (mTCP's `arp.conf`) as `(address, prefix length, MAC)`, longest
+    /// prefix first: the first whose prefix holds the destination gives its MAC, before the
+    /// ARP table and whatever the address's subnet; never expire, never asked for.
+    pub neighbours: Vec<([u8; 4], u8, [u8; 6])>,
 }
 
 impl IfaceConfig {
@@ -49,7 +48,7 @@ impl IfaceConfig {
             ipv4,
             mtu: 1500,
             on_link: Vec::new(),
-            neighbours: BTreeMap::new(),
+            neighbours: Vec::new(),
         }
     }
 
@@ -112,7 +111,7 @@ static NO_IFACE: IfaceConfig = IfaceConfig {
     ipv4: Vec::new(),
     mtu: 1500,
     on_link: Vec::new(),
-    neighbours: BTreeMap::new(),
+    neighbours: Vec::new(),
 };
 
 /// Tunables of the ARP machinery.
@@ -842,7 +841,11 @@ impl<B: PacketBuf> NicStack<B> {
         if ip[0] & 0xf0 == 0xe0 {
             return NextHop::Mac([0x01, 0x00, 0x5e, ip[1] & 0x7f, ip[2], ip[3]]);
         }
-        if let Some(mac) = iface.neighbours.get(&ip) {
+        if let Some((_, _, mac)) = iface
+            .neighbours
+            .iter()
+            .find(|(a, p, _)| same_subnet(*a, ip, *p))
+        {
             return NextHop::Mac(*mac);
         }
         if !iface.is_on_link(ip) {
