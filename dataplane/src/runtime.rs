@@ -139,7 +139,7 @@ pub fn ifaces(cfg: &Config, macs: &[[u8; 6]]) -> Vec<IfaceConfig> {
                     .map(|n| (n.ip, n.prefix_len, n.mac))
                     .collect();
                 // Longest prefix first: the first match is the most specific.
-                v.sort_by(|a, b| b.1.cmp(&a.1));
+                v.sort_by_key(|n| std::cmp::Reverse(n.1));
                 v
             },
         })
