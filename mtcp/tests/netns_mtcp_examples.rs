@@ -170,17 +170,52 @@ fn stop_epserver(mut server: Proc, prefix: &str, min: u64) {
     assert!(!Path::new(&format!("/var/run/dpdk/{prefix}")).exists());
 }
 
+/// What the af_packet tests share: `program` built, the served directory, a namespace
+/// `tag` with the kernel at PEER_IP, and an mTCP configuration on its veth.
+struct Rig {
+    tmp: TempDir,
+    exe: PathBuf,
+    www: PathBuf,
+    prefix: String,
+    _dir: RuntimeDir,
+    net: Netns,
+    conf: PathBuf,
+}
+
+impl Rig {
+    fn new(program: &str, tag: &str) -> Rig {
+        let tmp = TempDir::new(program);
+        let exe = build_example(program, &tmp, false);
+        let www = www(&tmp);
+        let prefix = format!("nicemu-test-mtcp-{program}-{}", std::process::id());
+        let _dir = RuntimeDir(prefix.clone());
+        let net = Netns::for_test(tag).unwrap_or_else(|e| panic!("{e}"));
+        net.configure(&format!("{PEER_IP}/24"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let conf = mtcp_conf(&tmp, program, &af_packet_toml(net.outer(), &prefix));
+        Rig {
+            tmp,
+            exe,
+            www,
+            prefix,
+            _dir,
+            net,
+            conf,
+        }
+    }
+}
+
 #[test]
 fn epserver_serves_curl_and_wget() {
-    let tmp = TempDir::new("epserver");
-    let exe = build_example("epserver", &tmp, false);
-    let www = www(&tmp);
-    let prefix = format!("nicemu-test-mtcp-epserver-{}", std::process::id());
-    let _dir = RuntimeDir(prefix.clone());
-    let net = Netns::for_test("eps").unwrap_or_else(|e| panic!("{e}"));
-    net.configure(&format!("{PEER_IP}/24"))
-        .unwrap_or_else(|e| panic!("{e}"));
-    let conf = mtcp_conf(&tmp, "epserver", &af_packet_toml(net.outer(), &prefix));
+    let Rig {
+        tmp,
+        exe,
+        www,
+        prefix,
+        _dir,
+        net,
+        conf,
+    } = Rig::new("epserver", "eps");
     let server = start_epserver(&exe, &conf, &www, &tmp, &net);
     let describe = || server.describe();
 
@@ -288,14 +323,15 @@ fn check_saved(dir: &Path, flows: usize, want: &[u8]) {
 
 #[test]
 fn epwget_fetches_from_nginx() {
-    let tmp = TempDir::new("epwget");
-    let exe = build_example("epwget", &tmp, false);
-    let www = www(&tmp);
-    let prefix = format!("nicemu-test-mtcp-epwget-{}", std::process::id());
-    let _dir = RuntimeDir(prefix.clone());
-    let net = Netns::for_test("epw").unwrap_or_else(|e| panic!("{e}"));
-    net.configure(&format!("{PEER_IP}/24"))
-        .unwrap_or_else(|e| panic!("{e}"));
+    let Rig {
+        tmp,
+        exe,
+        www,
+        prefix,
+        _dir,
+        net,
+        conf,
+    } = Rig::new("epwget", "epw");
     let d = tmp.0.display().to_string();
     let nginx_conf = tmp.path("nginx.conf");
     std::fs::write(
@@ -344,7 +380,6 @@ http {{
         .lines()
         .count();
 
-    let conf = mtcp_conf(&tmp, "epwget", &af_packet_toml(net.outer(), &prefix));
     let flows = 40;
     let w = epwget(
         &exe,
