@@ -1,0 +1,419 @@
+//! The splice table: the pairs shared by every NIC lcore of a process, keyed by the
+//! arriving 4-tuple in independently locked shards, and each pair's state (AccelTCP §4.3).
+
+use super::*;
+
+/// A table key: an arriving 4-tuple (source IP and port, destination IP and port).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Key {
+    pub(super) ips: u64,
+    pub(super) ports: u32,
+}
+
+impl Key {
+    pub(super) fn new(src: [u8; 4], sport: u16, dst: [u8; 4], dport: u16) -> Key {
+        Key {
+            ips: (u64::from(u32::from_be_bytes(src)) << 32) | u64::from(u32::from_be_bytes(dst)),
+            ports: (u32::from(sport) << 16) | u32::from(dport),
+        }
+    }
+
+    pub(super) fn of(d: &Dir) -> Key {
+        let (s, sp, t, tp) = d.in_key();
+        Key::new(s, sp, t, tp)
+    }
+
+    /// A 64-bit mix of the key (multiply-xorshift, as FxHash/wyhash do): good high and low
+    /// bits, no SipHash on the per-packet path (the keys are not attacker-chosen beyond what
+    /// the host accepted as connections).
+    #[inline(always)]
+    pub(super) fn hash(self) -> u64 {
+        let x = self.ips ^ (u64::from(self.ports)).rotate_left(29);
+        let h = (x ^ (x >> 31)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        h ^ (h >> 29)
+    }
+
+    #[inline(always)]
+    pub(super) fn shard(self) -> usize {
+        (self.hash() >> 40) as usize & (SHARDS - 1)
+    }
+}
+
+impl std::hash::Hash for Key {
+    #[inline(always)]
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(Key::hash(*self));
+    }
+}
+
+/// Passes the key's own mix through (it already is a good hash).
+#[derive(Default)]
+pub(super) struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = v;
+    }
+}
+
+/// One direction of a pair in its shard (and, copied, in an lcore's cache): how its segments
+/// are translated.
+#[derive(Clone, Debug)]
+pub(super) struct Entry {
+    /// The translation (its `dst_mac` is filled in place once resolved).
+    pub(super) dir: Dir,
+    /// The side segments of this direction arrive on.
+    pub(super) side: Side,
+    /// Where this direction's relayed bytes start, in its arriving sequence space (the
+    /// install's `a_start` / `b_start`).
+    pub(super) start: u32,
+    /// In an lcore's cache: segments translated and not yet added to the pair's count (the
+    /// lcore's fast path adds them once per burst, [`SpliceOffload::flush_counts`]); 0 in
+    /// the table.
+    pub(super) unflushed: u64,
+    pub(super) pair: Arc<Pair>,
+}
+
+/// The traffic counters of one direction of a pair, alone on a cache line: the lcores that
+/// RSS gives the two directions do not write each other's line.
+#[derive(Debug, Default)]
+#[repr(align(64))]
+pub(super) struct DirCount {
+    /// Bytes relayed, each once: one past the highest payload byte seen, as an offset from
+    /// the direction's start (retransmissions, and bytes before the start that the host
+    /// already took, do not count twice).
+    pub(super) high: AtomicU64,
+    /// Segments translated.
+    pub(super) packets: AtomicU64,
+}
+
+pub(super) type Shard = HashMap<Key, Entry, BuildHasherDefault<KeyHasher>>;
+
+/// No FIN seen (FIN ends are 32-bit, so this value never is one).
+pub(super) const NO_FIN: u64 = u64::MAX;
+
+/// One spliced pair: what both directions share, and its owner's inbox.
+///
+/// Invariant: `fin_acked[i]` implies `fin_end[i] != NO_FIN`; `closing` is set once, by the
+/// segment that completed the FIN/FIN close or the first RST; `reported` is set once, by the
+/// owner.
+#[derive(Debug)]
+pub(super) struct Pair {
+    pub(super) request_id: u32,
+    /// The port the host tagged the install with (the report goes back tagged so).
+    pub(super) host_port: u16,
+    pub(super) a: FourTuple,
+    pub(super) b: FourTuple,
+    /// `[A's arriving key, B's arriving key]`.
+    pub(super) keys: [Key; 2],
+    /// `[a_start, b_start]` of the install.
+    pub(super) starts: [u32; 2],
+    /// The owner lcore's inbox (closures seen by any lcore).
+    pub(super) inbox: Arc<SegQueue<Arc<Pair>>>,
+    /// Per direction (index of the arriving side): the end of its FIN in its arriving
+    /// sequence space, or [`NO_FIN`] (AccelTCP §4.3 "Tracking teardown state").
+    pub(super) fin_end: [AtomicU64; 2],
+    /// Per direction: the other direction acknowledged that FIN.
+    pub(super) fin_acked: [AtomicBool; 2],
+    /// The side whose peer sent the first RST ([`Side::code`]), 0 without.
+    pub(super) rst: AtomicU8,
+    /// Both FINs acknowledged or a RST: the owner was told.
+    pub(super) closing: AtomicBool,
+    /// When the FIN/FIN close completed (0: not yet; set before `closing`).
+    pub(super) closed_at: AtomicU64,
+    /// Time of the latest segment.
+    pub(super) last_activity: AtomicU64,
+    /// The owner made the closure report.
+    pub(super) reported: AtomicBool,
+    /// Per direction (index of the arriving side): bytes and segments.
+    pub(super) counts: [DirCount; 2],
+}
+
+impl Pair {
+    pub(super) fn new(
+        r: &SpliceInstallRepr,
+        host_port: u16,
+        keys: [Key; 2],
+        inbox: Arc<SegQueue<Arc<Pair>>>,
+        now: u64,
+    ) -> Pair {
+        Pair {
+            request_id: r.request_id,
+            host_port,
+            a: r.a.tuple,
+            b: r.b.tuple,
+            keys,
+            starts: [r.a_start, r.b_start],
+            inbox,
+            fin_end: [AtomicU64::new(NO_FIN), AtomicU64::new(NO_FIN)],
+            fin_acked: [AtomicBool::new(false), AtomicBool::new(false)],
+            rst: AtomicU8::new(0),
+            closing: AtomicBool::new(false),
+            closed_at: AtomicU64::new(0),
+            last_activity: AtomicU64::new(now),
+            reported: AtomicBool::new(false),
+            counts: [DirCount::default(), DirCount::default()],
+        }
+    }
+
+    /// Accounts the translated segment `t` of direction `side` at `now`; true when it closed
+    /// the pair (the second FIN acknowledged, or the first RST).
+    #[inline]
+    pub(super) fn observe(&self, side: Side, t: &Translated, now: u64) -> bool {
+        self.last_activity.store(now, Ordering::Relaxed);
+        let (i, o) = (side.index(), side.other().index());
+        if t.flags.has(TcpFlags::RST) {
+            if self
+                .rst
+                .compare_exchange(0, side.code(), Ordering::AcqRel, Ordering::Acquire)
+                .is_err()
+            {
+                return false;
+            }
+            // The linger starts (segments still in flight from the other peer are
+            // translated to the peer that reset, which answers them itself).
+            let _ =
+                self.closed_at
+                    .compare_exchange(0, now.max(1), Ordering::AcqRel, Ordering::Relaxed);
+            return !self.closing.swap(true, Ordering::AcqRel);
+        }
+        if let Some(end) = t.fin_end() {
+            // A retransmitted FIN has the same end; the first stays.
+            let _ = self.fin_end[i].compare_exchange(
+                NO_FIN,
+                u64::from(end),
+                Ordering::SeqCst,
+                Ordering::Relaxed,
+            );
+        }
+        let end = self.fin_end[o].load(Ordering::Relaxed);
+        if end == NO_FIN || !t.acknowledges(end as u32) || self.fin_acked[o].load(Ordering::Relaxed)
+        {
+            return false;
+        }
+        self.fin_acked[o].store(true, Ordering::SeqCst);
+        // Both flags are stored and read SeqCst: of two lcores setting them at once, at
+        // least one sees both.
+        if !self.fin_acked[i].load(Ordering::SeqCst) {
+            return false;
+        }
+        // Before `closing`: whoever sees `closing` sees the time too (0 means unset).
+        let _ = self
+            .closed_at
+            .compare_exchange(0, now.max(1), Ordering::AcqRel, Ordering::Relaxed);
+        !self.closing.swap(true, Ordering::AcqRel)
+    }
+
+    /// Accounts `packets` translated segments of direction `side` (0: counted later, in a
+    /// batch), the last of which ends `end` bytes after the direction's start (modulo 2³²;
+    /// one that ends at or before the start reads as negative and does not count) and
+    /// carries `payload` bytes.
+    #[inline(always)]
+    pub(super) fn count(&self, side: Side, end: u32, payload: u32, packets: u64) {
+        let c = &self.counts[side.index()];
+        if packets > 0 {
+            c.packets.fetch_add(packets, Ordering::Relaxed);
+        }
+        if payload > 0 && (end as i32) > 0 {
+            let end = u64::from(end);
+            // Only a segment that extends the direction pays for the read-modify-write.
+            if end > c.high.load(Ordering::Relaxed) {
+                c.high.fetch_max(end, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Per direction, (bytes, packets).
+    pub(super) fn totals(&self) -> [(u64, u64); 2] {
+        self.counts.each_ref().map(|c| {
+            (
+                c.high.load(Ordering::Relaxed),
+                c.packets.load(Ordering::Relaxed),
+            )
+        })
+    }
+}
+
+/// The splice table of a process: every pair's two entries, shared by all NIC lcores.
+///
+/// Invariant: `len` counts pairs whose entries are (being) in the table, at most
+/// `cfg.max_pairs`; a key maps to at most one pair.
+#[derive(Debug)]
+pub struct SpliceTable {
+    pub(super) shards: Box<[Mutex<Shard>]>,
+    /// Shared with every lcore's chain ([`Offload::shared_activity`]).
+    pub(super) len: Arc<AtomicUsize>,
+    /// Bumped (release) after every removal: lcores' caches filled under an older value are
+    /// cleared before their next lookup (see the module documentation).
+    pub(super) epoch: AtomicU64,
+    pub(super) cfg: SpliceConfig,
+}
+
+impl SpliceTable {
+    /// An empty table.
+    pub fn new(cfg: SpliceConfig) -> Arc<SpliceTable> {
+        Arc::new(SpliceTable {
+            shards: (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect(),
+            len: Arc::new(AtomicUsize::new(0)),
+            epoch: AtomicU64::new(0),
+            cfg,
+        })
+    }
+
+    /// Its settings.
+    pub fn config(&self) -> SpliceConfig {
+        self.cfg
+    }
+
+    /// Pairs installed.
+    #[inline(always)]
+    pub fn len(&self) -> usize {
+        self.len.load(Ordering::Relaxed)
+    }
+
+    /// True without pairs.
+    #[inline(always)]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub(super) fn shard(&self, i: usize) -> MutexGuard<'_, Shard> {
+        self.shards[i].lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// True when a segment from `src:sport` to `dst:dport` belongs to an installed pair.
+    pub fn contains(&self, src: [u8; 4], sport: u16, dst: [u8; 4], dport: u16) -> bool {
+        let k = Key::new(src, sport, dst, dport);
+        self.shard(k.shard()).contains_key(&k)
+    }
+
+    /// Installs pair `r` owned by no lcore (benchmarks: `nicemu fwd --splice`): it never
+    /// times out and is never reported; its MACs must be given (no ARP here). `Ok`,
+    /// `TableFull`, `Exists`, or `Invalid` when both sides arrive with the same 4-tuple.
+    pub fn install_unowned(&self, r: &SpliceInstallRepr, now: u64) -> AckStatus {
+        let (ab, ba) = directions(r);
+        let keys = [Key::of(&ab), Key::of(&ba)];
+        if keys[0] == keys[1] {
+            return AckStatus::Invalid;
+        }
+        let pair = Arc::new(Pair::new(r, 0, keys, Arc::new(SegQueue::new()), now));
+        self.insert(&pair, (ab, ba))
+    }
+
+    /// Inserts the entries of `p` with its directions `dirs` (A → B, B → A): `Exists` when
+    /// either key is taken, `TableFull` at capacity.
+    pub(super) fn insert(&self, p: &Arc<Pair>, dirs: (Dir, Dir)) -> AckStatus {
+        let [k0, k1] = p.keys;
+        let (s0, s1) = (k0.shard(), k1.shard());
+        if self.len.fetch_add(1, Ordering::AcqRel) >= self.cfg.max_pairs {
+            self.len.fetch_sub(1, Ordering::AcqRel);
+            return AckStatus::TableFull;
+        }
+        let [e0, e1] = [(Side::A, dirs.0), (Side::B, dirs.1)].map(|(side, dir)| Entry {
+            dir,
+            side,
+            start: p.starts[side.index()],
+            unflushed: 0,
+            pair: p.clone(),
+        });
+        let status = if s0 == s1 {
+            let mut g = self.shard(s0);
+            if g.contains_key(&k0) || g.contains_key(&k1) {
+                AckStatus::Exists
+            } else {
+                g.insert(k0, e0);
+                g.insert(k1, e1);
+                AckStatus::Ok
+            }
+        } else {
+            let (lo, hi) = (s0.min(s1), s0.max(s1));
+            let mut gl = self.shard(lo);
+            let mut gh = self.shard(hi);
+            let (g0, g1) = if s0 < s1 {
+                (&mut gl, &mut gh)
+            } else {
+                (&mut gh, &mut gl)
+            };
+            if g0.contains_key(&k0) || g1.contains_key(&k1) {
+                AckStatus::Exists
+            } else {
+                g0.insert(k0, e0);
+                g1.insert(k1, e1);
+                AckStatus::Ok
+            }
+        };
+        if status != AckStatus::Ok {
+            self.len.fetch_sub(1, Ordering::AcqRel);
+        }
+        status
+    }
+
+    /// Removes both entries of `p` (only those that still belong to `p`), then bumps the
+    /// epoch so that no lcore's cache keeps them.
+    pub(super) fn remove(&self, p: &Arc<Pair>) {
+        let mut gone = false;
+        for k in p.keys {
+            let e = {
+                let mut g = self.shard(k.shard());
+                match g.get(&k) {
+                    Some(e) if Arc::ptr_eq(&e.pair, p) => g.remove(&k),
+                    _ => None,
+                }
+            };
+            gone |= e.is_some();
+        }
+        if gone {
+            self.epoch.fetch_add(1, Ordering::Release);
+            self.len.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+
+    /// A copy of the entry of `k`, under its shard's lock; its `dst_mac`, when still zero,
+    /// is filled from `mac` (and so for every lcore) when that finds one.
+    #[inline(never)]
+    pub(super) fn fetch(&self, k: Key, mac: impl FnOnce(&Dir) -> Option<[u8; 6]>) -> Option<Entry> {
+        let mut g = self.shard(k.shard());
+        let e = g.get_mut(&k)?;
+        if e.dir.dst_mac == [0; 6] {
+            if let Some(m) = mac(&e.dir) {
+                e.dir.dst_mac = m;
+            }
+        }
+        Some(e.clone())
+    }
+}
+
+/// An lcore's cache of table entries (positive only; see the module documentation).
+pub(super) type Cache = HashMap<Key, Entry, BuildHasherDefault<KeyHasher>>;
+
+/// A timer of the owner: re-check pair `pair` at `at`.
+pub(super) struct Timer {
+    pub(super) at: u64,
+    pub(super) seq: u64,
+    pub(super) pair: Arc<Pair>,
+}
+
+impl PartialEq for Timer {
+    fn eq(&self, o: &Self) -> bool {
+        (self.at, self.seq) == (o.at, o.seq)
+    }
+}
+impl Eq for Timer {}
+impl PartialOrd for Timer {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Timer {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        (self.at, self.seq).cmp(&(o.at, o.seq))
+    }
+}
