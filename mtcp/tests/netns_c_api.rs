@@ -376,33 +376,7 @@ while True:
 
 #[test]
 fn c_error_paths() {
-    let tmp = TempDir::new("errors");
-    let exe = compile("errors", &tmp);
-    let prefix = format!("nicemu-test-mtcp-errors-{}", std::process::id());
-    let _dir = RuntimeDir(prefix.clone());
-    let (net, conf) = topology("e", &tmp, &prefix, 1);
-    let peer = Proc::spawn(
-        net.command(&["python3", "-c", PY_ECHO]),
-        tmp.path("echo.out"),
-        "python echo",
-    );
-    assert!(
-        wait_for(Duration::from_secs(10), || peer.output().contains("ready")),
-        "{}",
-        peer.describe()
-    );
-    let mut cmd = c_program(&exe);
-    cmd.arg(&conf).arg(PEER_IP);
-    let mut p = Proc::spawn(cmd, tmp.path("errors.out"), "errors");
-    let rc = p.wait(Duration::from_secs(40));
-    assert_eq!(rc, Some(0), "{}", p.describe());
-    assert!(
-        p.output().contains("errors: 0 failed checks"),
-        "{}",
-        p.describe()
-    );
-    // mtcp_destroy removed DPDK's runtime directory.
-    assert!(!Path::new(&format!("/var/run/dpdk/{prefix}")).exists());
+    run_checks("errors", "e");
 }
 
 /// A client that sends 20,000 bytes through the splice, reads them back, prints its local
