@@ -400,23 +400,58 @@ while s.recv(65536):
 s.close()
 "#;
 
+/// `tests/c/<name>.c` built, the one-context mTCP file of [`topology`] in namespace `tag`,
+/// and a kernel echo server (PY_ECHO) there, ready.
+struct EchoPeerRig {
+    tmp: TempDir,
+    exe: PathBuf,
+    prefix: String,
+    _dir: RuntimeDir,
+    net: Netns,
+    conf: PathBuf,
+    _peer: Proc,
+}
+
+impl EchoPeerRig {
+    fn new(name: &str, tag: &str) -> EchoPeerRig {
+        let tmp = TempDir::new(name);
+        let exe = compile(name, &tmp);
+        let prefix = format!("nicemu-test-mtcp-{name}-{}", std::process::id());
+        let _dir = RuntimeDir(prefix.clone());
+        let (net, conf) = topology(tag, &tmp, &prefix, 1);
+        let peer = Proc::spawn(
+            net.command(&["python3", "-c", PY_ECHO]),
+            tmp.path("echo.out"),
+            "python echo",
+        );
+        assert!(
+            wait_for(Duration::from_secs(10), || peer.output().contains("ready")),
+            "{}",
+            peer.describe()
+        );
+        EchoPeerRig {
+            tmp,
+            exe,
+            prefix,
+            _dir,
+            net,
+            conf,
+            _peer: peer,
+        }
+    }
+}
+
 #[test]
 fn c_splice_callback() {
-    let tmp = TempDir::new("splice");
-    let exe = compile("splice", &tmp);
-    let prefix = format!("nicemu-test-mtcp-splice-{}", std::process::id());
-    let _dir = RuntimeDir(prefix.clone());
-    let (net, conf) = topology("s", &tmp, &prefix, 1);
-    let peer = Proc::spawn(
-        net.command(&["python3", "-c", PY_ECHO]),
-        tmp.path("echo.out"),
-        "python echo",
-    );
-    assert!(
-        wait_for(Duration::from_secs(10), || peer.output().contains("ready")),
-        "{}",
-        peer.describe()
-    );
+    let EchoPeerRig {
+        tmp,
+        exe,
+        _dir,
+        net,
+        conf,
+        _peer,
+        prefix: _,
+    } = EchoPeerRig::new("splice", "s");
     let mut cmd = c_program(&exe);
     cmd.arg(&conf).args(["8000", PEER_IP, "7", "30"]);
     let mut proxy = Proc::spawn(cmd, tmp.path("splice.out"), "splice");
@@ -464,21 +499,15 @@ fn c_splice_callback() {
 /// Runs `tests/c/<name>.c` against a kernel echo server (PY_ECHO) with the mTCP file of
 /// [`topology`]; checks exit status 0 and `<name>: 0 failed checks`.
 fn run_checks(name: &str, tag: &str) {
-    let tmp = TempDir::new(name);
-    let exe = compile(name, &tmp);
-    let prefix = format!("nicemu-test-mtcp-{name}-{}", std::process::id());
-    let _dir = RuntimeDir(prefix.clone());
-    let (net, conf) = topology(tag, &tmp, &prefix, 1);
-    let peer = Proc::spawn(
-        net.command(&["python3", "-c", PY_ECHO]),
-        tmp.path("echo.out"),
-        "python echo",
-    );
-    assert!(
-        wait_for(Duration::from_secs(10), || peer.output().contains("ready")),
-        "{}",
-        peer.describe()
-    );
+    let EchoPeerRig {
+        tmp,
+        exe,
+        prefix,
+        _dir,
+        net: _net,
+        conf,
+        _peer,
+    } = EchoPeerRig::new(name, tag);
     let mut cmd = c_program(&exe);
     cmd.arg(&conf).arg(PEER_IP);
     let mut p = Proc::spawn(cmd, tmp.path(&format!("{name}.out")), name);
