@@ -591,6 +591,35 @@ impl<B: PacketBuf> Offload<B> for SpliceOffload {
         !self.table.is_empty() || self.owned > 0 || !self.pending.is_empty()
     }
 
+    fn has_wire_burst(&self) -> bool {
+        true
+    }
+
+    /// The fast path (AccelTCP §4.3): every frame of the burst that [`Self::wire_fast`]
+    /// recognises as a spliced pair's segment is translated and sent on (or dropped and
+    /// counted); the pairs' segment counts are then added once per burst.
+    #[inline]
+    fn wire_burst(
+        &mut self,
+        cx: &mut OffloadCtx<'_, B>,
+        _port: usize,
+        frames: &mut [B],
+        verdicts: &mut [Verdict],
+    ) {
+        if self.table.is_empty() {
+            return;
+        }
+        for (buf, v) in frames.iter_mut().zip(verdicts.iter_mut()) {
+            if *v != Verdict::Pass {
+                continue;
+            }
+            if let Some(d) = self.wire_fast(cx, buf.data_mut()) {
+                *v = d;
+            }
+        }
+        self.flush_counts();
+    }
+
     /// Segments of a spliced pair are translated and leave by the other side's port; a
     /// segment that does not translate is dropped and counted.
     #[inline]
