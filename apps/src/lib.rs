@@ -12,6 +12,9 @@
 //! - [`tonic_plot`]: the SVG of `nicemu testbench --plot`.
 
 #![warn(missing_docs)]
+// `unsafe` only in the two documented libc wrappers of `bench` (the kernel baseline server
+// and thread CPU time), each allowed where it is declared.
+#![deny(unsafe_code)]
 pub use host_apps::{echo, kv, listener, loadgen, proxy};
 
 pub mod bench;

@@ -6,6 +6,7 @@
 //! `loadgen` and `kv` (the host applications as processes), `experiment` (the papers'
 //! transport experiments in virtual time: CSV, SVG and report.md).
 //! Everything after `--` goes to DPDK's EAL.
+#![deny(unsafe_code)]
 
 mod cli;
 mod demo;

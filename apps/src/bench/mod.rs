@@ -25,9 +25,13 @@ pub mod http_backend;
 mod inmem;
 #[cfg(feature = "dpdk")]
 mod kernel;
+// Raw epoll and socket calls for the kernel baseline (SAFETY notes at each call).
+#[allow(unsafe_code)]
 mod kernel_server;
 pub mod kv;
 pub mod peers;
+// clock_gettime and sysconf (SAFETY notes at each call).
+#[allow(unsafe_code)]
 mod procstat;
 pub mod proxy;
 pub mod smol_echo;
