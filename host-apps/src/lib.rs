@@ -11,6 +11,8 @@
 //! - [`listener`]: the listening socket the servers open (options, offloads, epoll).
 
 #![warn(missing_docs)]
+#![forbid(unsafe_code)]
+
 pub mod echo;
 pub mod kv;
 pub mod listener;

@@ -6,11 +6,16 @@
 //! and flushes again.
 
 mod api;
+mod config;
+mod drive;
 mod epoll;
 mod input;
+mod io;
 mod pipe;
+mod ports;
 mod quasi;
 mod setup;
+mod sockopt;
 mod splice;
 mod teardown;
 mod tonic;
@@ -25,12 +30,14 @@ use crate::tcp::isn::IsnGenerator;
 use crate::tcp::tcb::{Endpoints, State, Tcb};
 use crate::tcp::TcpConfig;
 
-pub use api::{Shutdown, SockOpt, SockOptName};
+pub use api::Shutdown;
+pub use config::{FdReuse, FlowCore, HostConfig};
 pub use epoll::{
     EpollEvent, EpollOp, EPOLLERR, EPOLLET, EPOLLHUP, EPOLLIN, EPOLLONESHOT, EPOLLOUT, EPOLLRDHUP,
 };
 pub use quasi::QuasiStats;
 pub use setup::SetupHostStats;
+pub use sockopt::{SockOpt, SockOptName};
 pub use splice::{SpliceCallback, SpliceEnd, SpliceHostStats, SpliceReport, SpliceSide};
 pub use teardown::TeardownHostStats;
 pub use tonic::{TonicHostStats, TAIL_CHUNK};
@@ -38,117 +45,9 @@ pub use tonic::{TonicHostStats, TAIL_CHUNK};
 /// A socket or epoll descriptor, as in mTCP (`int sockid`).
 pub type Fd = i32;
 
-/// Maps a connection (as seen by the NIC: remote → local) to the host core its packets
-/// reach, so outgoing connections can pick source ports that bring replies back to this core
-/// (mTCP's `mtcp_init_rss`). The runtime builds it from the NIC's RSS key and table.
-pub type FlowCore = Arc<dyn Fn(&Endpoints) -> usize + Send + Sync>;
-
 /// The time source of a context: nanoseconds, monotonic (the runtime's clock, real or
 /// virtual).
 pub type Now = Arc<dyn Fn() -> u64 + Send + Sync>;
-
-/// Settings of one host context.
-#[derive(Clone)]
-pub struct HostConfig {
-    /// The host's IPv4 address (all sockets of this context use it).
-    pub ip: [u8; 4],
-    /// The NIC port index frames are sent on.
-    pub port: u16,
-    /// Defaults for new connections (socket options override buffer sizes and Nagle).
-    pub tcp: TcpConfig,
-    /// Most descriptors (sockets + epolls) open at once (EMFILE beyond).
-    pub max_fds: usize,
-    /// Which free descriptor a new socket or epoll gets.
-    pub fd_reuse: FdReuse,
-    /// Most connections (open, half-open, closing) at once; SYNs beyond are dropped and
-    /// `connect` fails with `Again`, counted in [`HostStats::conn_limit`]. Nothing is
-    /// allocated up front: the bound costs nothing until connections exist.
-    pub max_conns: usize,
-    /// Most half-open (SYN received) connections per listener; SYNs beyond are dropped and
-    /// counted (a SYN-flood bound; AccelTCP §4.1's SYN cookies will bound this on the NIC).
-    pub max_syn_backlog: usize,
-    /// Ephemeral port range for connect, inclusive (Linux default 32768–60999).
-    pub ephemeral: (u16, u16),
-    /// More local addresses for outgoing connections (a load generator's client range):
-    /// `connect` rotates over `ip` and these, each with the whole ephemeral range, so one
-    /// context can hold more than 64k connections to one server port. Listeners and the
-    /// offloads serve `ip` only; the NIC must answer ARP for every address here.
-    pub extra_ips: Vec<[u8; 4]>,
-    /// Secret for RFC 6528 ISNs.
-    pub isn_key: [u8; 16],
-    /// This context's core index and the flow → core map (see [`FlowCore`]).
-    pub core: usize,
-    /// See [`FlowCore`]; none: any source port will do.
-    pub flow_core: Option<FlowCore>,
-    /// Frames taken from the link per poll.
-    pub rx_burst: usize,
-    /// Longest a blocking call waits before failing with `Again` (none: forever).
-    pub block_timeout_ns: Option<u64>,
-    /// Answer SYNs with SYN cookies when a listener's SYN queue (`max_syn_backlog`) is full
-    /// (RFC 4987 §3.6; Linux's `tcp_syncookies = 1`), instead of dropping them.
-    pub syn_cookies: bool,
-    /// Settings of the host's SYN cookies (tick, accepted age, key rotation).
-    pub cookie: offload_api::syncookie::CookieConfig,
-    /// `TCP_TEARDOWN_OFFLOAD`: closes are handed to the NIC only while its last reported
-    /// number of connections being closed is below this (AccelTCP §4.2, third condition).
-    pub teardown_threshold: u32,
-    /// AccelTCP §5.2 lazy TCB creation: connections from 0x090A setup notifications under a
-    /// listener with both `TCP_SETUP_OFFLOAD` and `TCP_TEARDOWN_OFFLOAD` start as a small
-    /// quasi-TCB (see `stack/quasi.rs`). On by default.
-    pub quasi_tcb: bool,
-}
-
-impl HostConfig {
-    /// Defaults for a context with address `ip` sending on NIC port `port`.
-    pub fn new(ip: [u8; 4], port: u16) -> Self {
-        let mut isn_key = [0u8; 16];
-        let t = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0);
-        let r = std::collections::hash_map::RandomState::new();
-        use std::hash::BuildHasher;
-        let a = r.hash_one(t);
-        let b = r.hash_one(a);
-        isn_key[..8].copy_from_slice(&a.to_le_bytes());
-        isn_key[8..].copy_from_slice(&b.to_le_bytes());
-        HostConfig {
-            ip,
-            port,
-            tcp: TcpConfig::default(),
-            max_fds: 1 << 16,
-            fd_reuse: FdReuse::Recent,
-            max_conns: 1 << 16,
-            max_syn_backlog: 1024,
-            ephemeral: (32768, 60999),
-            extra_ips: Vec::new(),
-            isn_key,
-            core: 0,
-            flow_core: None,
-            rx_burst: 64,
-            block_timeout_ns: None,
-            syn_cookies: true,
-            cookie: offload_api::syncookie::CookieConfig::default(),
-            teardown_threshold: 65_536,
-            quasi_tcb: true,
-        }
-    }
-}
-
-/// How descriptors are handed out again after a close.
-#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
-pub enum FdReuse {
-    /// The most recently freed first (its table entry is warm in the cache); a new number
-    /// only when none is free.
-    #[default]
-    Recent,
-    /// mTCP's order (its `socket.c` keeps every socket of a `max_concurrency`-sized table in
-    /// a free queue): every number below `max_fds` once before any is reused, then the one
-    /// freed longest ago. A number just closed is not handed out again at once, which
-    /// programs written for mTCP rely on: its `epwget` clears the state it indexes by
-    /// descriptor when it opens the next connection, before it is done with the old one's.
-    Cycle,
-}
 
 /// Counters of one context.
 #[derive(Clone, Copy, Default, PartialEq, Eq, Debug)]
@@ -603,165 +502,6 @@ impl<L: HostLink> Context<L> {
         match self.sock(fd).ok()?.state {
             SockState::Conn(cid) => self.conns[cid as usize].as_ref().map(|c| &c.tcb),
             _ => None,
-        }
-    }
-
-    /// One run of the stack: flush what the application queued, take up to `rx_burst` frames
-    /// from the NIC, fire due timers, flush again. Returns frames received plus timers fired.
-    pub fn poll(&mut self) -> usize {
-        let now = (self.now)();
-        self.flush(now);
-        let mut work = self.rx(now);
-        work += self.fire_timers(now);
-        self.splice_progress(now);
-        self.flush(now);
-        work
-    }
-
-    /// Time of the earliest pending timer, if any (for callers that sleep in virtual time).
-    pub fn next_timer(&self) -> Option<u64> {
-        self.timers.peek().map(|r| r.0 .0)
-    }
-
-    fn fire_timers(&mut self, now: u64) -> usize {
-        let mut fired = 0;
-        while let Some(&std::cmp::Reverse((t, cid))) = self.timers.peek() {
-            if t > now {
-                break;
-            }
-            self.timers.pop();
-            if cid & quasi::QUASI != 0 {
-                fired += self.quasi_timer(cid & !quasi::QUASI, t, now);
-                continue;
-            }
-            if let Some(c) = self.conns.get_mut(cid as usize).and_then(|c| c.as_mut()) {
-                if c.timer_at == t {
-                    c.timer_at = u64::MAX;
-                    fired += 1;
-                    self.stats.timer_fires += 1;
-                    if !c.dirty {
-                        c.dirty = true;
-                        self.dirty.push_back(cid);
-                    }
-                }
-            }
-        }
-        fired
-    }
-
-    fn mark_dirty(&mut self, cid: u32) {
-        if let Some(c) = self.conns[cid as usize].as_mut() {
-            if !c.dirty {
-                c.dirty = true;
-                self.dirty.push_back(cid);
-            }
-        }
-    }
-
-    /// Sends what every dirty connection has to send, reschedules its timer, frees finished
-    /// orphans. While the link has no free descriptor the rest stay dirty, in order, for the
-    /// next flush: a full link holds segments back (as a driver's queue does when the NIC's
-    /// ring is full) instead of losing them, so a burst larger than the link (a SYN per
-    /// connection of a load generator, one echo per connection of a server) goes out as the
-    /// NIC drains it rather than waiting for retransmission timeouts.
-    ///
-    /// A connection's transmit may emit several frames (an ACK and data, a retransmission):
-    /// the next one starts only while [`FLUSH_ROOM`] descriptors are free, or, so that a
-    /// smaller link still makes progress, when it is the first of this flush.
-    fn flush(&mut self, now: u64) {
-        self.quasi_flush(now);
-        let mut first = true;
-        while !self.dirty.is_empty() {
-            let room = self.link.tx_space();
-            if room == 0 || (room < FLUSH_ROOM && !first) {
-                break;
-            }
-            first = false;
-            if let Some(cid) = self.dirty.pop_front() {
-                self.transmit(cid, now);
-            }
-        }
-    }
-
-    fn transmit(&mut self, cid: u32, now: u64) {
-        let tonic = self.conns[cid as usize]
-            .as_ref()
-            .is_some_and(|c| c.owner.tonic_live());
-        if tonic {
-            self.tonic_before_transmit(cid);
-        }
-        let Context {
-            conns,
-            link,
-            scratch,
-            ip_id,
-            stats,
-            cfg,
-            ..
-        } = self;
-        let Some(c) = conns[cid as usize].as_mut() else {
-            return;
-        };
-        c.dirty = false;
-        let ep = c.tcb.endpoints();
-        let port = cfg.port;
-        // No more data segments than the link has free descriptors (less the control
-        // segments one call may add): what does not fit stays in the send buffer, not
-        // lost on a full link, and the connection is flushed again (below).
-        let budget = link.tx_space().saturating_sub(FLUSH_ROOM).max(1);
-        let emitted = c.tcb.poll_transmit_budget(now, budget, &mut |o| {
-            *ip_id = ip_id.wrapping_add(1);
-            let id = *ip_id;
-            let sent = link.send_built(port, scratch, &mut |buf| {
-                crate::frame::build_tcp(buf, ep.local_ip, ep.remote_ip, id, &o.header, o.payload);
-            });
-            if sent {
-                stats.frames_out += 1;
-            } else {
-                stats.link_full += 1;
-            }
-        });
-        if tonic && self.tonic_after_transmit(cid, now) {
-            // The NIC gave the sender back: the FIN goes out on the next pass.
-            self.mark_dirty(cid);
-        }
-        if emitted >= budget {
-            // The budget, not the windows, may have stopped it: more to send.
-            self.mark_dirty(cid);
-        }
-        let Context { conns, timers, .. } = self;
-        let Some(c) = conns[cid as usize].as_mut() else {
-            return;
-        };
-        if let Some(t) = c.tcb.poll_at() {
-            if t < c.timer_at {
-                c.timer_at = t;
-                timers.push(std::cmp::Reverse((t, cid)));
-            }
-        }
-        // Timer work (a connection that timed out, a connect that failed) raises events too.
-        let ev = c.tcb.take_events();
-        let notify_fd = if ev != Default::default() { c.fd } else { None };
-        let closed = c.tcb.state() == crate::tcp::tcb::State::Closed;
-        let mut failed_half_open = None;
-        if closed && c.half_open {
-            // A half-open connection that timed out or was reset: off the listener's count.
-            c.half_open = false;
-            failed_half_open = c.listener.take();
-        }
-        let free = c.fd.is_none() && c.listener.is_none() && c.tcb.is_finished();
-        if let Some(lfd) = failed_half_open {
-            if let Ok(s) = self.sock_mut(lfd) {
-                if let SockState::Listening(l) = &mut s.state {
-                    l.half_open -= 1;
-                }
-            }
-        }
-        if let Some(fd) = notify_fd {
-            self.notify(fd);
-        }
-        if free {
-            self.free_conn(cid);
         }
     }
 
