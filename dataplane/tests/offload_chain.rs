@@ -12,7 +12,9 @@ use dataplane::clock::Clock;
 use dataplane::config::Config;
 use dataplane::lcore::{LcoreReport, Mode, NicLcore};
 use dataplane::net::parse::{IPPROTO_UDP, L3};
-use dataplane::offload::{CounterSink, Offload, OffloadChain, OffloadCtx, RxFrame, Verdict};
+use dataplane::offload::{
+    BurstVerdicts, CounterSink, Offload, OffloadChain, OffloadCtx, RxFrame, Verdict,
+};
 use dataplane::port::wire::WireQueue;
 use dataplane::port::Port;
 use dataplane::runtime::{build_wire, RunOptions};
@@ -279,17 +281,17 @@ impl<B: PacketBuf> Offload<B> for BurstTaker {
         _cx: &mut OffloadCtx<'_, B>,
         _port: usize,
         frames: &mut [B],
-        verdicts: &mut [Verdict],
+        verdicts: &mut BurstVerdicts<'_>,
     ) {
         self.bursts += 1;
-        for (b, v) in frames.iter().zip(verdicts.iter_mut()) {
+        for (k, b) in frames.iter().enumerate() {
             let d = b.data();
-            if *v == Verdict::Pass
+            if verdicts.open(k)
                 && d.len() >= 38
                 && d[23] == IPPROTO_UDP
                 && u16::from_be_bytes([d[36], d[37]]) == self.port
             {
-                *v = self.verdict;
+                verdicts.set(k, self.verdict);
                 self.taken += 1;
             }
         }
@@ -355,6 +357,10 @@ fn burst_hooks_take_their_frames_first_and_the_rest_keep_their_order() {
     assert_eq!(drop.counter("taken"), 10);
     assert_eq!(drop.verdicts.wire_consumed, 10);
     assert_eq!(drop.verdicts.wire_out, 0);
-    assert_eq!(filter.counter("seen"), 20, "the per-frame hook saw only the rest");
+    assert_eq!(
+        filter.counter("seen"),
+        20,
+        "the per-frame hook saw only the rest"
+    );
     assert_eq!(rep.to_host, 20);
 }

@@ -80,7 +80,7 @@ impl<P: Port> LcorePorts<P> {
 
     /// Moves `buf`, received on slot `i`, where `v` says: to the host, back out of its own
     /// port, out of another port, or nowhere (dropping the buffer frees it).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn deliver(&mut self, report: &mut LcoreReport, i: usize, buf: P::Buf, v: Verdict) {
         match v {
             Verdict::Pass | Verdict::ToHost => {

@@ -36,7 +36,7 @@ use crate::clock::Clock;
 use crate::cycles::{rdtsc, Stage, StageClock, StageCycles};
 use crate::net::parse::{parse_headers, DropReason};
 use crate::net::stack::NicStack;
-use crate::offload::{HostTcp, Offload, OffloadChain, OffloadCtx, RxFrame, Verdict};
+use crate::offload::{BurstVerdicts, HostTcp, Offload, OffloadChain, OffloadCtx, RxFrame, Verdict};
 use crate::port::Port;
 
 pub use io::PortSlot;
@@ -399,23 +399,37 @@ impl<P: Port> NicLcore<P> {
         if self.verdicts.len() < n {
             self.verdicts.resize(n, Verdict::Pass);
         }
-        let verdicts = &mut self.verdicts[..n];
-        verdicts.fill(Verdict::Pass);
+        self.verdicts[..n].fill(Verdict::Pass);
+        let mut verdicts = BurstVerdicts::new(&mut self.verdicts[..n]);
         let port = self.ports.slots[i].index;
         let mut cx = OffloadCtx {
             now,
             stack: &mut self.stack,
             io: &mut self.ports,
         };
-        if !self.chain.wire_burst(&mut cx, port, rx, verdicts) {
+        if !self.chain.wire_burst(&mut cx, port, rx, &mut verdicts) {
             return;
         }
         self.keep.clear();
+        // The slot of the last `Out` port: a burst's frames mostly leave by one port.
+        let mut out: Option<(u16, usize)> = None;
         for (buf, &v) in rx.drain(..).zip(self.verdicts.iter()) {
-            if v == Verdict::Pass {
-                self.keep.push(buf);
-            } else {
-                self.ports.deliver(&mut self.report, i, buf, v);
+            match v {
+                Verdict::Pass => self.keep.push(buf),
+                Verdict::Out(p) => {
+                    let j = match out {
+                        Some((q, j)) if q == p => Some(j),
+                        _ => self.ports.slot_of(usize::from(p)),
+                    };
+                    match j {
+                        Some(j) => {
+                            out = Some((p, j));
+                            self.ports.tx[j].push(buf);
+                        }
+                        None => self.report.offload_out_dropped += 1,
+                    }
+                }
+                _ => self.ports.deliver(&mut self.report, i, buf, v),
             }
         }
         std::mem::swap(rx, &mut self.keep);

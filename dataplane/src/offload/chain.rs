@@ -9,7 +9,10 @@ use offload_api::msg::MsgType;
 
 use crate::buf::PacketBuf;
 
-use super::{HostTcp, Offload, OffloadCtx, OffloadReport, RxFrame, Verdict, VerdictCounts};
+use super::{
+    count_wire, BurstVerdicts, HostTcp, Offload, OffloadCtx, OffloadReport, RxFrame, Verdict,
+    VerdictCounts,
+};
 
 struct Slot<B: PacketBuf> {
     offload: Box<dyn Offload<B>>,
@@ -113,35 +116,27 @@ impl<B: PacketBuf> OffloadChain<B> {
     }
 
     /// Offers a burst of wire frames from port `port`, before the NIC stack's checks, to the
-    /// active offloads with a burst hook, in order. `verdicts` has one entry per frame, all
-    /// [`Verdict::Pass`] on entry; a frame an offload decides gets its verdict there (and is
-    /// not offered to later ones), counted for that offload as [`OffloadChain::wire_rx`]
-    /// counts. Returns whether any frame was decided.
+    /// active offloads with a burst hook, in order; each decides frames in `verdicts` (a
+    /// frame one decides is not offered to later ones), counted for it as
+    /// [`OffloadChain::wire_rx`] counts. Returns whether any frame was decided.
+    #[inline]
     pub fn wire_burst(
         &mut self,
         cx: &mut OffloadCtx<'_, B>,
         port: usize,
         frames: &mut [B],
-        verdicts: &mut [Verdict],
+        verdicts: &mut BurstVerdicts<'_>,
     ) -> bool {
-        let mut decided = VerdictCounts::default();
         for &i in &self.burst {
             let s = &mut self.slots[i];
             if !s.offload.active() {
                 continue;
             }
             s.offload.wire_burst(cx, port, frames, verdicts);
-            // Verdicts only go from Pass to something else, so what is new since the last
-            // hook is this offload's.
-            let mut now_decided = VerdictCounts::default();
-            for &v in verdicts.iter() {
-                count_wire(&mut now_decided, v);
-            }
-            s.verdicts.add_difference(&now_decided, &decided);
-            decided = now_decided;
+            s.verdicts.add(&verdicts.take_counts());
         }
         self.refresh();
-        decided != VerdictCounts::default()
+        verdicts.decided() > 0
     }
 
     /// Offers a wire frame to the active offloads in order; returns the first verdict that
@@ -237,17 +232,5 @@ impl<B: PacketBuf> OffloadChain<B> {
             r.counters.clear();
             s.offload.counters(&mut |n, v| r.counters.push((n, v)));
         }
-    }
-}
-
-/// Counts a verdict on a wire frame in `c` (nothing for [`Verdict::Pass`]).
-#[inline(always)]
-fn count_wire(c: &mut VerdictCounts, v: Verdict) {
-    match v {
-        Verdict::Consumed | Verdict::Drop(_) => c.wire_consumed += 1,
-        Verdict::Reply => c.wire_replied += 1,
-        Verdict::Out(_) => c.wire_out += 1,
-        Verdict::ToHost => c.wire_to_host += 1,
-        Verdict::Pass => {}
     }
 }

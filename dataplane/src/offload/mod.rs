@@ -191,8 +191,8 @@ pub trait Offload<B: PacketBuf>: Any + Send {
 
     /// A fast path: a burst of frames just received on wire port `port`, before the NIC
     /// stack's parse and checks, offered while the offload is active. For each frame it
-    /// recognises (`frames[k]`, whose `verdicts[k]` is still [`Verdict::Pass`]) it writes a
-    /// verdict other than `Pass` into `verdicts[k]`, rewriting the frame as that verdict
+    /// recognises (`frames[k]` with `verdicts.open(k)`) it sets a verdict other than
+    /// [`Verdict::Pass`] with [`BurstVerdicts::set`], rewriting the frame as that verdict
     /// needs; the lcore moves those frames and the rest take the general path, in order.
     /// Only for offloads whose [`Offload::has_wire_burst`] is true; an offload must not rely
     /// on the stack's checks here (AccelTCP §4.3: spliced segments are relayed as they are).
@@ -201,7 +201,7 @@ pub trait Offload<B: PacketBuf>: Any + Send {
         cx: &mut OffloadCtx<'_, B>,
         port: usize,
         frames: &mut [B],
-        verdicts: &mut [Verdict],
+        verdicts: &mut BurstVerdicts<'_>,
     ) {
         let _ = (cx, port, frames, verdicts);
     }
@@ -263,6 +263,85 @@ pub trait Offload<B: PacketBuf>: Any + Send {
     }
 }
 
+/// The verdicts of one burst's frames in the burst hooks ([`Offload::wire_burst`]): every
+/// frame starts [`Verdict::Pass`] (open); a hook decides a frame once, and what it decides
+/// is counted for it as [`Offload::wire_rx`]'s verdicts are.
+///
+/// Invariant: a verdict only goes from `Pass` to something else, and `counts` and `decided`
+/// count exactly those changes.
+pub struct BurstVerdicts<'a> {
+    verdicts: &'a mut [Verdict],
+    counts: VerdictCounts,
+    decided: usize,
+}
+
+impl<'a> BurstVerdicts<'a> {
+    /// Over `verdicts`, which must all be [`Verdict::Pass`].
+    pub fn new(verdicts: &'a mut [Verdict]) -> Self {
+        debug_assert!(verdicts.iter().all(|&v| v == Verdict::Pass));
+        BurstVerdicts {
+            verdicts,
+            counts: VerdictCounts::default(),
+            decided: 0,
+        }
+    }
+
+    /// Frames in the burst.
+    pub fn len(&self) -> usize {
+        self.verdicts.len()
+    }
+
+    /// True for an empty burst.
+    pub fn is_empty(&self) -> bool {
+        self.verdicts.is_empty()
+    }
+
+    /// True while frame `k` is undecided (no hook took it yet).
+    #[inline(always)]
+    pub fn open(&self, k: usize) -> bool {
+        self.verdicts.get(k) == Some(&Verdict::Pass)
+    }
+
+    /// Decides frame `k`: `v` (not `Pass`, which leaves it open). A frame already decided,
+    /// or out of range, is left as it is.
+    #[inline(always)]
+    pub fn set(&mut self, k: usize, v: Verdict) {
+        if v == Verdict::Pass || !self.open(k) {
+            return;
+        }
+        self.verdicts[k] = v;
+        count_wire(&mut self.counts, v);
+        self.decided += 1;
+    }
+
+    /// Frames decided so far.
+    pub fn decided(&self) -> usize {
+        self.decided
+    }
+
+    /// The verdicts so far, one per frame.
+    pub fn as_slice(&self) -> &[Verdict] {
+        self.verdicts
+    }
+
+    /// Takes the counts of what was decided since the last call.
+    pub(crate) fn take_counts(&mut self) -> VerdictCounts {
+        std::mem::take(&mut self.counts)
+    }
+}
+
+/// Counts a verdict on a wire frame in `c` (nothing for [`Verdict::Pass`]).
+#[inline(always)]
+pub(crate) fn count_wire(c: &mut VerdictCounts, v: Verdict) {
+    match v {
+        Verdict::Consumed | Verdict::Drop(_) => c.wire_consumed += 1,
+        Verdict::Reply => c.wire_replied += 1,
+        Verdict::Out(_) => c.wire_out += 1,
+        Verdict::ToHost => c.wire_to_host += 1,
+        Verdict::Pass => {}
+    }
+}
+
 /// What the chain counted for one offload: the verdicts it returned, by hook (a burst hook's
 /// verdicts count as [`Offload::wire_rx`]'s).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -304,14 +383,48 @@ impl OffloadReport {
 }
 
 impl VerdictCounts {
-    /// Adds `after - before`, field by field, to `self` (each field of `after` is at least
-    /// that of `before`).
-    fn add_difference(&mut self, after: &VerdictCounts, before: &VerdictCounts) {
-        self.wire_consumed += after.wire_consumed - before.wire_consumed;
-        self.wire_replied += after.wire_replied - before.wire_replied;
-        self.wire_out += after.wire_out - before.wire_out;
-        self.wire_to_host += after.wire_to_host - before.wire_to_host;
-        self.control += after.control - before.control;
-        self.host_taken += after.host_taken - before.host_taken;
+    /// Adds `o`, field by field.
+    fn add(&mut self, o: &VerdictCounts) {
+        self.wire_consumed += o.wire_consumed;
+        self.wire_replied += o.wire_replied;
+        self.wire_out += o.wire_out;
+        self.wire_to_host += o.wire_to_host;
+        self.control += o.control;
+        self.host_taken += o.host_taken;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::net::parse::DropReason;
+
+    #[test]
+    fn burst_verdicts_decide_each_frame_once_and_count_what_they_decide() {
+        let mut v = [Verdict::Pass; 5];
+        let mut b = BurstVerdicts::new(&mut v);
+        b.set(0, Verdict::Out(1));
+        b.set(0, Verdict::Consumed); // already decided: ignored
+        b.set(1, Verdict::Pass); // Pass leaves it open
+        b.set(2, Verdict::Drop(DropReason::Unsupported));
+        b.set(3, Verdict::Reply);
+        b.set(9, Verdict::Reply); // out of range: ignored
+        assert!(!b.open(0) && b.open(1) && !b.open(2) && b.open(4));
+        assert_eq!(b.decided(), 3);
+        let c = b.take_counts();
+        assert_eq!((c.wire_out, c.wire_consumed, c.wire_replied), (1, 1, 1));
+        assert_eq!(b.take_counts(), VerdictCounts::default());
+        b.set(4, Verdict::ToHost);
+        assert_eq!(b.take_counts().wire_to_host, 1);
+        assert_eq!(
+            b.as_slice(),
+            &[
+                Verdict::Out(1),
+                Verdict::Pass,
+                Verdict::Drop(DropReason::Unsupported),
+                Verdict::Reply,
+                Verdict::ToHost
+            ]
+        );
     }
 }

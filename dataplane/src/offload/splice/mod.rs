@@ -66,7 +66,7 @@ use offload_api::wire::tcp::TcpFlags;
 
 use crate::buf::PacketBuf;
 use crate::net::csum;
-use crate::offload::{CounterSink, HostTcp, Offload, OffloadCtx, RxFrame, Verdict};
+use crate::offload::{BurstVerdicts, CounterSink, HostTcp, Offload, OffloadCtx, RxFrame, Verdict};
 
 mod table;
 pub use table::SpliceTable;
@@ -346,7 +346,7 @@ impl SpliceOffload {
     /// when it holds `k` (no lock), else from the shared table (one shard lock; the entry
     /// is then cached once its out MAC is known). `from_host`: without the out side's MAC,
     /// send with a zero MAC for the host path to resolve rather than drop (wire frames).
-    #[inline]
+    #[inline(always)]
     fn offer<B: PacketBuf>(
         &mut self,
         cx: &mut OffloadCtx<'_, B>,
@@ -433,7 +433,7 @@ impl SpliceOffload {
     /// receiving peer's TCP drops it (RFC 9293 §3.1: "a segment with an invalid checksum is
     /// discarded"). Verifying would only move that drop from the peer to the NIC; it is why
     /// AccelTCP's NIC relays spliced segments without touching their payload (§4.3).
-    #[inline]
+    #[inline(always)]
     pub fn wire_fast<B: PacketBuf>(
         &mut self,
         cx: &mut OffloadCtx<'_, B>,
@@ -604,17 +604,17 @@ impl<B: PacketBuf> Offload<B> for SpliceOffload {
         cx: &mut OffloadCtx<'_, B>,
         _port: usize,
         frames: &mut [B],
-        verdicts: &mut [Verdict],
+        verdicts: &mut BurstVerdicts<'_>,
     ) {
         if self.table.is_empty() {
             return;
         }
-        for (buf, v) in frames.iter_mut().zip(verdicts.iter_mut()) {
-            if *v != Verdict::Pass {
+        for (k, buf) in frames.iter_mut().enumerate() {
+            if !verdicts.open(k) {
                 continue;
             }
-            if let Some(d) = self.wire_fast(cx, buf.data_mut()) {
-                *v = d;
+            if let Some(v) = self.wire_fast(cx, buf.data_mut()) {
+                verdicts.set(k, v);
             }
         }
         self.flush_counts();
