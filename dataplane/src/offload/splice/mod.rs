@@ -356,11 +356,8 @@ impl SpliceOffload {
         from_host: bool,
         batch: bool,
     ) -> Option<Outcome> {
-        let epoch = self.table.epoch.load(Ordering::Acquire);
-        if epoch != self.cache_epoch {
-            self.flush_counts();
-            self.cache.clear();
-            self.cache_epoch = epoch;
+        if !batch {
+            self.sync_cache();
         }
         let now = cx.now;
         let (out, closed) = match self.cache.get_mut(&k) {
@@ -403,6 +400,20 @@ impl SpliceOffload {
         Some(out)
     }
 
+    /// Clears this lcore's cache when the table removed entries since it was filled (see
+    /// the module documentation). Once per burst on the fast path ([`Offload::wire_burst`]),
+    /// once per segment elsewhere: a removal during a burst takes effect at the next, as one
+    /// concurrent with a segment's translation does.
+    #[inline(always)]
+    fn sync_cache(&mut self) {
+        let epoch = self.table.epoch.load(Ordering::Acquire);
+        if epoch != self.cache_epoch {
+            self.flush_counts();
+            self.cache.clear();
+            self.cache_epoch = epoch;
+        }
+    }
+
     /// Adds the segments [`SpliceOffload::wire_fast`] counted in this lcore's cache to their
     /// pairs: one atomic add per pair and burst instead of one per segment. The lcore calls
     /// it after each burst, so a pair's count lags by at most the burst in flight (as a
@@ -433,8 +444,10 @@ impl SpliceOffload {
     /// receiving peer's TCP drops it (RFC 9293 §3.1: "a segment with an invalid checksum is
     /// discarded"). Verifying would only move that drop from the peer to the NIC; it is why
     /// AccelTCP's NIC relays spliced segments without touching their payload (§4.3).
+    ///
+    /// Runs within a burst ([`Offload::wire_burst`]), after the burst's `sync_cache`.
     #[inline(always)]
-    pub fn wire_fast<B: PacketBuf>(
+    fn wire_fast<B: PacketBuf>(
         &mut self,
         cx: &mut OffloadCtx<'_, B>,
         frame: &mut [u8],
@@ -609,6 +622,7 @@ impl<B: PacketBuf> Offload<B> for SpliceOffload {
         if self.table.is_empty() {
             return;
         }
+        self.sync_cache();
         for (k, buf) in frames.iter_mut().enumerate() {
             if !verdicts.open(k) {
                 continue;

@@ -129,13 +129,17 @@ pub(super) struct Pair {
     pub(super) closing: AtomicBool,
     /// When the FIN/FIN close completed (0: not yet; set before `closing`).
     pub(super) closed_at: AtomicU64,
-    /// Time of the latest segment.
+    /// Time of a recent segment: within [`ACTIVITY_GRANULARITY_NS`] of the latest.
     pub(super) last_activity: AtomicU64,
     /// The owner made the closure report.
     pub(super) reported: AtomicBool,
     /// Per direction (index of the arriving side): bytes and segments.
     pub(super) counts: [DirCount; 2],
 }
+
+/// How stale a pair's `last_activity` may be: the idle timeout (seconds by default) ends at
+/// most this much early.
+pub(super) const ACTIVITY_GRANULARITY_NS: u64 = 1_000_000;
 
 impl Pair {
     pub(super) fn new(
@@ -168,7 +172,12 @@ impl Pair {
     /// the pair (the second FIN acknowledged, or the first RST).
     #[inline]
     pub(super) fn observe(&self, side: Side, t: &Translated, now: u64) -> bool {
-        self.last_activity.store(now, Ordering::Relaxed);
+        // A store only when the time moved on by the granularity: the two directions of a
+        // busy pair, on two lcores, then share the line read-only between updates.
+        if now.saturating_sub(self.last_activity.load(Ordering::Relaxed)) >= ACTIVITY_GRANULARITY_NS
+        {
+            self.last_activity.store(now, Ordering::Relaxed);
+        }
         let (i, o) = (side.index(), side.other().index());
         if t.flags.has(TcpFlags::RST) {
             if self
