@@ -1,0 +1,293 @@
+//! loadgen and echo over net_af_packet against the kernel: two queue pairs, python and nginx peers, unreachable and closed ports, several client addresses.
+
+use super::*;
+
+/// Kernel clients to `nicemu echo` on net_af_packet with two queue pairs and a `shared`
+/// lcore on each: Linux's packet fanout hands every ARP frame to one of the two sockets, so
+/// only one lcore hears the kernel's ARP; the lcores share what they learn, and every
+/// connection is answered whichever lcore its flow lands on (before they shared, about half
+/// timed out: the other lcore could not resolve the client).
+#[test]
+fn procs_af_packet_two_queue_pairs_answer_every_kernel_client() {
+    let cores = dataplane::sys::allowed_cores().unwrap();
+    assert!(
+        cores.len() >= 2,
+        "this test needs two usable cores, found {cores:?}"
+    );
+    let net = namespace("q2");
+    let tmp = TempDir::new("procs-afq2");
+    let prefix = format!("nicemu-test-afq2-{}", std::process::id());
+    let lcores = format!(
+        "[[lcore]]\ncore = {}\nrole = \"shared\"\n[[lcore]]\ncore = {}\nrole = \"shared\"",
+        cores[0], cores[1]
+    );
+    let cfg = tmp.path("nicemu.toml");
+    std::fs::write(
+        &cfg,
+        config_with(
+            &prefix,
+            &format!("net_af_packet0,iface={},qpairs=2", net.outer()),
+            "net_af_packet0",
+            &format!("{NIC_IP}/24"),
+            (lcores, cores[0]),
+            256,
+            "stats_interval_s = 0.0",
+        ),
+    )
+    .unwrap();
+    let mut echo = start_echo(&["echo", "-c", &cfg, "--no-pin"], &prefix);
+    let client = r#"
+import socket, sys, concurrent.futures as cf
+def one(i):
+    try:
+        s = socket.create_connection((sys.argv[1], 7), timeout=10)
+        s.sendall(b"x" * 64); got = b""
+        while len(got) < 64:
+            c = s.recv(64)
+            if not c: break
+            got += c
+        s.close(); return len(got) == 64
+    except OSError: return False
+with cf.ThreadPoolExecutor(40) as ex:
+    r = list(ex.map(one, range(40)))
+print("echoed", sum(r))
+"#;
+    let out = net.run(&["python3", "-c", client, NIC_IP]);
+    echo.interrupt_and_wait(Duration::from_secs(20));
+    let et = echo.describe();
+    let out = out.unwrap_or_else(|e| panic!("client: {e}\n{et}"));
+    println!("{out}\n{et}");
+    assert_eq!(counter(&out, "echoed", "echoed"), Some(40), "{out}\n{et}");
+    // Both lcores' hosts accepted connections (40 flows hashed over two queues).
+    for k in 0..2 {
+        let opens = counter(&et, &format!("host {k}:"), "passive opens").unwrap_or(0);
+        assert!(opens > 0, "host {k} accepted none:\n{et}");
+    }
+}
+
+#[test]
+fn procs_loadgen_kernel_peers() {
+    let started = Instant::now();
+    let (net, tmp, prefix, cfg, _py) = echo_peer("g", "pk");
+    // nginx with one 1000-byte file.
+    let www = tmp.path("www");
+    std::fs::create_dir_all(&www).unwrap();
+    std::fs::write(format!("{www}/f"), vec![b'x'; 1000]).unwrap();
+    let conf = tmp.path("nginx.conf");
+    std::fs::write(
+        &conf,
+        nginx_conf(&tmp.0.display().to_string(), &www, PEER_IP, 8080),
+    )
+    .unwrap();
+    let _nginx = Proc::spawn(
+        &net,
+        &["nginx", "-c", &conf, "-p", &tmp.path(""), "-e", "stderr"],
+    );
+    assert!(
+        wait_for(Duration::from_secs(10), || net
+            .run(&["ss", "-Hltn", "sport = :8080"])
+            .is_ok_and(|o| o.contains("8080"))),
+        "nginx did not start"
+    );
+
+    // Echo against the kernel, persistent and one connection per transaction.
+    for per_conn in ["0", "1"] {
+        let (ok, out) = run_nicemu(
+            &[
+                "loadgen",
+                "-c",
+                &cfg,
+                "--no-pin",
+                "--server",
+                &format!("{PEER_IP}:7"),
+                "--size",
+                "200",
+                "--conns",
+                "4",
+                "--per-conn",
+                per_conn,
+                "--count",
+                "1000",
+            ],
+            &prefix,
+            Duration::from_secs(60),
+        );
+        assert_eq!(ok, Some(true), "{out}");
+        assert_eq!(
+            counter(&out, "loadgen: transactions", "transactions"),
+            Some(1000),
+            "{out}"
+        );
+        assert!(out.contains("loadgen: latency p50"), "{out}");
+    }
+
+    // HTTP GETs against nginx (keep-alive).
+    let (ok, out) = run_nicemu(
+        &[
+            "loadgen",
+            "-c",
+            &cfg,
+            "--no-pin",
+            "--server",
+            &format!("{PEER_IP}:8080"),
+            "--proto",
+            "http",
+            "--path",
+            "/f",
+            "--conns",
+            "4",
+            "--count",
+            "500",
+        ],
+        &prefix,
+        Duration::from_secs(60),
+    );
+    assert_eq!(ok, Some(true), "{out}");
+    assert_eq!(
+        counter(&out, "loadgen: transactions", "transactions"),
+        Some(500),
+        "{out}"
+    );
+
+    // Ctrl-C in a run that would go on for hours: the partial summary, exit 0.
+    let mut lg = spawn_echo_loadgen(&cfg, &prefix, &["--conns", "4", "--count", "100000000"]);
+    let going = wait_for(Duration::from_secs(30), || {
+        lg.stdout()
+            .lines()
+            .filter_map(|l| l.split_once("] loadgen: transactions "))
+            .any(|(_, rest)| !rest.starts_with("0 "))
+            || lg.exited().is_some()
+    });
+    let status = lg.interrupt_and_wait(Duration::from_secs(15));
+    let out = lg.describe();
+    assert!(going, "no progress line with transactions: {out}");
+    assert!(status.is_some_and(|s| s.success()), "{out}");
+    assert!(out.contains("nicemu: stopped by Ctrl-C after"), "{out}");
+    let done = counter(&out, "loadgen: transactions", "transactions").unwrap_or(0);
+    assert!(done > 0 && done < 100_000_000, "{out}");
+    assert!(
+        out.contains(&format!(
+            "loadgen: interrupted after {done} of 100000000 transactions"
+        )),
+        "{out}"
+    );
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("loadgen: latency p50"))
+        .unwrap_or_else(|| panic!("no latency line: {out}"));
+    let p: Vec<f64> = line
+        .split_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    assert_eq!(p.len(), 5, "{line}");
+    assert!(p[0] > 0.0 && p.windows(2).all(|w| w[0] <= w[1]), "{line}");
+    // The NIC lcore outlived the host's wind-down: every connection's FIN reached the
+    // kernel, none is left established there.
+    let mut left = String::new();
+    let closed = wait_for(Duration::from_secs(5), || {
+        left = net
+            .run(&["ss", "-Htn", "state", "established", "sport = :7"])
+            .unwrap_or_default();
+        left.trim().is_empty()
+    });
+    assert!(closed, "still established in the kernel:\n{left}");
+
+    // Nobody at the address (no ARP answer): connect timeouts, a non-zero exit.
+    let t = Instant::now();
+    let (ok, out) = run_nicemu(
+        &[
+            "loadgen",
+            "-c",
+            &cfg,
+            "--no-pin",
+            "--server",
+            "192.0.2.9:7",
+            "--conns",
+            "2",
+            "--count",
+            "10",
+            "--connect-timeout-ms",
+            "500",
+        ],
+        &prefix,
+        Duration::from_secs(30),
+    );
+    assert_eq!(ok, Some(false), "{out}");
+    assert!(out.contains("connect_timeout="), "{out}");
+    assert!(out.contains("no transaction completed"), "{out}");
+    println!("absent server: {:?}", t.elapsed());
+
+    // Nobody listening on the port: refused, a non-zero exit.
+    let (ok, out) = run_nicemu(
+        &[
+            "loadgen",
+            "-c",
+            &cfg,
+            "--no-pin",
+            "--server",
+            &format!("{PEER_IP}:9"),
+            "--conns",
+            "2",
+            "--count",
+            "10",
+        ],
+        &prefix,
+        Duration::from_secs(30),
+    );
+    assert_eq!(ok, Some(false), "{out}");
+    assert!(out.contains("refused="), "{out}");
+    println!("procs_loadgen_kernel_peers took {:?}", started.elapsed());
+}
+
+#[test]
+fn procs_loadgen_client_addresses() {
+    let started = Instant::now();
+    let (net, _tmp, prefix, cfg, _py) = echo_peer("m", "pm");
+    // 3 addresses (the port's and two more) x 100 ports: 250 connections need all three.
+    let mut lg = spawn_echo_loadgen(
+        &cfg,
+        &prefix,
+        &[
+            "--conns",
+            "250",
+            "--clients",
+            "192.0.2.64/31",
+            "--ephemeral",
+            "40000-40099",
+            "-d",
+            "30",
+        ],
+    );
+    let mut peers = std::collections::HashSet::new();
+    let mut most = 0;
+    let held = wait_for(Duration::from_secs(25), || {
+        let out = net
+            .run(&["ss", "-Htn", "state", "established", "sport = :7"])
+            .unwrap_or_default();
+        let n = out.lines().count();
+        most = most.max(n);
+        for l in out.lines() {
+            if let Some(peer) = l.split_whitespace().last() {
+                if let Some((ip, _)) = peer.rsplit_once(':') {
+                    peers.insert(ip.to_string());
+                }
+            }
+        }
+        n >= 250 || lg.exited().is_some()
+    });
+    let status = lg.interrupt_and_wait(Duration::from_secs(15));
+    let out = lg.describe();
+    println!("{out}\nclient addresses {peers:?}, most connections {most}");
+    assert!(held, "at most {most} connections held: {out}");
+    assert_eq!(most, 250, "{out}");
+    assert_eq!(peers.len(), 3, "client addresses {peers:?}: {out}");
+    assert!(status.is_some_and(|s| s.success()), "{out}");
+    assert!(
+        counter(&out, "loadgen: transactions", "transactions").unwrap_or(0) > 0,
+        "{out}"
+    );
+    println!(
+        "procs_loadgen_client_addresses took {:?}",
+        started.elapsed()
+    );
+}
