@@ -13,7 +13,11 @@ mod demo;
 mod demo_tcp;
 #[cfg(feature = "dpdk")]
 mod dpdk;
+// Without the `dpdk` feature the applications' subcommands only say that they need it, so
+// their runtime's helpers go unused there.
+#[cfg_attr(not(feature = "dpdk"), allow(dead_code))]
 mod hostapps;
+#[cfg_attr(not(feature = "dpdk"), allow(dead_code))]
 mod procs;
 mod proxy_cmd;
 mod report;
