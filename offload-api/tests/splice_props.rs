@@ -7,7 +7,9 @@
 //! input is refused without a panic and without a change.
 
 use offload_api::msg::{FourTuple, SpliceInstallRepr, SpliceSide};
-use offload_api::splice::{directions, translate, PairTracker, Side, TranslateError, Translated};
+use offload_api::splice::{
+    directions, translate, translate_common, PairTracker, Side, TranslateError, Translated,
+};
 use offload_api::wire::checksum::{add_bytes, checksum, fold, l4_checksum, verify, verify_l4};
 use offload_api::wire::tcp::TcpFlags;
 use proptest::prelude::*;
@@ -407,6 +409,43 @@ proptest! {
         prop_assert_eq!(h, h0);
     }
 
+    /// The fixed-offset translation of the common shape does exactly what the general one
+    /// does, and takes every segment of that shape.
+    #[test]
+    fn common_shape_translation_equals_the_general_one(
+        r in install(),
+        s in seg(),
+        b_to_a in any::<bool>(),
+        ts_off in any::<bool>(),
+    ) {
+        let from = if b_to_a { Side::B } else { Side::A };
+        let (ab, ba) = directions(&r);
+        let mut d = if b_to_a { ba } else { ab };
+        if ts_off {
+            d.out_ts = false;
+        }
+        let (f, l4, _) = build(&r, from, &s);
+        let (mut fast, mut general) = (f.clone(), f.clone());
+        let common_shape = d.out_ts
+            && l4 == 34
+            && matches!(s.opts[..], [Opt::Nop, Opt::Nop, Opt::Ts(..)]);
+        let t = translate_common(&mut fast, &d);
+        let g = translate(&mut general, l4, &d);
+        prop_assert_eq!(t.is_some(), common_shape);
+        match t {
+            Some(t) => {
+                prop_assert_eq!(Ok(t), g);
+                prop_assert_eq!(fast, general);
+            }
+            None => prop_assert_eq!(&fast, &f),
+        }
+        // Another direction's segment is never taken.
+        let other = if b_to_a { ab } else { ba };
+        let mut g2 = f.clone();
+        prop_assert_eq!(translate_common(&mut g2, &other), None);
+        prop_assert_eq!(g2, f);
+    }
+
     #[test]
     fn arbitrary_bytes_never_panic(
         r in install(),
@@ -421,8 +460,12 @@ proptest! {
         }
         let (ab, _) = directions(&r);
         let before = f.clone();
+        let mut g = f.clone();
         if translate(&mut f, l4, &ab).is_err() {
-            prop_assert_eq!(f, before);
+            prop_assert_eq!(&f, &before);
+        }
+        if translate_common(&mut g, &ab).is_none() {
+            prop_assert_eq!(g, before);
         }
     }
 }
