@@ -6,15 +6,17 @@
 //! come back in `Vec`s the caller owns and reuses. `rx` never allocates.
 
 use super::arp::{self, ArpFields, ArpTable, SharedNeighbours, ARP_FRAME_LEN, OP_REQUEST};
-use super::csum::{self, ipv4_bounds_for_tx};
+use super::csum::{self, ipv4_for_tx};
 use super::icmp;
 use super::parse::{
-    fast_transit, fast_transit_raw, parse_headers, verify_l4_checksum, DropCounters, DropReason,
-    ETHERTYPE_IPV4, ETH_HDR_LEN, IPPROTO_ICMP, IPPROTO_TCP, L3,
+    fast_transit, fast_transit_raw, mac48, parse_headers, verify_l4_checksum, DropCounters,
+    DropReason, ETHERTYPE_IPV4, ETH_HDR_LEN, IPPROTO_ICMP, IPPROTO_TCP, IPV4_HDR_LEN, L3,
 };
 use super::tso;
 use super::verdict::Verdict;
 use crate::buf::PacketBuf;
+use offload_api::wire::ethernet::is_group;
+use offload_api::wire::{EthernetFrame, Ipv4Packet};
 
 /// Smallest Ethernet frame (IEEE 802.3, FCS excluded): host frames padded to it keep their
 /// padding.
@@ -332,11 +334,6 @@ pub struct NicStack<B: PacketBuf> {
     counters: StackCounters,
 }
 
-#[inline]
-fn is_group(mac: &[u8]) -> bool {
-    mac[0] & 1 != 0
-}
-
 impl<B: PacketBuf> NicStack<B> {
     /// A stack for `ifaces`, indexed by port index.
     pub fn new(ifaces: Vec<IfaceConfig>, cfg: StackConfig) -> Self {
@@ -450,16 +447,7 @@ impl<B: PacketBuf> NicStack<B> {
             return None;
         }
         let iface = &self.ifaces[port];
-        let mac = u64::from_le_bytes([
-            iface.mac[0],
-            iface.mac[1],
-            iface.mac[2],
-            iface.mac[3],
-            iface.mac[4],
-            iface.mac[5],
-            0,
-            0,
-        ]);
+        let mac = mac48(&iface.mac);
         let transit = match iface.ipv4.as_slice() {
             [(ip, _)] => transit_scan(bufs, mac, |dst| dst != u32::from_le_bytes(*ip)),
             ips => transit_scan(bufs, mac, |dst| {
@@ -540,8 +528,7 @@ impl<B: PacketBuf> NicStack<B> {
             }
         }
         let mac = self.ifaces[port].mac;
-        let dst_mac = &buf.data()[..6];
-        if dst_mac != mac && !is_group(dst_mac) {
+        if p.dst_mac != mac && !is_group(&p.dst_mac) {
             return self.pass();
         }
         match p.l3 {
@@ -578,7 +565,7 @@ impl<B: PacketBuf> NicStack<B> {
     }
 
     fn rx_arp(&mut self, port: usize, buf: &mut B, now_ns: u64) -> Verdict {
-        let Some(a) = ArpFields::read(&buf.data()[ETH_HDR_LEN..]) else {
+        let Some(a) = ArpFields::read(EthernetFrame::new_unchecked(buf.data()).payload()) else {
             return self.rx_drop(DropReason::Truncated);
         };
         let iface = &self.ifaces[port];
@@ -663,33 +650,31 @@ impl<B: PacketBuf> NicStack<B> {
     ) -> Result<usize, DropReason> {
         self.begin_host_tx(port)?;
         let iface = &self.ifaces[port];
-        let d = buf.data_mut();
-        if d.len() < ETH_HDR_LEN {
-            return Err(DropReason::Truncated);
+        let mut eth =
+            EthernetFrame::new_checked(buf.data_mut()).map_err(|_| DropReason::Truncated)?;
+        let dst_zero = eth.dst_addr() == [0; 6];
+        if eth.src_addr() == [0; 6] {
+            eth.set_src_addr(iface.mac);
         }
-        let dst_zero = d[0..6] == [0; 6];
-        if d[6..12] == [0; 6] {
-            d[6..12].copy_from_slice(&iface.mac);
-        }
-        if u16::from_be_bytes([d[12], d[13]]) != ETHERTYPE_IPV4 {
+        if eth.ethertype() != ETHERTYPE_IPV4 {
             if dst_zero {
                 return Err(DropReason::Unsupported);
             }
             out.push(buf);
             return Ok(1);
         }
-        let (_, total) = ipv4_bounds_for_tx(&d[ETH_HDR_LEN..])?;
+        let total = ipv4_for_tx(eth.payload())?.total_len();
         // Bytes after the IP packet are not sent, except up to the Ethernet minimum.
         let keep = (ETH_HDR_LEN + total).max(MIN_FRAME_LEN);
-        if d.len() > keep {
-            let extra = d.len() - keep;
+        if buf.len() > keep {
+            let extra = buf.len() - keep;
             buf.trim(extra);
         }
         let iface = &self.ifaces[port];
         let d = buf.data_mut();
         let needs_tso = total > iface.mtu as usize;
         if needs_tso {
-            if d[ETH_HDR_LEN + 9] != IPPROTO_TCP {
+            if Ipv4Packet::new_unchecked(&d[ETH_HDR_LEN..]).protocol() != IPPROTO_TCP {
                 return Err(DropReason::TsoTooLarge);
             }
             tso::mss_for(d, iface.mtu)?;
@@ -747,22 +732,23 @@ impl<B: PacketBuf> NicStack<B> {
         out: &mut Vec<B>,
     ) -> Result<usize, DropReason> {
         self.begin_host_tx(port)?;
-        if frame.len() < ETH_HDR_LEN + 20
-            || u16::from_be_bytes([frame[12], frame[13]]) != ETHERTYPE_IPV4
-        {
+        let eth = EthernetFrame::new_unchecked(frame);
+        if frame.len() < ETH_HDR_LEN + IPV4_HDR_LEN || eth.ethertype() != ETHERTYPE_IPV4 {
             return Err(DropReason::TsoTooLarge);
         }
-        let (_, total) = ipv4_bounds_for_tx(&frame[ETH_HDR_LEN..])?;
+        let ip = ipv4_for_tx(eth.payload_slice())?;
+        let (total, proto) = (ip.total_len(), ip.protocol());
         let iface = &self.ifaces[port];
-        if total <= iface.mtu as usize || frame[ETH_HDR_LEN + 9] != IPPROTO_TCP {
+        if total <= iface.mtu as usize || proto != IPPROTO_TCP {
             return Err(DropReason::TsoTooLarge);
         }
         tso::mss_for(frame, iface.mtu)?;
         let mut f = frame[..ETH_HDR_LEN + total].to_vec();
-        if f[6..12] == [0; 6] {
-            f[6..12].copy_from_slice(&iface.mac);
+        let mut eth = EthernetFrame::new_unchecked(&mut f[..]);
+        if eth.src_addr() == [0; 6] {
+            eth.set_src_addr(iface.mac);
         }
-        if f[0..6] == [0; 6] {
+        if eth.dst_addr() == [0; 6] {
             if let Some(ip) = self.resolve_dst(port, &mut f, now_ns)? {
                 return self.hold(port, ip, Held::Bytes(f), now_ns);
             }
@@ -779,10 +765,11 @@ impl<B: PacketBuf> NicStack<B> {
         f: &mut [u8],
         now_ns: u64,
     ) -> Result<Option<[u8; 4]>, DropReason> {
-        let dst_ip = [f[30], f[31], f[32], f[33]];
+        let mut eth = EthernetFrame::new_unchecked(f);
+        let dst_ip = Ipv4Packet::new_unchecked(eth.payload()).dst_addr();
         match self.next_hop_mac(port, dst_ip, now_ns) {
             NextHop::Mac(mac) => {
-                f[0..6].copy_from_slice(&mac);
+                eth.set_dst_addr(mac);
                 Ok(None)
             }
             NextHop::Unreachable => Err(DropReason::ArpUnresolved),
@@ -952,13 +939,13 @@ impl<B: PacketBuf> NicStack<B> {
                 for held in p.frames {
                     let r = match held {
                         Held::Buf(mut b) => {
-                            b.data_mut()[0..6].copy_from_slice(&mac);
-                            let needs_tso = ipv4_bounds_for_tx(&b.data()[ETH_HDR_LEN..])
-                                .is_ok_and(|(_, total)| total > self.ifaces[port].mtu as usize);
+                            EthernetFrame::new_unchecked(b.data_mut()).set_dst_addr(mac);
+                            let needs_tso = ipv4_for_tx(&b.data()[ETH_HDR_LEN..])
+                                .is_ok_and(|ip| ip.total_len() > self.ifaces[port].mtu as usize);
                             self.emit(port, b, needs_tso, alloc, out)
                         }
                         Held::Bytes(mut f) => {
-                            f[0..6].copy_from_slice(&mac);
+                            EthernetFrame::new_unchecked(&mut f[..]).set_dst_addr(mac);
                             self.segment_bytes(port, &f, alloc, out)
                         }
                     };
