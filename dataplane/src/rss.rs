@@ -5,6 +5,10 @@
 //! (0x6d5a repeated, Woo & Park, "Scalable TCP Session Monitoring with Symmetric RSS") hashes
 //! both directions of a flow to the same value, so one NIC lcore sees both directions.
 
+use offload_api::wire::ipv4::{self, Ipv4Packet};
+use offload_api::wire::EthernetFrame;
+use offload_api::{ETHERTYPE_IPV4, ETH_HDR_LEN, IPPROTO_TCP, IPPROTO_UDP, IPV4_HDR_LEN};
+
 /// The default Toeplitz key of Microsoft's RSS specification (40 bytes), used by most NICs.
 pub const DEFAULT_KEY: [u8; 40] = [
     0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2, 0x41, 0x67, 0x25, 0x3d, 0x43, 0xa3, 0x8f, 0xb0,
@@ -94,25 +98,29 @@ pub fn ipv4_input(
 /// Hashes an Ethernet frame the way an RSS NIC does: IPv4 TCP/UDP by 4-tuple, other IPv4 by
 /// addresses, anything else (ARP, non-first fragments, malformed) hashes to 0.
 pub fn hash_frame(key: &[u8], frame: &[u8]) -> u32 {
-    if frame.len() < 34 || frame[12..14] != [0x08, 0x00] || frame[14] >> 4 != 4 {
+    if frame.len() < ETH_HDR_LEN + IPV4_HDR_LEN {
         return 0;
     }
-    let ihl = ((frame[14] & 0x0f) as usize) * 4;
-    let proto = frame[23];
-    let frag = u16::from_be_bytes([frame[20], frame[21]]) & 0x3fff;
-    let src = [frame[26], frame[27], frame[28], frame[29]];
-    let dst = [frame[30], frame[31], frame[32], frame[33]];
-    let l4 = 14 + ihl;
-    let ports = if (proto == 6 || proto == 17) && frag == 0 && frame.len() >= l4 + 4 {
-        Some((
-            u16::from_be_bytes([frame[l4], frame[l4 + 1]]),
-            u16::from_be_bytes([frame[l4 + 2], frame[l4 + 3]]),
-        ))
-    } else {
-        None
+    let eth = EthernetFrame::new_unchecked(frame);
+    let ip = Ipv4Packet::new_unchecked(eth.payload());
+    if eth.ethertype() != ETHERTYPE_IPV4 || ip.version() != ipv4::VERSION {
+        return 0;
+    }
+    // The header length is not validated: a NIC hashes what the IHL says.
+    let l4 = ETH_HDR_LEN + ip.header_len();
+    let proto = ip.protocol();
+    let ports = match frame.get(l4..l4 + 4) {
+        Some(&[s0, s1, d0, d1])
+            if (proto == IPPROTO_TCP || proto == IPPROTO_UDP) && !ip.is_fragment() =>
+        {
+            // TCP and UDP both start with the source and destination ports (RFC 9293 §3.1,
+            // RFC 768).
+            Some((u16::from_be_bytes([s0, s1]), u16::from_be_bytes([d0, d1])))
+        }
+        _ => None,
     };
     let mut input = [0u8; 12];
-    let n = ipv4_input(src, dst, ports, &mut input);
+    let n = ipv4_input(ip.src_addr(), ip.dst_addr(), ports, &mut input);
     toeplitz(key, &input[..n])
 }
 

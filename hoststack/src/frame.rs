@@ -8,6 +8,7 @@
 //! rx checksum offload, as mTCP relies on); the host still bounds-checks everything.
 
 use crate::tcp::segment::{self, TcpHeader};
+use offload_api::wire::{EthernetFrame, EthernetRepr, Ipv4Packet, Ipv4Repr};
 
 pub use offload_api::{ETHERTYPE_IPV4, ETH_HDR_LEN, IPPROTO_TCP, IPV4_HDR_LEN};
 
@@ -26,16 +27,27 @@ pub fn build_tcp(
     let total = ETH_HDR_LEN + IPV4_HDR_LEN + hlen + plen;
     buf.clear();
     buf.resize(ETH_HDR_LEN + IPV4_HDR_LEN + hlen, 0);
-    buf[12..14].copy_from_slice(&ETHERTYPE_IPV4.to_be_bytes());
-    let ip = &mut buf[ETH_HDR_LEN..ETH_HDR_LEN + IPV4_HDR_LEN];
-    ip[0] = 0x45;
-    ip[2..4].copy_from_slice(&((IPV4_HDR_LEN + hlen + plen) as u16).to_be_bytes());
-    ip[4..6].copy_from_slice(&ip_id.to_be_bytes());
-    ip[6] = 0x40; // DF
-    ip[8] = 64;
-    ip[9] = IPPROTO_TCP;
-    ip[12..16].copy_from_slice(&src_ip);
-    ip[16..20].copy_from_slice(&dst_ip);
+    let mut eth = EthernetFrame::new_unchecked(&mut buf[..]);
+    // Both MACs zero: the NIC fills them.
+    EthernetRepr {
+        dst: [0; 6],
+        src: [0; 6],
+        ethertype: ETHERTYPE_IPV4,
+    }
+    .emit(&mut eth);
+    let mut ip = Ipv4Packet::new_unchecked(eth.payload_mut());
+    // Checksum left zero: the NIC fills it.
+    Ipv4Repr {
+        src: src_ip,
+        dst: dst_ip,
+        protocol: IPPROTO_TCP,
+        payload_len: hlen + plen,
+        ttl: 64,
+        ident: ip_id,
+        dont_frag: true,
+        dscp_ecn: 0,
+    }
+    .emit(&mut ip);
     segment::emit(header, &mut buf[ETH_HDR_LEN + IPV4_HDR_LEN..]);
     buf.extend_from_slice(payload[0]);
     buf.extend_from_slice(payload[1]);
@@ -71,34 +83,27 @@ pub fn parse_tcp(frame: &[u8]) -> Result<TcpFrame<'_>, FrameError> {
     if frame.len() < ETH_HDR_LEN + IPV4_HDR_LEN {
         return Err(FrameError::Malformed);
     }
-    if u16::from_be_bytes([frame[12], frame[13]]) != ETHERTYPE_IPV4 {
+    let eth = EthernetFrame::new_unchecked(frame);
+    if eth.ethertype() != ETHERTYPE_IPV4 {
         return Err(FrameError::NotIpv4);
     }
-    parse_ipv4_tcp(&frame[ETH_HDR_LEN..])
+    parse_ipv4_tcp(eth.payload_slice())
 }
 
 /// Splits an IPv4 packet (no Ethernet header: the payload of a 0x090A setup notification)
 /// into its addresses and TCP bytes (RFC 791 §3.1 header checks, no fragments).
 pub fn parse_ipv4_tcp(ip: &[u8]) -> Result<TcpFrame<'_>, FrameError> {
-    if ip.len() < IPV4_HDR_LEN || ip[0] >> 4 != 4 {
-        return Err(FrameError::Malformed);
-    }
-    let ihl = ((ip[0] & 0x0f) as usize) * 4;
-    let total = u16::from_be_bytes([ip[2], ip[3]]) as usize;
-    if ihl < IPV4_HDR_LEN || total < ihl || total > ip.len() {
-        return Err(FrameError::Malformed);
-    }
-    let frag = u16::from_be_bytes([ip[6], ip[7]]);
-    if frag & 0x3fff != 0 {
+    let p = Ipv4Packet::new_checked(ip).map_err(|_| FrameError::Malformed)?;
+    if p.is_fragment() {
         return Err(FrameError::Fragment);
     }
-    if ip[9] != IPPROTO_TCP {
+    if p.protocol() != IPPROTO_TCP {
         return Err(FrameError::NotTcp);
     }
     Ok(TcpFrame {
-        src_ip: [ip[12], ip[13], ip[14], ip[15]],
-        dst_ip: [ip[16], ip[17], ip[18], ip[19]],
-        tcp: &ip[ihl..total],
+        src_ip: p.src_addr(),
+        dst_ip: p.dst_addr(),
+        tcp: p.payload_slice(),
     })
 }
 

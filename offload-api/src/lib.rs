@@ -32,21 +32,18 @@ pub mod syncookie;
 pub mod tonic_abi;
 pub mod wire;
 
-/// Length of an Ethernet II header (destination, source, EtherType; no VLAN tag).
-pub const ETH_HDR_LEN: usize = 14;
-/// Length of an IPv4 header without options (RFC 791; the only form nicemu emits).
-pub const IPV4_HDR_LEN: usize = 20;
-/// IP protocol number of ICMP (RFC 792).
-pub const IPPROTO_ICMP: u8 = 1;
-/// IP protocol number of TCP (RFC 9293 §3.1; also the pseudo-header's protocol).
-pub const IPPROTO_TCP: u8 = 6;
-/// IP protocol number of UDP (RFC 768).
-pub const IPPROTO_UDP: u8 = 17;
-
-/// EtherType of an ordinary IPv4 packet (RFC 894): crosses the link unchanged.
-pub const ETHERTYPE_IPV4: u16 = 0x0800;
-/// EtherType of an ARP packet (RFC 826).
-pub const ETHERTYPE_ARP: u16 = 0x0806;
+/// Length of an Ethernet II header (destination, source, EtherType; no VLAN tag): defined in
+/// [`wire::ethernet`].
+pub use wire::ethernet::HEADER_LEN as ETH_HDR_LEN;
+/// EtherTypes of IPv4 (RFC 894; crosses the link unchanged) and ARP (RFC 826): defined in
+/// [`wire::ethernet`].
+pub use wire::ethernet::{ETHERTYPE_ARP, ETHERTYPE_IPV4};
+/// Length of an IPv4 header without options (RFC 791 §3.1; the only form nicemu emits):
+/// defined in [`wire::ipv4`].
+pub use wire::ipv4::HEADER_LEN as IPV4_HDR_LEN;
+/// IP protocol numbers of ICMP (RFC 792), TCP (RFC 9293) and UDP (RFC 768): defined in
+/// [`wire::ipv4`].
+pub use wire::ipv4::{IPPROTO_ICMP, IPPROTO_TCP, IPPROTO_UDP};
 
 /// AccelTCP App. A: NIC → host, a new connection established by a SYN-cookie handshake
 /// ([`msg::SetupFrame`]).

@@ -40,8 +40,10 @@
 
 use crate::msg::{FourTuple, MacAddr, SpliceInstallRepr};
 use crate::wire::checksum::fold;
-use crate::wire::tcp::TcpFlags;
-use crate::{ETHERTYPE_IPV4, ETH_HDR_LEN};
+use crate::wire::ethernet::{EthernetFrame, ETHERTYPE_IPV4, HEADER_LEN as ETH_HDR_LEN};
+use crate::wire::ipv4::{self, Ipv4Packet, HEADER_LEN as IPV4_HDR_LEN, IPPROTO_TCP};
+use crate::wire::tcp::{self, TcpFlags, TcpPacket};
+use crate::wire::Seq;
 
 /// Most SACK/timestamp options a 40-byte options area can hold (each takes at least 10 bytes).
 const MAX_REWRITTEN_OPTIONS: usize = 4;
@@ -322,18 +324,8 @@ pub enum TranslateError {
 }
 
 #[inline(always)]
-fn rd16(b: &[u8], i: usize) -> u16 {
-    u16::from_be_bytes([b[i], b[i + 1]])
-}
-
-#[inline(always)]
 fn rd32(b: &[u8], i: usize) -> u32 {
     u32::from_be_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]])
-}
-
-#[inline(always)]
-fn wr16(b: &mut [u8], i: usize, v: u16) {
-    b[i..i + 2].copy_from_slice(&v.to_be_bytes());
 }
 
 #[inline(always)]
@@ -434,36 +426,39 @@ fn find_options(
 /// A valid checksum stays valid: the result equals a full recomputation (both lie in
 /// 0..=0xfffe and are congruent modulo 0xffff). Never panics; on `Err` the frame is unchanged.
 pub fn translate(frame: &mut [u8], l4_off: usize, d: &Dir) -> Result<Translated, TranslateError> {
-    if frame.len() < ETH_HDR_LEN + 20 {
+    if frame.len() < ETH_HDR_LEN + IPV4_HDR_LEN {
         return Err(TranslateError::Truncated);
     }
-    if rd16(frame, 12) != ETHERTYPE_IPV4 || frame[ETH_HDR_LEN] >> 4 != 4 {
+    let eth = EthernetFrame::new_unchecked(&*frame);
+    let ip = Ipv4Packet::new_unchecked(eth.payload());
+    if eth.ethertype() != ETHERTYPE_IPV4 || ip.version() != ipv4::VERSION {
         return Err(TranslateError::NotIpv4);
     }
-    let ihl = usize::from(frame[ETH_HDR_LEN] & 0x0f) * 4;
-    if ihl < 20 || ETH_HDR_LEN + ihl != l4_off {
+    let ihl = ip.header_len();
+    if ihl < IPV4_HDR_LEN || ETH_HDR_LEN + ihl != l4_off {
         return Err(TranslateError::BadIpHeader);
     }
-    let total = usize::from(rd16(frame, ETH_HDR_LEN + 2));
-    if total < ihl + 20 || ETH_HDR_LEN + total > frame.len() {
+    let total = ip.total_len();
+    if total < ihl + tcp::FIXED_HEADER_LEN || ETH_HDR_LEN + total > frame.len() {
         return Err(TranslateError::Truncated);
     }
-    if rd16(frame, ETH_HDR_LEN + 6) & 0x3fff != 0 {
+    if ip.is_fragment() {
         return Err(TranslateError::Fragment);
     }
-    if frame[ETH_HDR_LEN + 9] != 6 {
+    if ip.protocol() != IPPROTO_TCP {
         return Err(TranslateError::NotTcp);
     }
     let (head, tcp) = frame[..ETH_HDR_LEN + total].split_at_mut(l4_off);
-    let doff = usize::from(tcp[12] >> 4) * 4;
-    if doff < 20 || doff > tcp.len() {
+    let t = TcpPacket::new_unchecked(&*tcp);
+    let doff = t.header_len();
+    if doff < tcp::FIXED_HEADER_LEN || doff > tcp.len() {
         return Err(TranslateError::BadDataOffset);
     }
-    let ip = &mut head[ETH_HDR_LEN..];
-    if ip[12..16] != d.in_src_ip
-        || ip[16..20] != d.in_dst_ip
-        || rd16(tcp, 0) != d.in_src_port
-        || rd16(tcp, 2) != d.in_dst_port
+    let ip = Ipv4Packet::new_unchecked(&head[ETH_HDR_LEN..]);
+    if ip.src_addr() != d.in_src_ip
+        || ip.dst_addr() != d.in_dst_ip
+        || t.src_port() != d.in_src_port
+        || t.dst_port() != d.in_dst_port
     {
         return Err(TranslateError::TupleMismatch);
     }
@@ -485,34 +480,36 @@ pub fn translate(frame: &mut [u8], l4_off: usize, d: &Dir) -> Result<Translated,
     };
 
     // Nothing can fail from here on.
-    head[0..6].copy_from_slice(&d.dst_mac);
-    head[6..12].copy_from_slice(&d.src_mac);
-    let ip = &mut head[ETH_HDR_LEN..];
-    ip[12..16].copy_from_slice(&d.out_src_ip);
-    ip[16..20].copy_from_slice(&d.out_dst_ip);
-    let ip_csum = !fold(u64::from(!rd16(ip, 10)) + d.ip_delta);
-    wr16(ip, 10, ip_csum);
+    let mut eth = EthernetFrame::new_unchecked(head);
+    eth.set_dst_addr(d.dst_mac);
+    eth.set_src_addr(d.src_mac);
+    let mut ip = Ipv4Packet::new_unchecked(eth.payload_mut());
+    ip.set_src_addr(d.out_src_ip);
+    ip.set_dst_addr(d.out_dst_ip);
+    let ip_csum = !fold(u64::from(!ip.checksum()) + d.ip_delta);
+    ip.set_checksum(ip_csum);
 
-    let flags = TcpFlags(tcp[13]);
+    let mut t = TcpPacket::new_unchecked(&mut *tcp);
+    let flags = t.flags();
     let mut acc = d.tcp_delta;
-    wr16(tcp, 0, d.out_src_port);
-    wr16(tcp, 2, d.out_dst_port);
-    let seq_in = rd32(tcp, 4);
+    t.set_src_port(d.out_src_port);
+    t.set_dst_port(d.out_dst_port);
+    let seq_in = t.seq_number().0;
     let (seq_out, c) = add_wrap(seq_in, d.seq_add);
     acc += c;
-    wr32(tcp, 4, seq_out);
-    let ack_in = rd32(tcp, 8);
+    t.set_seq_number(Seq(seq_out));
+    let ack_in = t.ack_number().0;
     let mut ack_out = ack_in;
     if flags.has(TcpFlags::ACK) {
         let (v, c) = add_wrap(ack_in, d.ack_add);
         acc += d.ack_delta + c;
         ack_out = v;
-        wr32(tcp, 8, v);
+        t.set_ack_number(Seq(v));
     }
-    let w = rd16(tcp, 14);
+    let w = t.window_len();
     let w2 = d.window(w, flags.has(TcpFlags::SYN));
     acc += delta16(w, w2);
-    wr16(tcp, 14, w2);
+    t.set_window_len(w2);
 
     let (mut sack_stripped, mut ts_stripped, mut has_ts) = (false, false, false);
     if ts_fast {
@@ -558,8 +555,9 @@ pub fn translate(frame: &mut [u8], l4_off: usize, d: &Dir) -> Result<Translated,
         }
         acc += words(&tcp[area]);
     }
-    let tcp_csum = !fold(u64::from(!rd16(tcp, 16)) + acc);
-    wr16(tcp, 16, tcp_csum);
+    let mut t = TcpPacket::new_unchecked(&mut *tcp);
+    let tcp_csum = !fold(u64::from(!t.checksum()) + acc);
+    t.set_checksum(tcp_csum);
 
     Ok(Translated {
         flags,

@@ -15,6 +15,9 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
+use offload_api::wire::ethernet::BROADCAST;
+use offload_api::wire::{EthernetFrame, EthernetRepr};
+
 use super::parse::{ARP_LEN, ETHERTYPE_ARP, ETHERTYPE_IPV4, ETH_HDR_LEN};
 
 /// ARP opcode of a request (RFC 826 "ar$op": ares_op$REQUEST).
@@ -89,7 +92,8 @@ impl ArpFields {
 /// length (Ethernet padding included) is unchanged.
 #[inline]
 pub fn reply_in_place(frame: &mut [u8], our_mac: [u8; 6]) {
-    let Some(req) = ArpFields::read(&frame[ETH_HDR_LEN..]) else {
+    let mut eth = EthernetFrame::new_unchecked(frame);
+    let Some(req) = ArpFields::read(eth.payload()) else {
         return;
     };
     let rep = ArpFields {
@@ -99,18 +103,22 @@ pub fn reply_in_place(frame: &mut [u8], our_mac: [u8; 6]) {
         tha: req.sha,
         tpa: req.spa,
     };
-    frame[0..6].copy_from_slice(&req.sha);
-    frame[6..12].copy_from_slice(&our_mac);
-    rep.write(&mut frame[ETH_HDR_LEN..]);
+    eth.set_dst_addr(req.sha);
+    eth.set_src_addr(our_mac);
+    rep.write(eth.payload_mut());
 }
 
 /// Writes a broadcast ARP request asking for `target_ip` from (`our_mac`, `our_ip`) into
 /// `frame` (exactly [`ARP_FRAME_LEN`] bytes; zero padding after the 42 bytes of headers).
 /// RFC 826: target hardware address unknown, sent as zero.
 pub fn write_request(frame: &mut [u8], our_mac: [u8; 6], our_ip: [u8; 4], target_ip: [u8; 4]) {
-    frame[0..6].copy_from_slice(&[0xff; 6]);
-    frame[6..12].copy_from_slice(&our_mac);
-    frame[12..14].copy_from_slice(&ETHERTYPE_ARP.to_be_bytes());
+    let mut eth = EthernetFrame::new_unchecked(&mut *frame);
+    EthernetRepr {
+        dst: BROADCAST,
+        src: our_mac,
+        ethertype: ETHERTYPE_ARP,
+    }
+    .emit(&mut eth);
     ArpFields {
         op: OP_REQUEST,
         sha: our_mac,
@@ -118,7 +126,7 @@ pub fn write_request(frame: &mut [u8], our_mac: [u8; 6], our_ip: [u8; 4], target
         tha: [0; 6],
         tpa: target_ip,
     }
-    .write(&mut frame[ETH_HDR_LEN..]);
+    .write(eth.payload_mut());
     frame[ETH_HDR_LEN + ARP_LEN..].fill(0);
 }
 

@@ -7,18 +7,20 @@ pub use offload_api::wire::checksum::{
     verify_ipv4_header20, verify_l4,
 };
 
+use offload_api::wire::{EthernetFrame, Ipv4Packet, TcpPacket};
+
 use super::parse::{
-    DropReason, ETHERTYPE_IPV4, ETH_HDR_LEN, IPPROTO_ICMP, IPPROTO_TCP, IPPROTO_UDP,
+    ipv4_drop_reason, DropReason, ETHERTYPE_IPV4, IPPROTO_ICMP, IPPROTO_TCP, IPPROTO_UDP,
+    UDP_CHECKSUM_AT,
 };
 
 /// Computes and stores the IPv4 header checksum of `ip_hdr` (exactly IHL*4 bytes) in place
-/// (RFC 791 §3.1, "Header Checksum").
+/// (RFC 791 §3.1, "Header Checksum"): over the whole slice, whatever its IHL says.
 #[inline]
 pub fn fill_ipv4_header(ip_hdr: &mut [u8]) {
-    ip_hdr[10] = 0;
-    ip_hdr[11] = 0;
+    Ipv4Packet::new_unchecked(&mut *ip_hdr).set_checksum(0);
     let c = checksum(ip_hdr);
-    ip_hdr[10..12].copy_from_slice(&c.to_be_bytes());
+    Ipv4Packet::new_unchecked(ip_hdr).set_checksum(c);
 }
 
 /// Fill the IPv4 header checksum and the TCP/UDP/ICMP checksum of an Ethernet/IPv4 frame built
@@ -35,49 +37,26 @@ pub fn fill_ipv4_header(ip_hdr: &mut [u8]) {
 /// IP options are allowed. Protocols other than TCP, UDP and ICMP only get the IP checksum.
 /// Invariant: on `Ok`, an IPv4 frame without IP options passes [`super::parse::parse`].
 pub fn fill_checksums(frame: &mut [u8]) -> Result<(), DropReason> {
-    if frame.len() < ETH_HDR_LEN {
-        return Err(DropReason::Truncated);
-    }
-    if u16::from_be_bytes([frame[12], frame[13]]) != ETHERTYPE_IPV4 {
+    let mut eth = EthernetFrame::new_checked(frame).map_err(|_| DropReason::Truncated)?;
+    if eth.ethertype() != ETHERTYPE_IPV4 {
         return Ok(());
     }
-    let ip = &mut frame[ETH_HDR_LEN..];
-    let (ihl, total) = ipv4_bounds_for_tx(ip)?;
-    let (hdr, rest) = ip[..total].split_at_mut(ihl);
-    fill_ipv4_header(hdr);
-    let src = [hdr[12], hdr[13], hdr[14], hdr[15]];
-    let dst = [hdr[16], hdr[17], hdr[18], hdr[19]];
-    fill_l4(hdr[9], src, dst, rest)
+    let mut ip = ipv4_for_tx(eth.payload_mut())?;
+    ip.fill_checksum();
+    let (proto, src, dst) = (ip.protocol(), ip.src_addr(), ip.dst_addr());
+    fill_l4(proto, src, dst, ip.payload_mut())
 }
 
-/// Validates the IPv4 header of a host-built packet and returns `(IHL*4, total_length)`.
+/// The IPv4 packet `ip` of a host-built frame as a checked view, after the transmit checks
+/// ([`Ipv4Packet::check_len`], RFC 791 §3.1, with [`ipv4_drop_reason`]'s reasons) and
+/// `Fragment` for a fragment (RFC 791 §3.2). IP options are allowed.
 #[inline]
-pub(crate) fn ipv4_bounds_for_tx(ip: &[u8]) -> Result<(usize, usize), DropReason> {
-    if ip.len() < 20 {
-        return Err(DropReason::Truncated);
-    }
-    if ip[0] >> 4 != 4 {
-        return Err(DropReason::BadIpVersion);
-    }
-    let ihl = ((ip[0] & 0x0f) as usize) * 4;
-    if ihl < 20 {
-        return Err(DropReason::BadLength);
-    }
-    if ihl > ip.len() {
-        return Err(DropReason::Truncated);
-    }
-    let total = u16::from_be_bytes([ip[2], ip[3]]) as usize;
-    if total < ihl {
-        return Err(DropReason::BadLength);
-    }
-    if total > ip.len() {
-        return Err(DropReason::Truncated);
-    }
-    let frag = u16::from_be_bytes([ip[6], ip[7]]);
-    if frag & 0x3fff != 0 {
+pub(crate) fn ipv4_for_tx<T: AsRef<[u8]>>(ip: T) -> Result<Ipv4Packet<T>, DropReason> {
+    let p = Ipv4Packet::new_checked(ip).map_err(ipv4_drop_reason)?;
+    if p.is_fragment() {
         return Err(DropReason::Fragment);
     }
-    Ok((ihl, total))
+    Ok(p)
 }
 
 /// Fills the L4 checksum of `l4` (the IP payload, exactly) for protocol `proto`.
@@ -90,20 +69,15 @@ pub(crate) fn fill_l4(
 ) -> Result<(), DropReason> {
     super::parse::check_l4_header(proto, l4)?;
     match proto {
-        IPPROTO_TCP => {
-            l4[16] = 0;
-            l4[17] = 0;
-            let c = l4_checksum(src, dst, proto, l4);
-            l4[16..18].copy_from_slice(&c.to_be_bytes());
-        }
+        IPPROTO_TCP => TcpPacket::new_unchecked(l4).fill_checksum(src, dst),
         IPPROTO_UDP => {
-            l4[6] = 0;
-            l4[7] = 0;
+            let field = UDP_CHECKSUM_AT..UDP_CHECKSUM_AT + 2;
+            l4[field.clone()].fill(0);
             let mut c = l4_checksum(src, dst, proto, l4);
             if c == 0 {
                 c = 0xffff; // RFC 768: a computed zero is transmitted as all ones.
             }
-            l4[6..8].copy_from_slice(&c.to_be_bytes());
+            l4[field].copy_from_slice(&c.to_be_bytes());
         }
         IPPROTO_ICMP => {
             l4[2] = 0;

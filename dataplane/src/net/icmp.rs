@@ -1,7 +1,9 @@
 //! ICMP echo (RFC 792 "Echo or Echo Reply Message") answered by the NIC for its own addresses.
 
+use offload_api::wire::{EthernetFrame, Ipv4Packet};
+
 use super::csum;
-use super::parse::ETH_HDR_LEN;
+use super::parse::{ETH_HDR_LEN, IPV4_HDR_LEN};
 
 /// ICMP type of an echo reply (RFC 792).
 pub const TYPE_ECHO_REPLY: u8 = 0;
@@ -28,23 +30,22 @@ pub fn is_echo_request(l4: &[u8]) -> bool {
 /// is unchanged.
 #[inline]
 pub fn echo_reply_in_place(frame: &mut [u8], l4_off: usize, our_mac: [u8; 6]) {
-    if frame.len() < l4_off + 8 || l4_off < ETH_HDR_LEN + 20 {
+    if frame.len() < l4_off + 8 || l4_off < ETH_HDR_LEN + IPV4_HDR_LEN {
         return;
     }
     // Ethernet.
-    let mut requester = [0u8; 6];
-    requester.copy_from_slice(&frame[6..12]);
-    frame[0..6].copy_from_slice(&requester);
-    frame[6..12].copy_from_slice(&our_mac);
-    // IPv4.
-    let ihl = l4_off - ETH_HDR_LEN;
-    let ip = &mut frame[ETH_HDR_LEN..l4_off];
-    let mut src = [0u8; 4];
-    src.copy_from_slice(&ip[12..16]);
-    ip.copy_within(16..20, 12);
-    ip[16..20].copy_from_slice(&src);
-    ip[8] = REPLY_TTL;
-    csum::fill_ipv4_header(&mut ip[..ihl]);
+    let mut eth = EthernetFrame::new_unchecked(&mut *frame);
+    let requester = eth.src_addr();
+    eth.set_dst_addr(requester);
+    eth.set_src_addr(our_mac);
+    // IPv4: the header is `frame[14..l4_off]`.
+    let ip_hdr = &mut frame[ETH_HDR_LEN..l4_off];
+    let mut ip = Ipv4Packet::new_unchecked(&mut *ip_hdr);
+    let (src, dst) = (ip.src_addr(), ip.dst_addr());
+    ip.set_src_addr(dst);
+    ip.set_dst_addr(src);
+    ip.set_ttl(REPLY_TTL);
+    csum::fill_ipv4_header(ip_hdr);
     // ICMP: type 8 → 0, code kept; the (type, code) word changes.
     let icmp = &mut frame[l4_off..];
     let old_word = u16::from_be_bytes([icmp[0], icmp[1]]);

@@ -4,15 +4,28 @@
 //! ([`Parsed`]) or names why it must be dropped ([`DropReason`]). It never panics: every index
 //! is guarded by a length check first.
 
-use offload_api::wire::tcp::{self, data_offset_bytes, TcpError, TcpPacket};
+use offload_api::wire::checksum::{ipv4_header20_words, is_multiple_of_ffff};
+use offload_api::wire::ethernet::{self, EthernetFrame};
+use offload_api::wire::ipv4::{self, Ipv4Error, Ipv4Packet};
+use offload_api::wire::tcp::{self, TcpError, TcpPacket};
 
 use super::csum;
 
-/// Where the TCP header of an Ethernet/IPv4 frame without IP options starts.
-const TCP_AT: usize = ETH_HDR_LEN + 20;
+/// Where the TCP or UDP header of an Ethernet/IPv4 frame without IP options starts.
+const L4_AT: usize = ETH_HDR_LEN + IPV4_HDR_LEN;
+/// The UDP length field (RFC 768), from the start of the UDP header.
+const UDP_LENGTH_AT: usize = 4;
+/// The UDP checksum field (RFC 768), from the start of the UDP header.
+pub(crate) const UDP_CHECKSUM_AT: usize = 6;
+/// Length of the UDP header (RFC 768).
+const UDP_HDR_LEN: usize = 8;
+/// Bytes [`fast_transit_raw`] reads: Ethernet, IPv4 without options, the TCP header up to
+/// its data offset, or the UDP header.
+const FAST_LEN: usize = L4_AT + tcp::FIXED_HEADER_LEN;
 
 pub use offload_api::{
     ETHERTYPE_ARP, ETHERTYPE_IPV4, ETH_HDR_LEN, IPPROTO_ICMP, IPPROTO_TCP, IPPROTO_UDP,
+    IPV4_HDR_LEN,
 };
 /// Length of an Ethernet/IPv4 ARP body (RFC 826 with hln = 6, pln = 4).
 pub const ARP_LEN: usize = 28;
@@ -185,11 +198,6 @@ fn be16(b: &[u8], i: usize) -> u16 {
     u16::from_be_bytes([b[i], b[i + 1]])
 }
 
-#[inline(always)]
-fn addr4(b: &[u8], i: usize) -> [u8; 4] {
-    [b[i], b[i + 1], b[i + 2], b[i + 3]]
-}
-
 /// Validate a frame received from a wire port.
 ///
 /// Checks, in order: Ethernet header present (`Truncated`); control EtherTypes
@@ -236,7 +244,7 @@ pub fn verify_l4_checksum(frame: &[u8], parsed: &Parsed) -> Result<(), DropReaso
     };
     let ok = match proto {
         IPPROTO_TCP => csum::verify_l4(src, dst, proto, l4),
-        IPPROTO_UDP => be16(l4, 6) == 0 || csum::verify_l4(src, dst, proto, l4),
+        IPPROTO_UDP => be16(l4, UDP_CHECKSUM_AT) == 0 || csum::verify_l4(src, dst, proto, l4),
         IPPROTO_ICMP => csum::verify(l4),
         _ => true,
     };
@@ -260,62 +268,65 @@ pub fn verify_l4_checksum(frame: &[u8], parsed: &Parsed) -> Result<(), DropReaso
 /// that is neither `m` nor a group address (checked by a property test).
 #[inline(always)]
 pub fn fast_transit(frame: &[u8], our_mac: &[u8; 6]) -> Option<[u8; 4]> {
-    let ours = u64::from_le_bytes([
-        our_mac[0], our_mac[1], our_mac[2], our_mac[3], our_mac[4], our_mac[5], 0, 0,
-    ]);
-    fast_transit_raw(frame, ours).map(u32::to_le_bytes)
+    fast_transit_raw(frame, mac48(our_mac)).map(u32::to_le_bytes)
 }
 
-/// [`fast_transit`] with the MAC pre-packed (`our_mac` little-endian in the low 48 bits) and
-/// the destination address returned as the little-endian `u32` of its four bytes, for loops
-/// that hoist the packing out ([`crate::net::NicStack::rx_burst`]).
+/// [`fast_transit`] with the MAC pre-packed (`our_mac` as [`mac48`] packs it: little-endian
+/// in the low 48 bits, the high 16 bits zero) and the destination address returned as the
+/// little-endian `u32` of its four bytes, for loops that hoist the packing out
+/// ([`crate::net::NicStack::rx_burst`]).
 ///
-/// Every field is read with a few wide unaligned loads, the fixed-value checks are folded
-/// into one integer that is zero only for a valid frame, and the IPv4 header checksum is a
-/// divisibility test (one multiplication): a valid frame costs about 50 instructions and a
+/// One length check, then the Ethernet, IPv4 and TCP views over the checked bytes: every
+/// accessor is a load at a constant offset with no bounds check left. Frames for our MAC,
+/// group frames and cut frames leave first; the fixed-value checks are or-ed into one
+/// integer that is zero only for a valid frame, and the IPv4 header checksum is a
+/// divisibility test (one multiplication): a valid frame costs a few dozen instructions and a
 /// few well-predicted branches (BENCHMARKS.md, forwarding).
 #[inline(always)]
 pub fn fast_transit_raw(frame: &[u8], our_mac: u64) -> Option<u32> {
     let len = frame.len();
-    let f: &[u8; 54] = frame.get(..54).and_then(|h| h.try_into().ok())?;
-    let r64 = |o: usize| u64::from_le_bytes(f[o..o + 8].try_into().unwrap_or([0; 8]));
-    let r32 = |o: usize| u32::from_le_bytes(f[o..o + 4].try_into().unwrap_or([0; 4]));
-    let r16 = |o: usize| u16::from_le_bytes([f[o], f[o + 1]]);
-    // The destination MAC in the top 48 bits (the two source bytes shifted out).
-    let dst_mac = r64(0) << 16;
-    let total = r16(16).swap_bytes() as usize;
-    let dst = r32(30);
-    // IPv4 header checksum (RFC 791 §3.1, RFC 1071) over the header's five 32-bit words: a
-    // sum of 16-bit words is congruent to their one's-complement sum modulo 0xffff (2^16 ≡ 1),
-    // and a valid header's one's-complement sum is 0xffff, so the 64-bit sum of the words is
-    // a multiple of 0xffff. It is never 0 here (version/IHL is checked to be 0x45). The test
-    // for "multiple of 0xffff" multiplies by 0xffff's inverse mod 2^64: the product is at
-    // most (2^64 - 1) / 0xffff exactly for the multiples.
-    let sum = r32(14) as u64 + r32(18) as u64 + r32(22) as u64 + r32(26) as u64 + dst as u64;
-    const INV_FFFF: u64 = 0xfffe_fffe_fffe_ffff;
-    const MAX_Q: u64 = u64::MAX / 0xffff;
-    // Zero exactly when: EtherType IPv4, version 4 and IHL 5 (RFC 894, RFC 791 §3.1); not a
-    // fragment (MF clear, offset 0); a unicast destination MAC.
-    let fixed = ((r32(12) ^ 0x0045_0008) & 0x00ff_ffff) as u64
-        | (r16(20) & 0xff3f) as u64
-        | (dst_mac & (1 << 16));
-    let bad = (fixed != 0)
-        | (sum.wrapping_mul(INV_FFFF) > MAX_Q)
-        | (dst_mac == our_mac << 16)
-        // The datagram fits in the frame.
-        | (ETH_HDR_LEN + total > len);
-    if bad {
+    // One length check; every read below is at a constant offset inside these bytes.
+    let f: &[u8; FAST_LEN] = frame.first_chunk()?;
+    let eth = EthernetFrame::new_unchecked(&f[..]);
+    let ip = Ipv4Packet::new_unchecked(&f[ETH_HDR_LEN..]);
+    let ip_header: &[u8; IPV4_HDR_LEN] = ip.into_inner().first_chunk()?;
+    let dst_mac = eth.dst_addr();
+    let total = ip.total_len();
+    // Frames for this NIC (its MAC), group frames (IEEE 802.3 §3.2.3) and cut frames are
+    // refused first; they are the common non-transit frames.
+    if (mac48(&dst_mac) == our_mac) | ethernet::is_group(&dst_mac) | (ETH_HDR_LEN + total > len) {
         return None;
     }
-    let ok = match f[23] {
-        IPPROTO_UDP => r16(38).swap_bytes() as usize == total.wrapping_sub(20) && total >= 28,
+    // Zero exactly when: EtherType IPv4, version 4 and IHL 5 (RFC 894, RFC 791 §3.1); not a
+    // fragment (MF clear, offset 0, RFC 791 §3.2). Or-ed as integers so that they cost one
+    // branch.
+    let fixed = u32::from(eth.ethertype() != ETHERTYPE_IPV4)
+        | u32::from(ip.version() != ipv4::VERSION || ip.header_len() != IPV4_HDR_LEN)
+        | u32::from(ip.is_fragment());
+    // IPv4 header checksum (RFC 791 §3.1, RFC 1071), as `verify_ipv4_header20` tests it less
+    // its non-zero test: a header whose version/IHL byte is 0x45 never sums to 0.
+    if (fixed != 0) | !is_multiple_of_ffff(ipv4_header20_words(ip_header)) {
+        return None;
+    }
+    let ok = match ip.protocol() {
+        IPPROTO_UDP => {
+            be16(f, L4_AT + UDP_LENGTH_AT) as usize == total.wrapping_sub(IPV4_HDR_LEN)
+                && total >= IPV4_HDR_LEN + UDP_HDR_LEN
+        }
         IPPROTO_TCP => {
-            let doff = data_offset_bytes(f[TCP_AT + tcp::field::DATA_OFF]);
-            doff >= tcp::FIXED_HEADER_LEN && doff + 20 <= total
+            let doff = TcpPacket::new_unchecked(&f[L4_AT..]).header_len();
+            doff >= tcp::FIXED_HEADER_LEN && doff + IPV4_HDR_LEN <= total
         }
         _ => false,
     };
-    ok.then_some(dst)
+    ok.then_some(u32::from_le_bytes(ip.dst_addr()))
+}
+
+/// A MAC address as the little-endian integer of its six bytes (the packing of
+/// [`fast_transit_raw`]'s `our_mac`).
+#[inline(always)]
+pub fn mac48(mac: &[u8; 6]) -> u64 {
+    u64::from_le_bytes([mac[0], mac[1], mac[2], mac[3], mac[4], mac[5], 0, 0])
 }
 
 /// [`parse`] without the L4 checksum: every structural check and the IPv4 header checksum,
@@ -326,26 +337,20 @@ pub fn fast_transit_raw(frame: &[u8], our_mac: u64) -> Option<u32> {
 /// `parse_headers(f)` followed by `verify_l4_checksum(f, ..)`.
 #[inline(always)]
 pub fn parse_headers(frame: &[u8]) -> Result<Parsed, DropReason> {
-    if frame.len() < ETH_HDR_LEN {
-        return Err(DropReason::Truncated);
-    }
-    let mut dst_mac = [0u8; 6];
-    let mut src_mac = [0u8; 6];
-    dst_mac.copy_from_slice(&frame[0..6]);
-    src_mac.copy_from_slice(&frame[6..12]);
-    let ethertype = be16(frame, 12);
+    let eth = EthernetFrame::new_checked(frame).map_err(|_| DropReason::Truncated)?;
+    let ethertype = eth.ethertype();
     let l3 = match ethertype {
-        ETHERTYPE_IPV4 => parse_ipv4(frame)?,
+        ETHERTYPE_IPV4 => parse_ipv4(eth.payload_slice())?,
         ETHERTYPE_ARP => {
-            parse_arp(&frame[ETH_HDR_LEN..])?;
+            parse_arp(eth.payload_slice())?;
             L3::Arp
         }
         t if offload_api::is_control_ethertype(t) => return Err(DropReason::ControlFromWire),
         t => L3::Other(t),
     };
     Ok(Parsed {
-        dst_mac,
-        src_mac,
+        dst_mac: eth.dst_addr(),
+        src_mac: eth.src_addr(),
         ethertype,
         l3,
     })
@@ -370,55 +375,45 @@ fn parse_arp(a: &[u8]) -> Result<(), DropReason> {
     Ok(())
 }
 
+/// The IPv4 checks of [`parse_headers`] on the Ethernet payload `ip`, in the order its
+/// documentation gives.
 #[inline(always)]
-fn parse_ipv4(frame: &[u8]) -> Result<L3, DropReason> {
-    let ip = &frame[ETH_HDR_LEN..];
-    if ip.len() < 20 {
-        return Err(DropReason::Truncated);
-    }
-    let vihl = ip[0];
-    if vihl >> 4 != 4 {
-        return Err(DropReason::BadIpVersion);
-    }
-    let ihl = ((vihl & 0x0f) as usize) * 4;
-    if ihl < 20 {
-        return Err(DropReason::BadLength);
-    }
-    if ihl > ip.len() {
-        return Err(DropReason::Truncated);
-    }
-    if ihl > 20 {
+fn parse_ipv4(ip: &[u8]) -> Result<L3, DropReason> {
+    let p = Ipv4Packet::new_unchecked(ip);
+    p.check_header_len().map_err(ipv4_drop_reason)?;
+    if p.header_len() > IPV4_HDR_LEN {
         return Err(DropReason::IpOptions);
     }
-    let total = be16(ip, 2) as usize;
-    if total < ihl {
-        return Err(DropReason::BadLength);
-    }
-    if total > ip.len() {
-        return Err(DropReason::Truncated);
-    }
-    let hdr: &[u8; 20] = match ip[..20].try_into() {
-        Ok(h) => h,
-        Err(_) => return Err(DropReason::Truncated),
-    };
-    if !csum::verify_ipv4_header20(hdr) {
+    p.check_total_len().map_err(ipv4_drop_reason)?;
+    if !p.verify_checksum() {
         return Err(DropReason::BadIpChecksum);
     }
-    if be16(ip, 6) & 0x3fff != 0 {
+    if p.is_fragment() {
         return Err(DropReason::Fragment);
     }
-    let proto = ip[9];
-    let src = addr4(ip, 12);
-    let dst = addr4(ip, 16);
-    let l4 = &ip[ihl..total];
+    let proto = p.protocol();
+    let l4 = p.payload_slice();
     check_l4_header(proto, l4)?;
     Ok(L3::Ipv4 {
         proto,
-        src,
-        dst,
-        l4_off: ETH_HDR_LEN + ihl,
+        src: p.src_addr(),
+        dst: p.dst_addr(),
+        l4_off: ETH_HDR_LEN + p.header_len(),
         l4_len: l4.len(),
     })
+}
+
+/// The drop reason of an IPv4 header [`Ipv4Packet::check_len`] refuses (RFC 791 §3.1):
+/// `Truncated` when the frame ends before the header or the total length, `BadIpVersion`,
+/// `BadLength` for an IHL below 5 or a total length below the header length.
+#[inline(always)]
+pub(crate) fn ipv4_drop_reason(e: Ipv4Error) -> DropReason {
+    match e {
+        Ipv4Error::Truncated => DropReason::Truncated,
+        Ipv4Error::BadVersion => DropReason::BadIpVersion,
+        Ipv4Error::BadHeaderLen | Ipv4Error::BadTotalLen => DropReason::BadLength,
+        Ipv4Error::Fragment => DropReason::Fragment,
+    }
 }
 
 /// The L4 header checks shared by receive validation and transmit checksum fill: TCP header
@@ -433,10 +428,10 @@ pub(crate) fn check_l4_header(proto: u8, l4: &[u8]) -> Result<(), DropReason> {
             TcpPacket::new_checked(l4).map_err(tcp_drop_reason)?;
         }
         IPPROTO_UDP => {
-            if l4.len() < 8 {
+            if l4.len() < UDP_HDR_LEN {
                 return Err(DropReason::Truncated);
             }
-            if be16(l4, 4) as usize != l4.len() {
+            if be16(l4, UDP_LENGTH_AT) as usize != l4.len() {
                 return Err(DropReason::BadLength);
             }
         }

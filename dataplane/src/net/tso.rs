@@ -3,8 +3,9 @@
 //! `tcp_gso_segment` does in software).
 
 use offload_api::wire::tcp::{TcpFlags, TcpPacket};
+use offload_api::wire::{EthernetFrame, Ipv4Packet};
 
-use super::csum::{self, ipv4_bounds_for_tx};
+use super::csum::ipv4_for_tx;
 use super::parse::{DropReason, ETHERTYPE_IPV4, ETH_HDR_LEN, IPPROTO_TCP};
 use crate::buf::PacketBuf;
 
@@ -34,19 +35,16 @@ pub fn mss_for(frame: &[u8], mtu: u16) -> Result<usize, DropReason> {
 /// Validates the headers of a host TCP frame; returns (IHL*4, TCP header length, total_length).
 #[inline]
 fn headers(frame: &[u8]) -> Result<(usize, usize, usize), DropReason> {
-    if frame.len() < ETH_HDR_LEN {
-        return Err(DropReason::Truncated);
-    }
-    if u16::from_be_bytes([frame[12], frame[13]]) != ETHERTYPE_IPV4 {
+    let eth = EthernetFrame::new_checked(frame).map_err(|_| DropReason::Truncated)?;
+    if eth.ethertype() != ETHERTYPE_IPV4 {
         return Err(DropReason::Unsupported);
     }
-    let ip = &frame[ETH_HDR_LEN..];
-    let (ihl, total) = ipv4_bounds_for_tx(ip)?;
-    if ip[9] != IPPROTO_TCP {
+    let ip = ipv4_for_tx(eth.payload_slice())?;
+    if ip.protocol() != IPPROTO_TCP {
         return Err(DropReason::TsoTooLarge);
     }
-    let tcp = TcpPacket::new_checked(&ip[ihl..total]).map_err(super::parse::tcp_drop_reason)?;
-    Ok((ihl, tcp.header_len(), total))
+    let tcp = TcpPacket::new_checked(ip.payload_slice()).map_err(super::parse::tcp_drop_reason)?;
+    Ok((ip.header_len(), tcp.header_len(), ip.total_len()))
 }
 
 /// Splits the Ethernet/IPv4/TCP `frame` into segments whose IP packets fit in `mtu`, each in a
@@ -78,9 +76,8 @@ pub fn segment<B: PacketBuf>(
     let t = ETH_HDR_LEN + ihl;
     let head = TcpPacket::new_unchecked(&frame[t..ETH_HDR_LEN + total]);
     let (seq0, flags) = (head.seq_number(), head.flags());
-    let id0 = u16::from_be_bytes([frame[18], frame[19]]);
-    let src = [frame[26], frame[27], frame[28], frame[29]];
-    let dst = [frame[30], frame[31], frame[32], frame[33]];
+    let ip = Ipv4Packet::new_unchecked(&frame[ETH_HDR_LEN..t]);
+    let (id0, src, dst) = (ip.ident(), ip.src_addr(), ip.dst_addr());
     let start = out.len();
     for i in 0..nseg {
         let lo = (i * mss).min(payload.len());
@@ -97,10 +94,10 @@ pub fn segment<B: PacketBuf>(
         let d = b.data_mut();
         d[..hdrs].copy_from_slice(&frame[..hdrs]);
         d[hdrs..].copy_from_slice(chunk);
-        let ip_len = (ihl + doff + chunk.len()) as u16;
-        d[16..18].copy_from_slice(&ip_len.to_be_bytes());
-        d[18..20].copy_from_slice(&id0.wrapping_add(i as u16).to_be_bytes());
-        csum::fill_ipv4_header(&mut d[ETH_HDR_LEN..t]);
+        let mut ip = Ipv4Packet::new_unchecked(&mut d[ETH_HDR_LEN..t]);
+        ip.set_total_len((ihl + doff + chunk.len()) as u16);
+        ip.set_ident(id0.wrapping_add(i as u16));
+        ip.fill_checksum();
         let mut tcp = TcpPacket::new_unchecked(&mut d[t..]);
         tcp.set_seq_number(seq0 + lo as u32);
         let mut f = flags.0;

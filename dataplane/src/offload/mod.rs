@@ -148,20 +148,22 @@ impl HostTcp {
     /// (RFC 9293 §3.1); `None` for anything else.
     pub fn find(frame: &[u8]) -> Option<HostTcp> {
         use crate::net::parse::{check_l4_header, ETH_HDR_LEN, IPPROTO_TCP};
-        if frame.get(12..14)? != offload_api::ETHERTYPE_IPV4.to_be_bytes() {
+        use offload_api::wire::EthernetFrame;
+        let eth = EthernetFrame::new_checked(frame).ok()?;
+        if eth.ethertype() != offload_api::ETHERTYPE_IPV4 {
             return None;
         }
-        let ip = &frame[ETH_HDR_LEN..];
-        let (ihl, total) = crate::net::csum::ipv4_bounds_for_tx(ip).ok()?;
-        if ip[9] != IPPROTO_TCP {
+        let ip = crate::net::csum::ipv4_for_tx(eth.payload_slice()).ok()?;
+        if ip.protocol() != IPPROTO_TCP {
             return None;
         }
-        check_l4_header(IPPROTO_TCP, &ip[ihl..total]).ok()?;
+        let tcp = ip.payload_slice();
+        check_l4_header(IPPROTO_TCP, tcp).ok()?;
         Some(HostTcp {
-            src: [ip[12], ip[13], ip[14], ip[15]],
-            dst: [ip[16], ip[17], ip[18], ip[19]],
-            l4_off: ETH_HDR_LEN + ihl,
-            l4_len: total - ihl,
+            src: ip.src_addr(),
+            dst: ip.dst_addr(),
+            l4_off: ETH_HDR_LEN + ip.header_len(),
+            l4_len: tcp.len(),
         })
     }
 }

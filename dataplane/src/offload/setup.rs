@@ -40,11 +40,11 @@ use offload_api::syncookie::{
     self, CookieConfig, CookieError, CookieOptions, CookieTuple, SynCookies,
 };
 use offload_api::wire::tcp::{self, TcpFlags, TcpHeader, TcpOptions, TcpPacket};
-use offload_api::wire::Seq;
+use offload_api::wire::{EthernetFrame, EthernetRepr, Ipv4Packet, Ipv4Repr, Seq};
 
 use crate::buf::PacketBuf;
 use crate::net::csum;
-use crate::net::parse::{ETH_HDR_LEN, IPPROTO_TCP};
+use crate::net::parse::{ETHERTYPE_IPV4, ETH_HDR_LEN, IPPROTO_TCP, IPV4_HDR_LEN};
 use crate::offload::{CounterSink, Offload, OffloadCtx, RxFrame, RxTcp, Verdict};
 
 /// Window the SYN-ACK advertises (never scaled, RFC 7323 §2.2); the host announces its own
@@ -279,19 +279,26 @@ impl SetupOffload {
         let out = &mut self.scratch;
         let hl = tcp::header_len(&h);
         out.clear();
-        out.resize(ETH_HDR_LEN + 20 + hl, 0);
-        out[0..6].copy_from_slice(&hdr.src_mac);
-        out[6..12].copy_from_slice(&hdr.dst_mac);
-        out[12..14].copy_from_slice(&offload_api::ETHERTYPE_IPV4.to_be_bytes());
-        let ip = &mut out[ETH_HDR_LEN..ETH_HDR_LEN + 20];
-        ip[0] = 0x45;
-        ip[2..4].copy_from_slice(&((20 + hl) as u16).to_be_bytes());
-        ip[6] = 0x40; // DF
-        ip[8] = 64;
-        ip[9] = IPPROTO_TCP;
-        ip[12..16].copy_from_slice(&dst);
-        ip[16..20].copy_from_slice(&src);
-        tcp::emit(&h, &mut out[ETH_HDR_LEN + 20..]);
+        out.resize(ETH_HDR_LEN + IPV4_HDR_LEN + hl, 0);
+        let mut eth = EthernetFrame::new_unchecked(&mut out[..]);
+        EthernetRepr {
+            dst: hdr.src_mac,
+            src: hdr.dst_mac,
+            ethertype: ETHERTYPE_IPV4,
+        }
+        .emit(&mut eth);
+        Ipv4Repr {
+            src: dst,
+            dst: src,
+            protocol: IPPROTO_TCP,
+            payload_len: hl,
+            ttl: 64,
+            ident: 0,
+            dont_frag: true,
+            dscp_ecn: 0,
+        }
+        .emit(&mut Ipv4Packet::new_unchecked(eth.payload_mut()));
+        tcp::emit(&h, &mut out[ETH_HDR_LEN + IPV4_HDR_LEN..]);
         if csum::fill_checksums(out).is_err() || !cx.io.to_port(rx.port as u16, out) {
             self.stats.send_failed += 1;
         } else {

@@ -26,6 +26,7 @@
 //! the host sends, or a SYN from the peer) ends that TIME_WAIT on the NIC.
 
 use offload_api::msg::{self, TeardownCountRepr, TeardownFrame, MAX_HEADER_LEN};
+use offload_api::wire::EthernetFrame;
 
 use super::{ep_key, Context, Key, SockOpts};
 use crate::frame::{self, HostLink};
@@ -129,7 +130,8 @@ impl<L: HostLink> Context<L> {
                 frame::build_tcp(buf, ep.local_ip, ep.remote_ip, id, &h.header, payload);
                 let eth = msg::ETH_HEADER_LEN;
                 buf.splice(eth..eth, std::iter::repeat_n(0u8, hl));
-                buf[12..14].copy_from_slice(&msg::MsgType::Teardown.ethertype().to_be_bytes());
+                EthernetFrame::new_unchecked(&mut buf[..])
+                    .set_ethertype(msg::MsgType::Teardown.ethertype());
                 h.repr
                     .emit(&mut TeardownFrame::new_unchecked(&mut buf[eth..eth + hl]));
             });

@@ -29,6 +29,7 @@ use offload_api::msg::{
     self, AckStatus, FourTuple, InstallAckRepr, Message, TonicDeliveredRepr, TonicFlowAddRepr,
     TonicFlowRemoveRepr, TonicTailRepr,
 };
+use offload_api::wire::EthernetFrame;
 
 use super::{Context, Owner, TonicPhase};
 use crate::frame::HostLink;
@@ -289,7 +290,7 @@ fn write_msg(m: &Message, data: [&[u8]; 2], out: &mut Vec<u8>) {
     out.clear();
     let need = m.frame_len(len);
     out.resize(need - len, 0);
-    out[12..14].copy_from_slice(&m.msg_type().ethertype().to_be_bytes());
+    EthernetFrame::new_unchecked(&mut out[..]).set_ethertype(m.msg_type().ethertype());
     if m.emit(&mut out[msg::ETH_HEADER_LEN..]).is_err() {
         out.clear();
         return;

@@ -2,6 +2,7 @@
 //! representation, parsed from and emitted to complete Ethernet frames.
 
 use super::*;
+use crate::wire::{EthernetFrame, EthernetRepr};
 
 /// What a frame on the link is ([`classify`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,11 +42,11 @@ pub fn classify(frame: &[u8]) -> FrameKind {
 }
 
 /// The EtherType of `frame`, if it holds an Ethernet header.
+#[inline]
 fn ethertype_of(frame: &[u8]) -> Option<u16> {
-    match frame.get(12..ETH_HEADER_LEN)? {
-        [hi, lo] => Some(u16::from_be_bytes([*hi, *lo])),
-        _ => None,
-    }
+    EthernetFrame::new_checked(frame)
+        .ok()
+        .map(|f| f.ethertype())
 }
 
 /// Any host ↔ NIC message, as its high-level representation.
@@ -95,11 +96,11 @@ pub struct ParsedFrame<'a> {
 /// Parses a whole Ethernet frame holding a host ↔ NIC message: common header, fields, and
 /// the payload rule of the type (a setup notification must carry its packet). Never panics.
 pub fn parse_frame(frame: &[u8]) -> Result<ParsedFrame<'_>, MsgError> {
-    let ethertype = ethertype_of(frame).ok_or(MsgError::Truncated)?;
-    let (message, payload) = Message::parse(ethertype, &frame[ETH_HEADER_LEN..])?;
+    let eth = EthernetFrame::new_checked(frame).map_err(|_| MsgError::Truncated)?;
+    let (message, payload) = Message::parse(eth.ethertype(), eth.payload_slice())?;
     Ok(ParsedFrame {
-        dst: wire::array(frame),
-        src: wire::array(&frame[6..]),
+        dst: eth.dst_addr(),
+        src: eth.src_addr(),
         message,
         payload,
     })
@@ -247,9 +248,14 @@ impl Message {
         let out = out
             .get_mut(..need)
             .ok_or(MsgError::BufferTooSmall { need, have })?;
-        out[..6].copy_from_slice(&dst);
-        out[6..12].copy_from_slice(&src);
-        out[12..14].copy_from_slice(&self.msg_type().ethertype().to_be_bytes());
+        let mut eth = EthernetFrame::new_unchecked(out);
+        EthernetRepr {
+            dst,
+            src,
+            ethertype: self.msg_type().ethertype(),
+        }
+        .emit(&mut eth);
+        let out = eth.into_inner();
         let hl = self.emit(&mut out[ETH_HEADER_LEN..])?;
         out[ETH_HEADER_LEN + hl..].copy_from_slice(payload);
         Ok(need)

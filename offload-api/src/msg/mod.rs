@@ -108,8 +108,9 @@ use crate::Direction;
 
 /// The contract version every message carries in its first byte.
 pub const VERSION: u8 = 1;
-/// Length of the Ethernet header in front of every message (no VLAN tag on the link).
-pub const ETH_HEADER_LEN: usize = 14;
+/// Length of the Ethernet header in front of every message (no VLAN tag on the link): the
+/// Ethernet II header of [`crate::wire::ethernet`].
+pub use crate::wire::ethernet::HEADER_LEN as ETH_HEADER_LEN;
 /// Length of the common header (version, type, header length).
 pub const COMMON_HEADER_LEN: usize = 4;
 /// Room reserved for a message header (fixed part plus extensions) when sizing buffers:

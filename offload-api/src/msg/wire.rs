@@ -1,7 +1,7 @@
 //! Field encodings shared by the message views: big-endian integers, addresses, the 4-tuple.
 
-/// An Ethernet MAC address.
-pub type MacAddr = [u8; 6];
+/// An Ethernet MAC address (defined in [`crate::wire::ethernet`]).
+pub use crate::wire::ethernet::MacAddr;
 
 /// A TCP connection's 4-tuple as seen from the side that owns it (the host, or the NIC on
 /// its behalf): `local` is our address, `remote` the peer's. Field names match the host

@@ -76,18 +76,39 @@ pub fn verify(data: &[u8]) -> bool {
 }
 
 /// True when the 20-byte IPv4 header `h` (no options) carries a valid header checksum
-/// (RFC 791 §3.1). Straight-line fast path of [`verify`] for the per-packet check.
+/// (RFC 791 §3.1). Straight-line fast path of [`verify`] for the per-packet check:
+/// [`ipv4_header20_words`] is non-zero and [`is_multiple_of_ffff`].
 ///
 /// Why a remainder works: the one's-complement sum folds to 0xffff exactly when the plain
 /// integer sum of the 16-bit words is a non-zero multiple of 0xffff (end-around carry is
 /// addition modulo 0xffff). Summing 32-bit words instead changes nothing modulo 0xffff
 /// (2^16 ≡ 1), nor does reading them little-endian (a byte swap multiplies by 2^8, which is
-/// invertible modulo 0xffff). So one division by a constant replaces the five fold steps.
+/// invertible modulo 0xffff). So one multiplication replaces the five fold steps.
 #[inline(always)]
 pub fn verify_ipv4_header20(h: &[u8; 20]) -> bool {
+    let sum = ipv4_header20_words(h);
+    sum != 0 && is_multiple_of_ffff(sum)
+}
+
+/// The integer sum of the five 32-bit words of the 20-byte IPv4 header `h`, read
+/// little-endian: congruent modulo 0xffff to its one's-complement sum (see
+/// [`verify_ipv4_header20`]), and zero only for an all-zero header.
+#[inline(always)]
+pub fn ipv4_header20_words(h: &[u8; 20]) -> u64 {
     let w = |i: usize| u32::from_le_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]) as u64;
-    let sum = w(0) + w(4) + w(8) + w(12) + w(16);
-    sum != 0 && sum % 0xffff == 0
+    w(0) + w(4) + w(8) + w(12) + w(16)
+}
+
+/// True when `sum` is a multiple of 0xffff (zero included), tested without a division:
+/// multiplied by 0xffff's inverse modulo 2^64, the multiples, and only they, give at most
+/// (2^64 − 1) / 0xffff (Granlund and Montgomery, "Division by invariant integers using
+/// multiplication", PLDI 1994, §9).
+#[inline(always)]
+pub fn is_multiple_of_ffff(sum: u64) -> bool {
+    /// 0xffff's inverse modulo 2^64.
+    const INV_FFFF: u64 = 0xfffe_fffe_fffe_ffff;
+    const MAX_Q: u64 = u64::MAX / 0xffff;
+    sum.wrapping_mul(INV_FFFF) <= MAX_Q
 }
 
 /// The accumulator of the IPv4 pseudo-header used by TCP and UDP checksums: source and
@@ -250,6 +271,12 @@ mod tests {
         #[test]
         fn header20_fast_path_matches(h in any::<[u8; 20]>()) {
             prop_assert_eq!(verify_ipv4_header20(&h), verify(&h));
+        }
+
+        #[test]
+        fn multiple_of_ffff_matches_the_remainder(x in any::<u64>(), k in 0u64..(u64::MAX / 0xffff)) {
+            prop_assert_eq!(is_multiple_of_ffff(x), x % 0xffff == 0);
+            prop_assert!(is_multiple_of_ffff(k * 0xffff));
         }
 
         #[test]

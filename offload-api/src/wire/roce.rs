@@ -22,8 +22,7 @@
 //! significant byte first. Fields are big-endian. Parsing never panics: short input is a
 //! [`RoceError`].
 
-use super::checksum;
-use crate::IPV4_HDR_LEN;
+use super::ipv4::{Ipv4Packet, Ipv4Repr, HEADER_LEN as IPV4_HDR_LEN, IPPROTO_UDP, VERSION};
 
 /// The RoCEv2 UDP destination port (A17.2).
 pub const ROCEV2_UDP_PORT: u16 = 4791;
@@ -289,8 +288,10 @@ impl Crc32 {
 /// wire carries it as `icrc.to_le_bytes()`.
 pub fn icrc_ipv4(pkt: &[u8]) -> Result<u32, RoceError> {
     need(pkt.len(), 1)?;
-    let ihl = (pkt[0] & 0x0f) as usize * 4;
-    if pkt[0] >> 4 != 4 || ihl < IPV4_HDR_LEN {
+    // Version and IHL share the first byte, all that is read before the length check.
+    let p = Ipv4Packet::new_unchecked(pkt);
+    let ihl = p.header_len();
+    if p.version() != VERSION || ihl < IPV4_HDR_LEN {
         return Err(RoceError::NotRoce("not an IPv4 header"));
     }
     need(pkt.len(), ihl + UDP_LEN + BTH_LEN)?;
@@ -298,10 +299,10 @@ pub fn icrc_ipv4(pkt: &[u8]) -> Result<u32, RoceError> {
     crc.update(&[0xff; 8]);
     let mut ip = [0u8; 60];
     ip[..ihl].copy_from_slice(&pkt[..ihl]);
-    ip[1] = 0xff; // TOS (DSCP and ECN)
-    ip[8] = 0xff; // TTL
-    ip[10] = 0xff; // header checksum
-    ip[11] = 0xff;
+    let mut masked = Ipv4Packet::new_unchecked(&mut ip[..ihl]);
+    masked.set_dscp_ecn(0xff);
+    masked.set_ttl(0xff);
+    masked.set_checksum(0xffff);
     crc.update(&ip[..ihl]);
     let mut udp = [0u8; UDP_LEN];
     udp.copy_from_slice(&pkt[ihl..ihl + UDP_LEN]);
@@ -351,18 +352,19 @@ pub fn emit_ipv4(
         return None;
     }
     let b = buf.get_mut(..total)?;
-    b[0] = 0x45;
-    b[1] = ip.tos;
-    b[2..4].copy_from_slice(&(total as u16).to_be_bytes());
-    b[4..6].copy_from_slice(&ip.ident.to_be_bytes());
-    b[6..8].copy_from_slice(&(if ip.dont_frag { 0x4000u16 } else { 0 }).to_be_bytes());
-    b[8] = ip.ttl;
-    b[9] = 17;
-    b[10..12].fill(0);
-    b[12..16].copy_from_slice(&ip.src);
-    b[16..20].copy_from_slice(&ip.dst);
-    let c = checksum::checksum(&b[..IPV4_HDR_LEN]);
-    b[10..12].copy_from_slice(&c.to_be_bytes());
+    let mut p = Ipv4Packet::new_unchecked(&mut *b);
+    Ipv4Repr {
+        src: ip.src,
+        dst: ip.dst,
+        protocol: IPPROTO_UDP,
+        payload_len: l4,
+        ttl: ip.ttl,
+        ident: ip.ident,
+        dont_frag: ip.dont_frag,
+        dscp_ecn: ip.tos,
+    }
+    .emit(&mut p);
+    p.fill_checksum();
     let u = IPV4_HDR_LEN;
     b[u..u + 2].copy_from_slice(&ip.udp_src.to_be_bytes());
     b[u + 2..u + 4].copy_from_slice(&ROCEV2_UDP_PORT.to_be_bytes());
@@ -400,14 +402,15 @@ pub struct RocePacket<'a> {
 /// Parses an IPv4 packet carrying RoCEv2 (UDP to port 4791), up to the IPv4 total length.
 pub fn parse_ipv4(pkt: &[u8]) -> Result<RocePacket<'_>, RoceError> {
     need(pkt.len(), IPV4_HDR_LEN)?;
-    let ihl = (pkt[0] & 0x0f) as usize * 4;
-    if pkt[0] >> 4 != 4 || ihl < IPV4_HDR_LEN {
+    let p = Ipv4Packet::new_unchecked(pkt);
+    let ihl = p.header_len();
+    if p.version() != VERSION || ihl < IPV4_HDR_LEN {
         return Err(RoceError::NotRoce("not an IPv4 header"));
     }
-    if pkt[9] != 17 {
+    if p.protocol() != IPPROTO_UDP {
         return Err(RoceError::NotRoce("not UDP"));
     }
-    let total = u16::from_be_bytes([pkt[2], pkt[3]]) as usize;
+    let total = p.total_len();
     need(pkt.len(), total)?;
     let min = ihl + UDP_LEN + BTH_LEN + ICRC_LEN;
     if total < min {
@@ -452,6 +455,7 @@ pub fn parse_ipv4(pkt: &[u8]) -> Result<RocePacket<'_>, RoceError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::checksum;
 
     #[test]
     fn crc32_check_value() {

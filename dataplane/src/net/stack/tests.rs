@@ -1,5 +1,6 @@
 use super::*;
 use crate::buf::HeapBuf;
+use crate::net::csum;
 use crate::net::parse::parse;
 use crate::net::parse::testframes::*;
 use smoltcp::wire::{ArpOperation, TcpControl};

@@ -459,18 +459,26 @@ impl SpliceOffload {
         cx: &mut OffloadCtx<'_, B>,
         frame: &mut [u8],
     ) -> Option<Verdict> {
-        let h = frame.get(..ETH_HEADER_LEN + 24)?;
+        use offload_api::wire::ipv4::{self, Ipv4Packet, HEADER_LEN as IPV4_HDR_LEN};
+        use offload_api::wire::{EthernetFrame, TcpPacket};
+        use offload_api::{ETHERTYPE_IPV4, IPPROTO_TCP};
+        // One length check (Ethernet, IPv4 without options, the TCP ports); the views below
+        // read at constant offsets inside it.
+        let h: &[u8; ETH_HEADER_LEN + IPV4_HDR_LEN + 4] = frame.first_chunk()?;
+        let eth = EthernetFrame::new_unchecked(&h[..]);
+        let ip = Ipv4Packet::new_unchecked(&h[ETH_HEADER_LEN..]);
         // EtherType IPv4, version 4 with a 20-byte header, no fragment, protocol TCP.
-        if h[12..15] != [0x08, 0x00, 0x45] || h[20] & 0x3f != 0 || h[21] != 0 || h[23] != 6 {
+        if eth.ethertype() != ETHERTYPE_IPV4
+            || ip.version() != ipv4::VERSION
+            || ip.header_len() != IPV4_HDR_LEN
+            || ip.is_fragment()
+            || ip.protocol() != IPPROTO_TCP
+        {
             return None;
         }
-        let k = Key::new(
-            [h[26], h[27], h[28], h[29]],
-            u16::from_be_bytes([h[34], h[35]]),
-            [h[30], h[31], h[32], h[33]],
-            u16::from_be_bytes([h[36], h[37]]),
-        );
-        match self.offer(cx, k, frame, ETH_HEADER_LEN + 20, false, true)? {
+        let tcp = TcpPacket::new_unchecked(&h[ETH_HEADER_LEN + IPV4_HDR_LEN..]);
+        let k = Key::new(ip.src_addr(), tcp.src_port(), ip.dst_addr(), tcp.dst_port());
+        match self.offer(cx, k, frame, ETH_HEADER_LEN + IPV4_HDR_LEN, false, true)? {
             Outcome::Out { port, .. } => Some(Verdict::Out(port)),
             Outcome::Malformed | Outcome::ArpMiss => Some(Verdict::Consumed),
         }

@@ -44,13 +44,13 @@ use std::collections::HashMap;
 
 use offload_api::msg::{self, MsgError, TcpState, TeardownFrame, TeardownRepr};
 use offload_api::wire::tcp::{self, TcpFlags, TcpHeader, TcpOptions, TcpPacket};
-use offload_api::wire::Seq;
+use offload_api::wire::{EthernetFrame, EthernetRepr, Ipv4Error, Ipv4Packet, Ipv4Repr, Seq};
 
 use super::timer::FlowTimers;
 
 mod rx;
 use crate::net::csum;
-use crate::net::parse::IPPROTO_TCP;
+use crate::net::parse::{ETHERTYPE_IPV4, ETH_HDR_LEN, IPPROTO_TCP, IPV4_HDR_LEN};
 use crate::wheel::{WheelConfig, WheelConfigError};
 
 /// Settings of the teardown engine of one NIC lcore.
@@ -303,9 +303,6 @@ pub struct TeardownEngine {
     scratch: Vec<u8>,
 }
 
-const ETH: usize = 14;
-const IP: usize = 20;
-
 impl TeardownEngine {
     /// An empty engine; fails when the timer wheel's dimensions are unusable (zero slots or
     /// tick, more than 2^32 flows).
@@ -410,28 +407,27 @@ impl TeardownEngine {
             s => return Err(TeardownError::State(s)),
         };
         // The TSO packet: IPv4 without fragmentation, TCP, first byte at snd.una.
-        let ip = payload;
-        if ip.len() < IP || ip[0] >> 4 != 4 {
-            return Err(TeardownError::Payload("not IPv4"));
-        }
-        let ihl = ((ip[0] & 0x0f) as usize) * 4;
-        let total = u16::from_be_bytes([ip[2], ip[3]]) as usize;
-        if ihl < IP || total < ihl || total > ip.len() {
-            return Err(TeardownError::Payload("bad IPv4 lengths"));
-        }
-        if ip[9] != IPPROTO_TCP {
+        let ip = match Ipv4Packet::new_checked(payload) {
+            Ok(ip) => ip,
+            Err(Ipv4Error::BadVersion) => return Err(TeardownError::Payload("not IPv4")),
+            Err(Ipv4Error::Truncated) if payload.len() < IPV4_HDR_LEN => {
+                return Err(TeardownError::Payload("not IPv4"))
+            }
+            Err(_) => return Err(TeardownError::Payload("bad IPv4 lengths")),
+        };
+        if ip.protocol() != IPPROTO_TCP {
             return Err(TeardownError::Payload("not TCP"));
         }
-        if u16::from_be_bytes([ip[6], ip[7]]) & 0x3fff != 0 {
+        if ip.is_fragment() {
             return Err(TeardownError::Payload("fragment"));
         }
-        let t = TcpPacket::new_checked(&ip[ihl..total])
+        let t = TcpPacket::new_checked(ip.payload_slice())
             .map_err(|_| TeardownError::Payload("bad TCP header"))?;
         if t.seq_number() != Seq(r.snd_una) {
             return Err(TeardownError::Payload("sequence number is not snd.una"));
         }
-        let local_ip = [ip[12], ip[13], ip[14], ip[15]];
-        let remote_ip = [ip[16], ip[17], ip[18], ip[19]];
+        let local_ip = ip.src_addr();
+        let remote_ip = ip.dst_addr();
         let key = (remote_ip, local_ip, t.dst_port(), t.src_port());
         if let Some(&old) = self.by_key.get(&key) {
             if self.flows[old as usize]
@@ -467,12 +463,13 @@ impl TeardownEngine {
             local_port: t.src_port(),
             remote_port: t.dst_port(),
             port,
-            dst_mac: frame[0..6].try_into().unwrap_or_default(),
-            src_mac: frame[6..12].try_into().unwrap_or_default(),
-            tos: ip[1],
-            ttl: if ip[8] == 0 { 64 } else { ip[8] },
-            df: ip[6] & 0x40 != 0,
-            ip_id: u16::from_be_bytes([ip[4], ip[5]]),
+            // The message view above holds the Ethernet header.
+            dst_mac: EthernetFrame::new_unchecked(frame).dst_addr(),
+            src_mac: EthernetFrame::new_unchecked(frame).src_addr(),
+            tos: ip.dscp_ecn(),
+            ttl: if ip.ttl() == 0 { 64 } else { ip.ttl() },
+            df: ip.dont_frag(),
+            ip_id: ip.ident(),
             state,
             una,
             nxt: sent,
@@ -713,24 +710,27 @@ fn build(out: &mut Vec<u8>, f: &mut Flow, seq: Seq, flags: TcpFlags, payload: &[
     };
     let thl = tcp::header_len(&h);
     out.clear();
-    out.resize(ETH + IP + thl, 0);
-    out[0..6].copy_from_slice(&f.dst_mac);
-    out[6..12].copy_from_slice(&f.src_mac);
-    out[12..14].copy_from_slice(&offload_api::ETHERTYPE_IPV4.to_be_bytes());
-    f.ip_id = f.ip_id.wrapping_add(1);
-    {
-        let ip = &mut out[ETH..ETH + IP];
-        ip[0] = 0x45;
-        ip[1] = f.tos;
-        ip[2..4].copy_from_slice(&((IP + thl + payload.len()) as u16).to_be_bytes());
-        ip[4..6].copy_from_slice(&f.ip_id.to_be_bytes());
-        ip[6] = if f.df { 0x40 } else { 0 };
-        ip[8] = f.ttl;
-        ip[9] = IPPROTO_TCP;
-        ip[12..16].copy_from_slice(&f.key.1);
-        ip[16..20].copy_from_slice(&f.key.0);
+    out.resize(ETH_HDR_LEN + IPV4_HDR_LEN + thl, 0);
+    let mut eth = EthernetFrame::new_unchecked(&mut out[..]);
+    EthernetRepr {
+        dst: f.dst_mac,
+        src: f.src_mac,
+        ethertype: ETHERTYPE_IPV4,
     }
-    tcp::emit(&h, &mut out[ETH + IP..]);
+    .emit(&mut eth);
+    f.ip_id = f.ip_id.wrapping_add(1);
+    Ipv4Repr {
+        src: f.key.1,
+        dst: f.key.0,
+        protocol: IPPROTO_TCP,
+        payload_len: thl + payload.len(),
+        ttl: f.ttl,
+        ident: f.ip_id,
+        dont_frag: f.df,
+        dscp_ecn: f.tos,
+    }
+    .emit(&mut Ipv4Packet::new_unchecked(eth.payload_mut()));
+    tcp::emit(&h, &mut out[ETH_HDR_LEN + IPV4_HDR_LEN..]);
     out.extend_from_slice(payload);
     let _ = csum::fill_checksums(out);
 }

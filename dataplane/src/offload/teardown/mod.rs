@@ -18,6 +18,8 @@ mod tests;
 mod timer;
 
 use offload_api::msg::{Message, MsgType, TeardownCountRepr};
+use offload_api::wire::{EthernetFrame, Ipv4Packet};
+use offload_api::IPV4_HDR_LEN;
 
 pub use engine::{
     FlowState, RxOutcome, TeardownConfig, TeardownEngine, TeardownError, TeardownStats,
@@ -100,16 +102,16 @@ impl TeardownOffload {
             return;
         };
         let hl = u16::from_be_bytes([hi, lo]) as usize;
-        let Some(ip) = f.get(eth + hl + 16..eth + hl + 20) else {
+        let Some(ip) = f.get(eth + hl..eth + hl + IPV4_HDR_LEN) else {
             return;
         };
-        let remote = [ip[0], ip[1], ip[2], ip[3]];
+        let remote = Ipv4Packet::new_unchecked(ip).dst_addr();
         let p = port as usize;
-        if f[6..12] == [0; 6] {
-            let mac = cx.stack.iface(p).mac;
-            f[6..12].copy_from_slice(&mac);
+        let mut f = EthernetFrame::new_unchecked(f);
+        if f.src_addr() == [0; 6] {
+            f.set_src_addr(cx.stack.iface(p).mac);
         }
-        if f[0..6] == [0; 6] {
+        if f.dst_addr() == [0; 6] {
             let mac = match cx.stack.arp_lookup(p, remote, cx.now) {
                 Some(m) => m,
                 None => {
@@ -118,7 +120,7 @@ impl TeardownOffload {
                     [0xff; 6]
                 }
             };
-            f[0..6].copy_from_slice(&mac);
+            f.set_dst_addr(mac);
         }
     }
 }

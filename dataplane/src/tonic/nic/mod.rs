@@ -72,7 +72,6 @@ mod wire;
 pub use trace::TracePoint;
 use wire::build_segment;
 
-const ETH: usize = 14;
 /// Longest gap between two window probes of one flow: 60 s, RFC 6298 §2.5's least bound
 /// for a retransmission timeout's maximum (Linux uses 120 s).
 pub const MAX_PROBE_GAP_NS: Nanos = 60_000_000_000;

@@ -3,7 +3,8 @@
 //! advertised window), the host's segments of Tonic flows, and the segments the NIC builds.
 
 use offload_api::wire::tcp::{self, parse_options, TcpFlags, TcpHeader, TcpOptions, TcpPacket};
-use offload_api::wire::Seq;
+use offload_api::wire::{EthernetFrame, EthernetRepr, Ipv4Packet, Ipv4Repr, Seq};
+use offload_api::{ETHERTYPE_IPV4, ETH_HDR_LEN, IPPROTO_TCP, IPV4_HDR_LEN};
 
 use super::*;
 
@@ -171,23 +172,28 @@ pub(super) fn build_segment(
     probe: bool,
 ) {
     let len = len as usize;
+    let hdrs = ETH_HDR_LEN + IPV4_HDR_LEN + tcp::FIXED_HEADER_LEN;
     out.clear();
-    out.resize(ETH + 40, 0);
-    out[0..6].copy_from_slice(&dst_mac);
-    out[6..12].copy_from_slice(&f.src_mac);
-    out[12..14].copy_from_slice(&offload_api::ETHERTYPE_IPV4.to_be_bytes());
-    f.ip_id = f.ip_id.wrapping_add(1);
-    {
-        let ip = &mut out[ETH..ETH + 20];
-        ip[0] = 0x45;
-        ip[2..4].copy_from_slice(&((40 + len) as u16).to_be_bytes());
-        ip[4..6].copy_from_slice(&f.ip_id.to_be_bytes());
-        ip[6] = 0x40;
-        ip[8] = 64;
-        ip[9] = 6;
-        ip[12..16].copy_from_slice(&f.tuple.local_ip);
-        ip[16..20].copy_from_slice(&f.tuple.remote_ip);
+    out.resize(hdrs, 0);
+    let mut eth = EthernetFrame::new_unchecked(&mut out[..]);
+    EthernetRepr {
+        dst: dst_mac,
+        src: f.src_mac,
+        ethertype: ETHERTYPE_IPV4,
     }
+    .emit(&mut eth);
+    f.ip_id = f.ip_id.wrapping_add(1);
+    Ipv4Repr {
+        src: f.tuple.local_ip,
+        dst: f.tuple.remote_ip,
+        protocol: IPPROTO_TCP,
+        payload_len: tcp::FIXED_HEADER_LEN + len,
+        ttl: 64,
+        ident: f.ip_id,
+        dont_frag: true,
+        dscp_ecn: 0,
+    }
+    .emit(&mut Ipv4Packet::new_unchecked(eth.payload_mut()));
     let last = !probe && offset + len as u64 == f.tail;
     let h = TcpHeader {
         src_port: f.tuple.local_port,
@@ -205,7 +211,7 @@ pub(super) fn build_segment(
         window: f.wnd,
         options: TcpOptions::default(),
     };
-    tcp::emit(&h, &mut out[ETH + 20..ETH + 40]);
+    tcp::emit(&h, &mut out[ETH_HDR_LEN + IPV4_HDR_LEN..hdrs]);
     let start = (offset - f.base) as usize;
     let (a, b) = f.data.as_slices();
     if start < a.len() {

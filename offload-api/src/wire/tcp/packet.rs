@@ -264,7 +264,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> TcpPacket<T> {
     }
 }
 
-pub use crate::IPPROTO_TCP;
+pub use crate::wire::ipv4::IPPROTO_TCP;
 
 /// Header length in bytes from the data-offset byte (its high nibble, in 32-bit words).
 #[inline(always)]
