@@ -682,75 +682,90 @@ impl PairTracker {
 /// 34 would have done to the frame and returned (a property test checks both ways).
 #[inline]
 pub fn translate_common(frame: &mut [u8], d: &Dir) -> Option<Translated> {
-    /// Ethernet (14) + IPv4 without options (20) + TCP with NOP NOP TS (32).
-    const HEAD: usize = 66;
+    /// Where the IPv4 and TCP headers start, and the length of the whole shape: Ethernet,
+    /// IPv4 without options, and a TCP header with NOP NOP TS (32 bytes).
     const IP: usize = ETH_HDR_LEN;
-    const TCP: usize = ETH_HDR_LEN + 20;
+    const TCP: usize = ETH_HDR_LEN + IPV4_HDR_LEN;
+    const HEAD: usize = TCP + 32;
     let len = frame.len();
-    let h: &mut [u8; HEAD] = frame.get_mut(..HEAD)?.try_into().ok()?;
+    // One length check; everything below reads and writes at constant offsets inside it.
+    let h: &mut [u8; HEAD] = frame.first_chunk_mut()?;
+    {
+        let eth = EthernetFrame::new_unchecked(&h[..]);
+        let ip = Ipv4Packet::new_unchecked(&h[IP..]);
+        let tcp = TcpPacket::new_unchecked(&h[TCP..]);
+        let total = ip.total_len();
+        if !d.out_ts
+            || eth.ethertype() != ETHERTYPE_IPV4
+            || ip.version() != ipv4::VERSION
+            || ip.header_len() != IPV4_HDR_LEN
+            || ip.is_fragment()
+            || ip.protocol() != IPPROTO_TCP
+            || total < IPV4_HDR_LEN + 32
+            || ETH_HDR_LEN + total > len
+            || tcp.header_len() != 32
+            || tcp.options()[..4] != [1, 1, 8, 10]
+            || ip.src_addr() != d.in_src_ip
+            || ip.dst_addr() != d.in_dst_ip
+            || tcp.src_port() != d.in_src_port
+            || tcp.dst_port() != d.in_dst_port
+        {
+            return None;
+        }
+    }
+    // The rewrite, as `translate` does it, at the fields' offsets (RFC 791 §3.1, RFC 9293
+    // §3.1, RFC 7323 §3.2) in the fixed-size header: no bounds checks left.
+    use ipv4::field as ipf;
+    use tcp::field as tcpf;
     let be16 = |h: &[u8; HEAD], i: usize| u16::from_be_bytes([h[i], h[i + 1]]);
     let be32 = |h: &[u8; HEAD], i: usize| u32::from_be_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]);
-    let total = usize::from(be16(h, IP + 2));
-    if !d.out_ts
-        || be16(h, 12) != ETHERTYPE_IPV4
-        || h[IP] != 0x45
-        || be16(h, IP + 6) & 0x3fff != 0
-        || h[IP + 9] != 6
-        || total < 20 + 32
-        || IP + total > len
-        || h[TCP + 12] >> 4 != 8
-        || h[TCP + 20..TCP + 24] != [1, 1, 8, 10]
-        || h[IP + 12..IP + 16] != d.in_src_ip
-        || h[IP + 16..IP + 20] != d.in_dst_ip
-        || be16(h, TCP) != d.in_src_port
-        || be16(h, TCP + 2) != d.in_dst_port
-    {
-        return None;
-    }
     let put16 =
         |h: &mut [u8; HEAD], i: usize, v: u16| h[i..i + 2].copy_from_slice(&v.to_be_bytes());
     let put32 =
         |h: &mut [u8; HEAD], i: usize, v: u32| h[i..i + 4].copy_from_slice(&v.to_be_bytes());
+    let total = usize::from(be16(h, IP + ipf::LENGTH.start));
     h[0..6].copy_from_slice(&d.dst_mac);
     h[6..12].copy_from_slice(&d.src_mac);
-    h[IP + 12..IP + 16].copy_from_slice(&d.out_src_ip);
-    h[IP + 16..IP + 20].copy_from_slice(&d.out_dst_ip);
-    let ip_csum = !fold(u64::from(!be16(h, IP + 10)) + d.ip_delta);
-    put16(h, IP + 10, ip_csum);
+    h[IP + ipf::SRC_ADDR.start..IP + ipf::SRC_ADDR.end].copy_from_slice(&d.out_src_ip);
+    h[IP + ipf::DST_ADDR.start..IP + ipf::DST_ADDR.end].copy_from_slice(&d.out_dst_ip);
+    let ip_csum = !fold(u64::from(!be16(h, IP + ipf::CHECKSUM.start)) + d.ip_delta);
+    put16(h, IP + ipf::CHECKSUM.start, ip_csum);
 
-    let flags = TcpFlags(h[TCP + 13]);
-    put16(h, TCP, d.out_src_port);
-    put16(h, TCP + 2, d.out_dst_port);
-    let seq_in = be32(h, TCP + 4);
+    let flags = TcpFlags(h[TCP + tcpf::FLAGS]);
+    put16(h, TCP + tcpf::SRC_PORT.start, d.out_src_port);
+    put16(h, TCP + tcpf::DST_PORT.start, d.out_dst_port);
+    let seq_in = be32(h, TCP + tcpf::SEQ_NUM.start);
     let (seq_out, c_seq) = add_wrap(seq_in, d.seq_add);
-    put32(h, TCP + 4, seq_out);
+    put32(h, TCP + tcpf::SEQ_NUM.start, seq_out);
     let mut acc = d.tcp_delta + c_seq;
-    let ack_in = be32(h, TCP + 8);
+    let ack_in = be32(h, TCP + tcpf::ACK_NUM.start);
     let mut ack_out = ack_in;
     if flags.has(TcpFlags::ACK) {
         let (v, c) = add_wrap(ack_in, d.ack_add);
         acc += d.ack_delta + c;
         ack_out = v;
-        put32(h, TCP + 8, v);
+        put32(h, TCP + tcpf::ACK_NUM.start, v);
     }
-    let w = be16(h, TCP + 14);
+    let w = be16(h, TCP + tcpf::WIN_SIZE.start);
     let w2 = d.window(w, flags.has(TcpFlags::SYN));
     acc += delta16(w, w2);
-    put16(h, TCP + 14, w2);
-    let (tsval, c1) = add_wrap(be32(h, TCP + 24), d.tsval_add);
-    let (tsecr, c2) = add_wrap(be32(h, TCP + 28), d.tsecr_add);
+    put16(h, TCP + tcpf::WIN_SIZE.start, w2);
+    // TSval and TSecr, word-aligned after the two NOPs.
+    const TSVAL: usize = TCP + tcpf::OPTIONS + 4;
+    let (tsval, c1) = add_wrap(be32(h, TSVAL), d.tsval_add);
+    let (tsecr, c2) = add_wrap(be32(h, TSVAL + 4), d.tsecr_add);
     acc += d.ts_delta + c1 + c2;
-    put32(h, TCP + 24, tsval);
-    put32(h, TCP + 28, tsecr);
-    let tcp_csum = !fold(u64::from(!be16(h, TCP + 16)) + acc);
-    put16(h, TCP + 16, tcp_csum);
+    put32(h, TSVAL, tsval);
+    put32(h, TSVAL + 4, tsecr);
+    let tcp_csum = !fold(u64::from(!be16(h, TCP + tcpf::CHECKSUM.start)) + acc);
+    put16(h, TCP + tcpf::CHECKSUM.start, tcp_csum);
     Some(Translated {
         flags,
         seq_in,
         seq_out,
         ack_in,
         ack_out,
-        payload_len: (total - 20 - 32) as u32,
+        payload_len: (total - IPV4_HDR_LEN - 32) as u32,
         out_port: d.out_port,
         sack_stripped: false,
         ts_stripped: false,
