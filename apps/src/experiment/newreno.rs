@@ -142,6 +142,7 @@ fn tcb_params(s: &Scenario, sample_flows: u32, sample_every: Nanos) -> TcbNetPar
         delayed_ack: DELACK,
         recv_buffer: (WINDOW * SEG) as usize,
         rto_min: MIN_RTO,
+        variation: s.variation(),
     }
 }
 

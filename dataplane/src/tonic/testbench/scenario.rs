@@ -37,11 +37,15 @@
 //! segments = 2000              # or: bytes = "2MB" (a last short segment is allowed)
 //! segment_size = 1000          # bytes of payload per segment
 //! start_interval = "0ns"       # flow k starts at k · start_interval
+//! start_window = "0ns"         # … plus a random delay in [0, start_window)
 //!
 //! [network]
 //! topology = "star"            # or "dumbbell": core link ([link]), then an edge port
 //! edge_rate = "10Gbps"         # dumbbell: the edge port to the receiver (default host_rate)
 //! edge_buffer = "1MB"          # dumbbell: its buffer (default link.buffer)
+//! tx_jitter = "0ns"            # data reaches the switch 0..=tx_jitter after the NIC
+//! clock_ppm = 0                # each sender NIC's clock off by up to ±clock_ppm
+//! variation_seed = 7           # seed of those draws and start_window's (default: seed)
 //!
 //! [link]                       # the bottleneck towards the receiver
 //! rate = "10Gbps"
@@ -77,6 +81,7 @@ use serde::Deserialize;
 
 use super::receiver::ReceiverKind;
 use super::units;
+use super::variation::Variation;
 use crate::config::ConfigError;
 use crate::tonic::module::MAX_SACK_BLOCKS;
 use crate::tonic::modules::ModuleParams;
@@ -242,6 +247,11 @@ pub struct FlowsSection {
     /// Flow k starts at k · start_interval, ns.
     #[serde(deserialize_with = "units::duration")]
     pub start_interval: Nanos,
+    /// Each flow starts a random delay uniform in `[0, start_window)` ns after
+    /// `k · start_interval` (drawn from `network.variation_seed`; 0: no delay, no draw).
+    /// See [`super::variation`].
+    #[serde(deserialize_with = "units::duration")]
+    pub start_window: Nanos,
 }
 
 impl Default for FlowsSection {
@@ -252,6 +262,7 @@ impl Default for FlowsSection {
             bytes: None,
             segment_size: 1000,
             start_interval: 0,
+            start_window: 0,
         }
     }
 }
@@ -347,6 +358,17 @@ pub struct NetworkSection {
     /// Dumbbell: that port's buffer (default: `link.buffer`).
     #[serde(deserialize_with = "units::opt_size")]
     pub edge_buffer: Option<u64>,
+    /// Transmit jitter: each data packet reaches the (first) switch a random delay uniform
+    /// in `[0, tx_jitter]` ns after its sender's NIC finished it, its host's order kept
+    /// (0: none, nothing drawn). See [`super::variation`].
+    #[serde(deserialize_with = "units::duration")]
+    pub tx_jitter: Nanos,
+    /// Each sender NIC's clock is off nominal by a random offset uniform in
+    /// `[−clock_ppm, +clock_ppm]` ppm (0: exact clocks, nothing drawn; at most 10,000).
+    pub clock_ppm: u32,
+    /// Seed of the variation draws (`tx_jitter`, `clock_ppm`, `flows.start_window`);
+    /// default: `seed`.
+    pub variation_seed: Option<u64>,
 }
 
 /// `[receiver]`: how the receiver answers.
@@ -450,6 +472,16 @@ impl Scenario {
     /// Each sender NIC's rate.
     pub fn host_rate(&self) -> u64 {
         self.link.host_rate.unwrap_or(self.link.rate)
+    }
+
+    /// The hosts' timing variation this scenario gives ([`super::variation`]).
+    pub fn variation(&self) -> Variation {
+        Variation {
+            tx_jitter: self.network.tx_jitter,
+            clock_ppm: self.network.clock_ppm,
+            start_window: self.flows.start_window,
+            seed: self.network.variation_seed.unwrap_or(self.seed),
+        }
     }
 
     /// Flows in total: `senders · active_flow_cnt`.

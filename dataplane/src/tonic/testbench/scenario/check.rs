@@ -27,7 +27,12 @@ impl Scenario {
         let l = &self.link;
         let r = &self.receiver;
         let n = &self.network;
-        let rules: [(&str, bool, &str); 29] = [
+        let rules: [(&str, bool, &str); 30] = [
+            (
+                "network.clock_ppm",
+                n.clock_ppm <= 10_000,
+                "expected at most 10000 ppm (1%)",
+            ),
             (
                 "link.priorities",
                 (1..=8).contains(&l.priorities),
