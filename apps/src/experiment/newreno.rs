@@ -36,7 +36,7 @@ const RTT: Nanos = 10_000;
 const BUFFER: u64 = 5_500_000;
 const MIN_RTO: Nanos = 200_000_000;
 pub(super) const SEG: u32 = 1000;
-const HEADER: u32 = 64;
+pub(super) const HEADER: u32 = 64;
 /// Delayed ACKs: an ACK every second segment, or after this long (both receivers).
 const DELACK: Nanos = 40_000;
 /// Tonic's window bitmap (Tab. 4's largest) and, to match it, the TCP receiver's window.
@@ -76,11 +76,12 @@ pub fn halvings(series: &[(Nanos, f64)], tx: &[TxRecord], sample: Nanos) -> Vec<
         .collect()
 }
 
-fn link_params() -> LinkParams {
+/// The switch port of scenario `s` for the TCB side (drop-tail, no ECN, no loss).
+fn link_params(s: &Scenario) -> LinkParams {
     LinkParams {
         rate_bps: RATE,
-        buffer: BUFFER,
-        header_buffer: BUFFER,
+        buffer: s.link.buffer,
+        header_buffer: s.link.buffer,
         header_bytes: HEADER,
         trim: false,
         ecn_k: None,
@@ -121,7 +122,8 @@ pub(super) fn tonic_scenario(
     s
 }
 
-/// The TCB side's parameters for the same network.
+/// The TCB side's parameters for the same network (buffer, minimum RTO, variation and
+/// seed from `s`).
 pub(super) fn tcb_params(s: &Scenario, sample_flows: u32, sample_every: Nanos) -> TcbNetParams {
     TcbNetParams {
         senders: s.flows.senders,
@@ -129,7 +131,7 @@ pub(super) fn tcb_params(s: &Scenario, sample_flows: u32, sample_every: Nanos) -
         flow_bytes: s.flow_bytes(),
         segment_size: SEG,
         host_rate: RATE,
-        link: link_params(),
+        link: link_params(s),
         forward_delay: s.forward_delay(),
         reverse_delay: s.reverse_delay(),
         loss_prob: 0.0,
@@ -141,7 +143,7 @@ pub(super) fn tcb_params(s: &Scenario, sample_flows: u32, sample_every: Nanos) -
         trace_segments: sample_flows > 0,
         delayed_ack: DELACK,
         recv_buffer: (WINDOW * SEG) as usize,
-        rto_min: MIN_RTO,
+        rto_min: s.tonic.init_rtx_timer,
         variation: s.variation(),
     }
 }
