@@ -12,6 +12,7 @@ pub mod dcqcn;
 pub mod dcqcn_ref;
 pub mod incast;
 pub mod newreno;
+pub mod newreno_many;
 pub mod tcbnet;
 pub mod util;
 pub mod zoo;
@@ -66,7 +67,7 @@ pub const EXPERIMENTS: &[(&str, &str, ExpFn)] = &[
     (
         "tonic-newreno-200",
         "Tonic §6.2.1 Fig. 3c: 2 senders x 100 NewReno flows, CDF of per-flow throughput",
-        newreno::two_hundred,
+        newreno_many::two_hundred,
     ),
     (
         "cc-zoo",

@@ -13,7 +13,7 @@
 //!   drops. Plots: cwnd over time, transmitted sequence numbers with retransmissions
 //!   marked. Report: mean absolute cwnd difference, every halving of both side by side.
 //! - `tonic-newreno-200` (Fig. 3c): two senders with 100 flows each into one receiver for
-//!   5 s; CDF of per-flow average throughput for both.
+//!   5 s; CDF of per-flow average throughput for both ([`super::newreno_many`]).
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -25,18 +25,18 @@ use dataplane::tonic::testbench::{run_scenario, Scenario, TestbenchReport, TxRec
 use dataplane::tonic::Nanos;
 
 use super::tcbnet::{self, TcbNetParams, TcbNetRun};
-use super::util::{cdf, check, checks_md, envelope, quantile, svg, thin, write};
+use super::util::{check, checks_md, envelope, svg, thin, write};
 use super::{ensure_dir, ExpOptions, ExpReport};
 use crate::plot::{LinePlot, Series};
 
 /// §6.2.1's network: 10 Gb/s everywhere, RTT 10 µs, 5.5 MB buffer, 200 ms minimum RTO,
 /// 1,000-byte segments, 64 header bytes per packet on the wire.
-const RATE: u64 = 10_000_000_000;
+pub(super) const RATE: u64 = 10_000_000_000;
 const RTT: Nanos = 10_000;
 const BUFFER: u64 = 5_500_000;
 const MIN_RTO: Nanos = 200_000_000;
-const SEG: u32 = 1000;
-const HEADER: u32 = 64;
+pub(super) const SEG: u32 = 1000;
+pub(super) const HEADER: u32 = 64;
 /// Delayed ACKs: an ACK every second segment, or after this long (both receivers).
 const DELACK: Nanos = 40_000;
 /// Tonic's window bitmap (Tab. 4's largest) and, to match it, the TCP receiver's window.
@@ -76,11 +76,12 @@ pub fn halvings(series: &[(Nanos, f64)], tx: &[TxRecord], sample: Nanos) -> Vec<
         .collect()
 }
 
-fn link_params() -> LinkParams {
+/// The switch port of scenario `s` for the TCB side (drop-tail, no ECN, no loss).
+fn link_params(s: &Scenario) -> LinkParams {
     LinkParams {
         rate_bps: RATE,
-        buffer: BUFFER,
-        header_buffer: BUFFER,
+        buffer: s.link.buffer,
+        header_buffer: s.link.buffer,
         header_bytes: HEADER,
         trim: false,
         ecn_k: None,
@@ -93,7 +94,7 @@ fn link_params() -> LinkParams {
 }
 
 /// The Tonic side's scenario: the `newreno` module on §6.2.1's network.
-fn tonic_scenario(
+pub(super) fn tonic_scenario(
     name: &str,
     senders: u32,
     per_sender: u32,
@@ -121,15 +122,16 @@ fn tonic_scenario(
     s
 }
 
-/// The TCB side's parameters for the same network.
-fn tcb_params(s: &Scenario, sample_flows: u32, sample_every: Nanos) -> TcbNetParams {
+/// The TCB side's parameters for the same network (buffer, minimum RTO, variation and
+/// seed from `s`).
+pub(super) fn tcb_params(s: &Scenario, sample_flows: u32, sample_every: Nanos) -> TcbNetParams {
     TcbNetParams {
         senders: s.flows.senders,
         flows_per_sender: s.tonic.active_flow_cnt,
         flow_bytes: s.flow_bytes(),
         segment_size: SEG,
         host_rate: RATE,
-        link: link_params(),
+        link: link_params(s),
         forward_delay: s.forward_delay(),
         reverse_delay: s.reverse_delay(),
         loss_prob: 0.0,
@@ -141,7 +143,8 @@ fn tcb_params(s: &Scenario, sample_flows: u32, sample_every: Nanos) -> TcbNetPar
         trace_segments: sample_flows > 0,
         delayed_ack: DELACK,
         recv_buffer: (WINDOW * SEG) as usize,
-        rto_min: MIN_RTO,
+        rto_min: s.tonic.init_rtx_timer,
+        variation: s.variation(),
     }
 }
 
@@ -535,143 +538,4 @@ fn single_md(
     );
     m.push_str(&checks_md(checks));
     m
-}
-
-/// `nicemu experiment tonic-newreno-200`.
-pub fn two_hundred(o: &ExpOptions) -> Result<ExpReport, String> {
-    let (per_sender, duration) = if o.quick {
-        (10, 20_000_000)
-    } else {
-        (100, 5_000_000_000)
-    };
-    // Long enough that no flow finishes: at most 1/4 of the link for the whole run.
-    let segments = (RATE / 8 / SEG as u64 * duration / 1_000_000_000 / 4).max(1000);
-    let mut s = tonic_scenario("tonic-newreno-200", 2, per_sender, segments, duration);
-    s.seed = o.seed;
-    s.trace_interval = Some(duration);
-    let t = run_scenario(&s).map_err(|e| e.to_string())?;
-    let h = tcbnet::run(&tcb_params(&s, 0, duration))?;
-    let secs = duration as f64 / 1e9;
-    let tonic_mbps: Vec<f64> = t
-        .flows
-        .iter()
-        .map(|f| f.delivered as f64 * SEG as f64 * 8.0 / secs / 1e6)
-        .collect();
-    let tcb_mbps: Vec<f64> = h
-        .delivered
-        .iter()
-        .map(|&b| b as f64 * 8.0 / secs / 1e6)
-        .collect();
-    ensure_dir(&o.out)?;
-    let mut files = Vec::new();
-    let mut c = String::from("impl,flow,throughput_mbps,retransmissions,timeouts\n");
-    for (g, f) in t.flows.iter().enumerate() {
-        let _ = writeln!(
-            c,
-            "tonic,{g},{:.3},{},{}",
-            tonic_mbps[g], f.retransmissions, f.timeouts
-        );
-    }
-    for (g, mbps) in tcb_mbps.iter().enumerate() {
-        let _ = writeln!(
-            c,
-            "tcb,{g},{mbps:.3},{},{}",
-            h.retransmissions[g], h.timeouts[g]
-        );
-    }
-    write(&o.out, "throughput.csv", &c, &mut files)?;
-    svg(
-        &o.out,
-        "throughput_cdf.svg",
-        &LinePlot {
-            title: format!(
-                "NewReno, {} flows on one 10 Gb/s bottleneck: per-flow throughput (Tonic Fig. 3c)",
-                2 * per_sender
-            ),
-            x_label: "average throughput (Mb/s)".into(),
-            y_label: "CDF".into(),
-            series: vec![
-                Series::new("Tonic newreno module", cdf(&tonic_mbps)),
-                Series::new("host stack TCB (RFC 6582)", cdf(&tcb_mbps)),
-            ],
-            y_from_zero: true,
-            ..Default::default()
-        },
-        &mut files,
-    )?;
-    let sum = |v: &[f64]| v.iter().sum::<f64>();
-    let fair = RATE as f64 / 1e6 / (2 * per_sender) as f64;
-    let med = (quantile(&tonic_mbps, 0.5), quantile(&tcb_mbps, 0.5));
-    let starved = |v: &[f64]| v.iter().filter(|&&x| x < 0.1 * fair).count();
-    let (sa, sb) = (starved(&tonic_mbps), starved(&tcb_mbps));
-    let checks = vec![
-        check(
-            format!(
-                "as many flows starve (below 10% of the fair share): Tonic {sa}, TCB {sb} (within 10% of the flows)"
-            ),
-            sa.abs_diff(sb) as f64 <= 0.1 * (2 * per_sender) as f64,
-        ),
-        check(
-            format!(
-                "both fill the bottleneck: Tonic {:.0} Mb/s, TCB {:.0} Mb/s in all (≥ 80% of 10,000)",
-                sum(&tonic_mbps),
-                sum(&tcb_mbps)
-            ),
-            sum(&tonic_mbps) >= 8000.0 && sum(&tcb_mbps) >= 8000.0,
-        ),
-        check(
-            format!(
-                "medians close: Tonic {:.1} Mb/s, TCB {:.1} Mb/s (fair share {fair:.1}; within 50% of it)",
-                med.0, med.1
-            ),
-            (med.0 - med.1).abs() <= 0.5 * fair,
-        ),
-    ];
-    let mut m = String::new();
-    let _ = writeln!(
-        m,
-        "# tonic-newreno-200 (Tonic §6.2.1, Figure 3c)\n\n\
-         Two senders with {per_sender} NewReno flows each into one receiver for {:.3} s over \
-         one 10 Gb/s bottleneck (5.5 MB buffer, RTT 10 µs, 200 ms minimum RTO, delayed \
-         ACKs). Tonic: the `newreno` module, per-packet round robin across each sender's \
-         flows (§3.1). TCB: the host stack's NewReno, each host's NIC sending in the order \
-         the connections emitted (no round robin). Seed {}.\n\n\
-         | | Tonic | TCB |\n|---|---|---|\n\
-         | total (Mb/s) | {:.0} | {:.0} |\n\
-         | p10 / median / p90 per flow (Mb/s) | {:.1} / {:.1} / {:.1} | {:.1} / {:.1} / {:.1} |\n\
-         | retransmissions | {} | {} |\n\
-         | timeouts | {} | {} |\n\n\
-         Plot: `throughput_cdf.svg`. Data: `throughput.csv`.\n\n\
-         Known artefact of the model: both hosts send at exactly the bottleneck rate and \
-         the simulation has no jitter, so once the drop-tail buffer is full the same \
-         host's packets take every slot a departure frees (the drop-tail phase effect). In \
-         the full run one sender's 100 flows share the link and the other's are locked out \
-         behind exponentially backed-off 200 ms timeouts, for both implementations alike: \
-         the CDF is bimodal where the paper's is not. Reproducing Fig. 3c's spread needs \
-         per-host jitter or rate variation in the testbench.\n",
-        secs,
-        o.seed,
-        sum(&tonic_mbps),
-        sum(&tcb_mbps),
-        quantile(&tonic_mbps, 0.1),
-        med.0,
-        quantile(&tonic_mbps, 0.9),
-        quantile(&tcb_mbps, 0.1),
-        med.1,
-        quantile(&tcb_mbps, 0.9),
-        t.flows.iter().map(|f| f.retransmissions).sum::<u64>(),
-        h.retransmissions.iter().sum::<u64>(),
-        t.flows.iter().map(|f| f.timeouts).sum::<u64>(),
-        h.timeouts.iter().sum::<u64>(),
-    );
-    m.push_str(&checks_md(&checks));
-    write(&o.out, "report.md", &m, &mut files)?;
-    Ok(ExpReport {
-        name: "tonic-newreno-200".into(),
-        files,
-        checks,
-        markdown: m,
-        data_segments: t.flows.iter().map(|f| f.transmitted).sum::<u64>() + h.data_segments,
-        events: t.events + h.events,
-    })
 }

@@ -9,6 +9,10 @@
 //! - each sender host has a NIC at `host_rate` that sends the segments its connections
 //!   emitted one at a time, in the order they were emitted (a FIFO: the host stack has no
 //!   per-packet round robin across flows, unlike Tonic's §3.1 scheduler);
+//! - the hosts' timing variation is the testbench's
+//!   ([`dataplane::tonic::testbench::variation`]: each NIC's clock offset and transmit
+//!   jitter through the same [`HostNic`], flow start offsets from the same draws), so a
+//!   scenario's seed gives both implementations the same clocks and start times;
 //! - the switch port towards the receiver is the testbench's own
 //!   [`Link`](dataplane::tonic::testbench::link::Link) (rate, buffer with tail drop, ECN,
 //!   random loss), then `forward_delay` of propagation;
@@ -30,7 +34,7 @@ use dataplane::tonic::testbench::event::Timed;
 use dataplane::tonic::testbench::link::{Enqueued, Link, LinkParams, Packet};
 use dataplane::tonic::testbench::rng::SplitMix64;
 use dataplane::tonic::testbench::scenario::DropRule;
-use dataplane::tonic::testbench::units::wire_time;
+use dataplane::tonic::testbench::variation::{HostNic, Variation};
 use dataplane::tonic::testbench::TxRecord;
 use dataplane::tonic::Nanos;
 use hoststack::tcp::segment::{self, TcpHeader};
@@ -88,6 +92,9 @@ pub struct TcbNetParams {
     pub recv_buffer: usize,
     /// Minimum (and, before any sample, initial) retransmission timeout.
     pub rto_min: Nanos,
+    /// The hosts' timing variation (off: every flow starts at 0, exact NIC clocks, no
+    /// jitter).
+    pub variation: Variation,
 }
 
 /// One cwnd sample.
@@ -145,6 +152,10 @@ enum Ev {
     AckArrive(u64),
     /// Timer work of (flow, side: 0 sender, 1 receiver).
     Poll(u32, u8),
+    /// The sending application of flow `g` starts writing (a start offset).
+    Start(u32),
+    /// Packet `id` reaches the switch port (after its transmit jitter).
+    SwitchArrive(u64),
     Sample,
 }
 
@@ -176,6 +187,7 @@ struct Net<'a> {
     conns: Vec<Conn>,
     nic_q: Vec<VecDeque<u64>>,
     nic_busy: Vec<bool>,
+    nics: Vec<HostNic>,
     link: Link,
     rng: SplitMix64,
     heap: BinaryHeap<Item>,
@@ -260,6 +272,9 @@ pub fn run(p: &TcbNetParams) -> Result<TcbNetRun, String> {
         conns,
         nic_q: vec![VecDeque::new(); p.senders as usize],
         nic_busy: vec![false; p.senders as usize],
+        nics: (0..p.senders)
+            .map(|h| HostNic::new(&p.variation, h, p.host_rate))
+            .collect(),
         link: Link::new(p.link),
         rng: SplitMix64::new(p.seed),
         heap: BinaryHeap::new(),
@@ -300,9 +315,14 @@ impl Net<'_> {
     }
 
     fn go(mut self) -> Result<TcbNetRun, String> {
-        for g in 0..self.conns.len() as u32 {
-            self.fill(g);
-            self.flush(g, 0);
+        let starts = self.p.variation.start_offsets(self.conns.len() as u32);
+        for (g, t) in starts.into_iter().enumerate() {
+            if t == 0 {
+                self.fill(g as u32);
+                self.flush(g as u32, 0);
+            } else {
+                self.at(t, Ev::Start(g as u32));
+            }
         }
         if self.p.sample_flows > 0 {
             self.at(0, Ev::Sample);
@@ -338,7 +358,12 @@ impl Net<'_> {
                     .pop_front()
                     .expect("a packet in service");
                 let (g, data) = (self.pkts[&id].flow, self.pkts[&id].seg.is_some());
-                self.switch_arrive(id);
+                if self.p.variation.tx_jitter == 0 {
+                    self.switch_arrive(id);
+                } else {
+                    let t = self.nics[h as usize].arrival(self.now);
+                    self.at(t, Ev::SwitchArrive(id));
+                }
                 self.nic_busy[h as usize] = false;
                 self.nic_start(h);
                 if data {
@@ -384,6 +409,11 @@ impl Net<'_> {
                 self.sample();
                 self.at(self.now + self.p.sample_every, Ev::Sample);
             }
+            Ev::Start(g) => {
+                self.fill(g);
+                self.flush(g, 0);
+            }
+            Ev::SwitchArrive(id) => self.switch_arrive(id),
         }
     }
 
@@ -560,7 +590,7 @@ impl Net<'_> {
                 });
             }
         }
-        let done = self.now + wire_time(bytes, self.p.host_rate).max(1);
+        let done = self.now + self.nics[h as usize].serialize(bytes);
         self.at(done, Ev::NicDone(h));
     }
 

@@ -12,6 +12,9 @@
 //! - [`receiver`]: cumulative acks with ECN echo, SACKs, NDP NACKs and pulls, RoCE go-back-N
 //!   NAKs and DCQCN CNPs, IRN selective NACKs, Homa's SRPT grants with priorities; chosen
 //!   from the module by a documented table.
+//! - [`variation`]: the timing variation real hosts have (transmit jitter, NIC clock
+//!   offsets, random flow starts), off by default; it removes the drop-tail phase effect
+//!   (Floyd and Jacobson, 1992) of identical senders at exactly the bottleneck rate.
 //! - [`report`]: per-flow traces (wnd-size / rate / credit, snd_una, snd_nxt, retransmissions,
 //!   timeouts), the summary (delivered, retransmissions, timeouts, completion times), CSV.
 //!
@@ -31,6 +34,7 @@ pub mod rng;
 pub mod scenario;
 mod sim;
 pub mod units;
+pub mod variation;
 
 pub use receiver::ReceiverKind;
 pub use report::{write_csv, FlowSummary, TestbenchReport, TraceRow, TxRecord};

@@ -26,6 +26,12 @@
 //! strict-priority queues; a data packet carries the priority its engine gave it
 //! ([`TxSegment::priority`](crate::tonic::TxSegment::priority)).
 //!
+//! With the hosts' timing variation on ([`super::variation`]: `network.tx_jitter`,
+//! `network.clock_ppm`, `flows.start_window`) a sender NIC's serialization time follows its
+//! clock, a data packet reaches the first switch up to `tx_jitter` after the NIC finished
+//! it (the NIC is free at once: jitter delays packets, it does not slow the host), and
+//! flows start at random offsets. Control packets' path stays fixed-delay.
+//!
 //! Events at the same instant run in the order they were scheduled, so a seed gives one run.
 
 use std::collections::{BinaryHeap, VecDeque};
@@ -37,6 +43,7 @@ use super::report::{FlowSummary, TestbenchReport, TraceRow, TxRecord};
 use super::rng::SplitMix64;
 use super::scenario::{DropRule, Scenario, Topology};
 use super::units::wire_time;
+use super::variation::HostNic;
 use super::TestbenchError;
 use crate::tonic::module::{CreditScheme, IncomingPkt, PktType};
 use crate::tonic::registry::Registry;
@@ -82,6 +89,9 @@ pub(crate) struct Sim<'a> {
     s: &'a Scenario,
     engines: Vec<TonicEngine>,
     senders: Vec<SenderSt>,
+    /// Each sender's NIC: serialization time and arrival at the switch
+    /// ([`super::variation`]; exactly `wire_time` and no delay with the variation off).
+    nics: Vec<HostNic>,
     flows: Vec<FlowSt>,
     /// The output ports data crosses, in order (one for a star, two for a dumbbell).
     links: Vec<Link>,
@@ -187,10 +197,15 @@ impl<'a> Sim<'a> {
                 ..Default::default()
             })
             .collect();
+        let v = s.variation();
+        let nics = (0..s.flows.senders)
+            .map(|h| HostNic::new(&v, h, s.host_rate()))
+            .collect();
         Ok(Sim {
             s,
             engines,
             senders,
+            nics,
             flows: (0..total).map(|_| FlowSt::default()).collect(),
             links,
             rx,
@@ -279,8 +294,10 @@ impl<'a> Sim<'a> {
 
     /// Runs to completion (every flow acknowledged) or the duration limit.
     pub(crate) fn run(mut self) -> Result<TestbenchReport, TestbenchError> {
-        for g in 0..self.flows.len() as u32 {
-            self.at(g as u64 * self.s.flows.start_interval, Ev::FlowStart(g));
+        let offsets = self.s.variation().start_offsets(self.flows.len() as u32);
+        for (g, off) in offsets.into_iter().enumerate() {
+            let t = g as u64 * self.s.flows.start_interval + off;
+            self.at(t, Ev::FlowStart(g as u32));
         }
         for sd in 0..self.senders.len() as u32 {
             self.at(self.s.tonic.cycle, Ev::Periodic(sd));
@@ -490,7 +507,8 @@ impl<'a> Sim<'a> {
                     });
                 }
                 let bytes = (tx.len + self.s.link.header_bytes) as u64;
-                let done = now + wire_time(bytes, self.s.host_rate()).max(1);
+                let done = now + self.nics[sd].serialize(bytes);
+                let arrive = self.nics[sd].arrival(done);
                 self.senders[sd].port_free = done;
                 let p = Packet {
                     flow: g,
@@ -501,7 +519,7 @@ impl<'a> Sim<'a> {
                     trimmed: false,
                     prio: tx.priority,
                 };
-                self.at(done, Ev::SwitchArrive(0, p));
+                self.at(arrive, Ev::SwitchArrive(0, p));
                 self.wake(sd, done);
             }
             None if self.rate_scheme => {
