@@ -389,10 +389,10 @@ impl<P: Port> NicLcore<P> {
         self.rx[i] = rx;
     }
 
-    /// The chain's burst hooks over the frames of slot `i` (a spliced pair's segments leave
-    /// here, without the general parse, the stack's checks and the per-frame chain: AccelTCP
-    /// §4.3). `rx` keeps the frames no hook took, in order. Out of line: it runs only while
-    /// an offload with a burst hook is active.
+    /// The chain's burst hooks over the frames of slot `i`: the frames a hook decides leave
+    /// here, without the general parse, the stack's checks and the per-frame chain. `rx`
+    /// keeps the frames no hook took, in order. Out of line: it runs only while an offload
+    /// with a burst hook is active.
     #[inline(never)]
     fn fast_paths(&mut self, i: usize, rx: &mut Vec<P::Buf>, now: u64) {
         let n = rx.len();
