@@ -425,7 +425,26 @@ fn find_options(
 ///
 /// A valid checksum stays valid: the result equals a full recomputation (both lie in
 /// 0..=0xfffe and are congruent modulo 0xffff). Never panics; on `Err` the frame is unchanged.
+///
+/// The shape of nearly every established segment takes [`translate_common`]; the rest the
+/// general walk, [`translate_general`].
+#[inline]
 pub fn translate(frame: &mut [u8], l4_off: usize, d: &Dir) -> Result<Translated, TranslateError> {
+    if l4_off == ETH_HDR_LEN + IPV4_HDR_LEN {
+        if let Some(t) = translate_common(frame, d) {
+            return Ok(t);
+        }
+    }
+    translate_general(frame, l4_off, d)
+}
+
+/// [`translate`] for every shape, without the fixed-offset form: the checks in full and the
+/// options walked. Public so that the two forms can be checked against each other.
+pub fn translate_general(
+    frame: &mut [u8],
+    l4_off: usize,
+    d: &Dir,
+) -> Result<Translated, TranslateError> {
     if frame.len() < ETH_HDR_LEN + IPV4_HDR_LEN {
         return Err(TranslateError::Truncated);
     }
@@ -462,22 +481,7 @@ pub fn translate(frame: &mut [u8], l4_off: usize, d: &Dir) -> Result<Translated,
     {
         return Err(TranslateError::TupleMismatch);
     }
-    // Fast path: the options of every established segment of Linux and nicemu, NOP NOP TS
-    // (RFC 7323 App. A), with TSval and TSecr word-aligned, so that Figure 8's constant
-    // update applies to them as to seq and ack; anything else takes the general walk.
-    let ts_fast = d.out_ts && doff == 32 && tcp[20..24] == [1, 1, 8, 10];
-    let (opts, n_opts) = if ts_fast {
-        (
-            [Opt {
-                kind: 0,
-                at: 0,
-                len: 0,
-            }; MAX_REWRITTEN_OPTIONS],
-            0,
-        )
-    } else {
-        find_options(tcp, doff)?
-    };
+    let (opts, n_opts) = find_options(tcp, doff)?;
 
     // Nothing can fail from here on.
     let mut eth = EthernetFrame::new_unchecked(head);
@@ -512,14 +516,7 @@ pub fn translate(frame: &mut [u8], l4_off: usize, d: &Dir) -> Result<Translated,
     t.set_window_len(w2);
 
     let (mut sack_stripped, mut ts_stripped, mut has_ts) = (false, false, false);
-    if ts_fast {
-        has_ts = true;
-        let (tsval, c1) = add_wrap(rd32(tcp, 24), d.tsval_add);
-        let (tsecr, c2) = add_wrap(rd32(tcp, 28), d.tsecr_add);
-        acc += d.ts_delta + c1 + c2;
-        wr32(tcp, 24, tsval);
-        wr32(tcp, 28, tsecr);
-    } else if n_opts > 0 {
+    if n_opts > 0 {
         // Options may sit at odd offsets: account the whole (aligned) options area word by
         // word, before and after.
         let area = 20..doff;
@@ -678,8 +675,8 @@ impl PairTracker {
 /// NIC's per-segment path (AccelTCP §4.3).
 ///
 /// `None`: the frame has another shape, or not `d`'s arriving 4-tuple; it is unchanged and
-/// [`translate`] handles it. `Some`: exactly what [`translate`] with the TCP header at byte
-/// 34 would have done to the frame and returned (a property test checks both ways).
+/// [`translate`] walks it in full. `Some`: exactly what [`translate_general`] with the TCP
+/// header at byte 34 does to the frame and returns (a property test checks both ways).
 // Inlined: returned through memory, its 40-byte result is read back before the stores that
 // wrote it retire (a store-forwarding stall that cost more than the translation saved).
 #[inline(always)]

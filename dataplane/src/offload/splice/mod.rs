@@ -61,7 +61,7 @@ use offload_api::msg::{
     AckStatus, CloseReason, FourTuple, InstallAckRepr, Message, MsgType, SpliceCloseRepr,
     SpliceInstallRepr, SpliceSide, ETH_HEADER_LEN,
 };
-use offload_api::splice::{directions, translate, translate_common, Dir, Side, Translated};
+use offload_api::splice::{directions, translate, Dir, Side, Translated};
 use offload_api::wire::tcp::TcpFlags;
 
 use crate::buf::PacketBuf;
@@ -306,13 +306,7 @@ impl SpliceOffload {
         l4_off: usize,
         batch: bool,
     ) -> Outcome {
-        // The fixed-offset form first: established segments all have its shape.
-        let common = if l4_off == ETH_HEADER_LEN + 20 {
-            translate_common(frame, &e.dir)
-        } else {
-            None
-        };
-        let t: Translated = match common.map_or_else(|| translate(frame, l4_off, &e.dir), Ok) {
+        let t: Translated = match translate(frame, l4_off, &e.dir) {
             Ok(t) => t,
             Err(_) => {
                 stats.malformed += 1;
