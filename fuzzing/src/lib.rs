@@ -27,14 +27,19 @@
 //!   wire.
 //! - `host_link`: the host stack fed arbitrary frames and messages from the NIC's end of the
 //!   PCIe link; everything it sends towards the NIC must parse.
+//! - `ip_wire`: the Ethernet and IPv4 views and reprs; a header that parses is emitted again
+//!   and must read back the same fields.
+//! - `splice`: the splice translation (AccelTCP §4.3), its fixed-offset form against the
+//!   general walk, with the checksums and sequence arithmetic checked.
+//! - `mtcp_conf`: libmtcp's readers of mTCP's configuration, `arp.conf` and `route.conf`.
 
 #![warn(missing_docs)]
 pub mod mutate;
 pub mod targets;
 
 pub use targets::{
-    checksum, config, control_msg, host_link, http, kv, nic, nic_run, tcp_wire, transport_headers,
-    NicRun,
+    checksum, config, control_msg, host_link, http, ip_wire, kv, mtcp_conf, nic, nic_run, splice,
+    splice_translates, tcp_wire, transport_headers, NicRun,
 };
 
 /// A fuzz target: arbitrary bytes in, a panic on a finding.
@@ -51,6 +56,9 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("config", config),
     ("nic", nic),
     ("host_link", host_link),
+    ("ip_wire", ip_wire),
+    ("splice", splice),
+    ("mtcp_conf", mtcp_conf),
 ];
 
 /// The seeds of target `name`: inputs built from the same emitters and shipped files the

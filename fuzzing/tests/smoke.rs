@@ -116,3 +116,33 @@ fn nic_seeds_reach_the_echo_server_and_the_teardown_offload() {
     assert!(run.echoed >= 10, "{run:?}");
     assert!(run.torn_down >= 1, "{run:?}");
 }
+
+#[test]
+fn ip_wire() {
+    smoke("ip_wire");
+}
+
+#[test]
+fn splice() {
+    smoke("splice");
+}
+
+/// The `splice` seeds are translated in both directions (the checks after the translation
+/// run), and the ones with a broken checksum are translated too.
+#[test]
+fn splice_seeds_are_translated() {
+    let seeds = nicemu_fuzzing::seeds("splice");
+    for s in &seeds {
+        // Selector bit 1 (tuple not aimed) is clear in every seed.
+        assert!(
+            nicemu_fuzzing::splice_translates(s),
+            "seed with selector {:#x} was refused",
+            s[0]
+        );
+    }
+}
+
+#[test]
+fn mtcp_conf() {
+    smoke("mtcp_conf");
+}

@@ -5,12 +5,16 @@ mod host;
 mod nic;
 mod parsers;
 mod seeds;
+mod wire;
 
 use frames::*;
 pub use host::host_link;
 pub use nic::{nic, nic_run, NicRun};
-pub use parsers::{checksum, config, control_msg, http, kv, tcp_wire, transport_headers};
+pub use parsers::{
+    checksum, config, control_msg, http, kv, mtcp_conf, tcp_wire, transport_headers,
+};
 pub use seeds::seeds;
+pub use wire::{ip_wire, splice, splice_translates};
 
 use std::collections::HashMap;
 

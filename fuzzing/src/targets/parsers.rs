@@ -270,3 +270,93 @@ pub fn config(data: &[u8]) {
         let _ = apps::proxy::ProxyConfig::from_table(&t, "fuzz.toml");
     }
 }
+
+/// libmtcp's readers of mTCP's own files: the configuration (`mtcp.conf`), `arp.conf` and
+/// `route.conf`, on the same text. Tables that parse are written out again and must parse to
+/// the same entries; put into a configuration's ports, every neighbour is there once and
+/// every route lands on a port or is named in a warning.
+pub fn mtcp_conf(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let dir = std::path::Path::new("/fuzz");
+    if let Ok((c, _)) = mtcp::conf::parse(text, dir) {
+        let _ = mtcp::conf::nicemu_path(&c, None, "fuzz.conf");
+    }
+    let arp = mtcp::conf::parse_arp(text, "arp.conf").map(|(a, _)| a);
+    let routes = mtcp::conf::parse_routes(text, "route.conf").map(|(r, _)| r);
+    if let Ok(a) = &arp {
+        let mut out = format!("ARP_ENTRY {}\n", a.len());
+        for e in a {
+            let m = e.mac;
+            out += &format!(
+                "{}/{} {:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}\n",
+                std::net::Ipv4Addr::from(e.ip),
+                e.prefix,
+                m[0],
+                m[1],
+                m[2],
+                m[3],
+                m[4],
+                m[5]
+            );
+        }
+        let (again, warnings) = mtcp::conf::parse_arp(&out, "arp.conf").expect("written back");
+        assert_eq!(&again, a, "arp.conf entries survive writing out");
+        assert!(warnings.is_empty(), "{warnings:?}");
+    }
+    if let Ok(r) = &routes {
+        let mut out = format!("ROUTES {}\n", r.len());
+        for e in r {
+            out += &format!(
+                "{}/{} {}\n",
+                std::net::Ipv4Addr::from(e.ip),
+                e.prefix,
+                e.iface
+            );
+        }
+        let (again, _) = mtcp::conf::parse_routes(&out, "route.conf").expect("written back");
+        assert_eq!(&again, r, "route.conf entries survive writing out");
+    }
+    let (arp, routes) = (arp.unwrap_or_default(), routes.unwrap_or_default());
+    if arp.is_empty() && routes.is_empty() {
+        return;
+    }
+    let mut cfg = dataplane::config::Config::parse(MTCP_PORTS, "ports.toml").expect("ports");
+    let before: Vec<usize> = cfg.ports.iter().map(|p| p.on_link.len()).collect();
+    let warnings = mtcp::conf::apply_tables(&mut cfg.ports, &arp, &routes);
+    for p in &cfg.ports {
+        let mut keys: Vec<_> = p.neighbours.iter().map(|n| (n.ip, n.prefix_len)).collect();
+        let n = keys.len();
+        keys.sort_unstable();
+        keys.dedup();
+        assert_eq!(keys.len(), n, "a neighbour twice on port {}", p.name);
+        for e in &arp {
+            assert!(keys.contains(&(e.ip, e.prefix)));
+        }
+    }
+    let added: usize = cfg
+        .ports
+        .iter()
+        .zip(&before)
+        .map(|(p, b)| p.on_link.len() - b)
+        .sum();
+    assert_eq!(added + warnings.len(), routes.len(), "{warnings:?}");
+}
+
+/// Two ports for [`mtcp_conf`]'s tables.
+const MTCP_PORTS: &str = r#"
+[[port]]
+name = "p0"
+driver = "wire"
+ipv4 = ["10.0.0.1/24"]
+wire = "w0"
+[[port]]
+name = "p1"
+driver = "wire"
+ipv4 = ["10.0.1.1/24"]
+wire = "w1"
+[[lcore]]
+core = 0
+role = "shared"
+"#;

@@ -21,6 +21,9 @@ pub fn seeds(name: &str) -> Vec<Vec<u8>> {
         "config" => config_seeds(),
         "nic" => nic_seeds(),
         "host_link" => host_seeds(),
+        "ip_wire" => ip_seeds(),
+        "splice" => splice_seeds(),
+        "mtcp_conf" => mtcp_conf_seeds(),
         _ => Vec::new(),
     }
 }
@@ -238,4 +241,68 @@ pub(super) fn host_seeds() -> Vec<Vec<u8>> {
     let mut m = vec![2u8, 0, 40];
     m.extend_from_slice(&[0u8; 40]);
     vec![s, m]
+}
+
+/// Ethernet + IPv4 frames around the TCP seeds, one with an IPv4 option and one fragment.
+pub(super) fn ip_seeds() -> Vec<Vec<u8>> {
+    let mut v: Vec<Vec<u8>> = tcp_seeds()
+        .iter()
+        .map(|t| ip_tcp_frame((CLIENT_MAC, CLIENT_IP), (SERVER_MAC, SERVER_IP), t))
+        .collect();
+    let mut opt = v[0].clone();
+    // IHL 6: a four-byte option (NOP NOP NOP EOL) before the TCP header.
+    opt.splice(34..34, [1u8, 1, 1, 0]);
+    opt[14] = 0x46;
+    let total = (opt.len() - 14) as u16;
+    opt[16..18].copy_from_slice(&total.to_be_bytes());
+    v.push(opt);
+    let mut frag = v[1].clone();
+    frag[20] = 0x20; // MF
+    v.push(frag);
+    v
+}
+
+/// A splice pair (both sides with SACK and timestamps, different window scales) and frames
+/// of the TCP seeds, for each direction, with checksums valid and not, and one with an
+/// explicit TCP offset.
+pub(super) fn splice_seeds() -> Vec<Vec<u8>> {
+    let side = |flags: u8, k: u8| -> Vec<u8> {
+        let mut s = vec![flags];
+        s.extend_from_slice(&[10, 0, k, 2]); // local ip
+        s.extend_from_slice(&(80u16 + u16::from(k)).to_be_bytes());
+        s.extend_from_slice(&[10, 0, k, 1]); // remote ip
+        s.extend_from_slice(&(40_000u16 + u16::from(k)).to_be_bytes());
+        s.extend_from_slice(&[0, 0, k, 0x0b]); // mac
+        s.extend_from_slice(&[7, 9 - k]); // peer, local wscale
+        s
+    };
+    let mut install = [side(3, 0), side(0x83, 1)].concat();
+    for x in [1000u32, 0xffff_ff00, 77, 0x8000_0000, 500, 0xffff_fff0] {
+        install.extend_from_slice(&x.to_be_bytes());
+    }
+    let mut v = Vec::new();
+    for (k, t) in tcp_seeds().iter().enumerate() {
+        let frame = ip_tcp_frame((CLIENT_MAC, CLIENT_IP), (SERVER_MAC, SERVER_IP), t);
+        for sel in [0u8, 1, 4, 0x58 | (k as u8 & 1)] {
+            v.push([&[sel][..], &install, &frame].concat());
+        }
+    }
+    v
+}
+
+/// mTCP's own files, as its example applications ship them, and nicemu's additions.
+pub(super) fn mtcp_conf_seeds() -> Vec<Vec<u8>> {
+    [
+        "############### mtcp configuration file ###############\n\
+         io = dpdk\nnum_cores = 2\nnum_mem_ch = 4\nport = dpdk0 dpdk1\n\
+         max_concurrency = 10000\nmax_num_buffers = 10000\nrcvbuf = 8192\nsndbuf = 8192\n\
+         tcp_timeout = 30\ntcp_timewait = 0\nstat_print = dpdk0\n\
+         nicemu_config = nicemu.toml # the nicemu ports\nmultiprocess = 0 master\n",
+        "io = netmap\nnum_cores = x\n",
+        "# arp.conf\nARP_ENTRY 2\n10.0.0.2/32 02:00:00:00:00:0b\n10.0.1.0/24 02:00:00:00:01:01\n",
+        "ROUTES 2\n10.0.0.0/24 dpdk0\n10.0.1.0/24 p1 # by name\n192.168.0.0/16 dpdk9\n",
+    ]
+    .iter()
+    .map(|s| s.as_bytes().to_vec())
+    .collect()
 }
