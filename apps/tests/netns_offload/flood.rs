@@ -57,7 +57,7 @@ fn flood_with_clients(
         node.step(work);
     }
     let mut py = py.expect("client started");
-    let (legit, _) = client_result(&mut py, label);
+    let (legit, _) = client_result(&mut py, node, label);
     // Stop the flood (SIGINT: hping3 prints its statistics), still polling.
     let flood_secs = t.elapsed().as_secs_f64();
     hping.interrupt();

@@ -111,7 +111,7 @@ const SMALL_BACKLOG: usize = 256;
 /// of the echo and closes. Prints `done OK SECS` when every connection succeeded, else the
 /// first errors and exits 2.
 const CLIENT: &str = r#"
-import hashlib, socket, sys, threading, time
+import hashlib, socket, struct, sys, threading, time
 host, port, n, par, secs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
 lock = threading.Lock()
 st = {"next": 0, "ok": 0}
@@ -135,10 +135,11 @@ def worker():
         if i is None:
             return
         r = request(i)
+        s = None
+        got = b""
         try:
             s = socket.create_connection((host, port), timeout=30)
             s.sendall(r)
-            got = b""
             while True:
                 k = s.recv(256)
                 if not k:
@@ -151,8 +152,22 @@ def worker():
             if err:
                 raise Exception("so_error %d" % err)
         except Exception as e:
+            # Where the connection stood (Linux's struct tcp_info: state, retransmits,
+            # backoff, rto, unacked, last data sent/received ago, ...): says which side
+            # stopped answering.
+            where = ""
+            try:
+                if s is not None:
+                    t = struct.unpack("8B24I", s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 104))
+                    where = (" local port %d: state %d retransmits %d backoff %d rto %d us "
+                             "unacked %d lost %d total retrans %d last data sent %d ms "
+                             "last data recv %d ms last ack recv %d ms bytes got %d"
+                             % (s.getsockname()[1], t[0], t[2], t[4], t[8], t[12], t[14],
+                                t[31], t[17], t[19], t[20], len(got)))
+            except Exception as e2:
+                where = " (no tcp_info: %r)" % e2
             with lock:
-                errors.append("connection %d: %r" % (i, e))
+                errors.append("connection %d: %r%s" % (i, e, where))
             return
         with lock:
             st["ok"] += 1
@@ -364,8 +379,9 @@ fn spawn(net: &Netns, args: &[String]) -> Proc {
 }
 
 /// The python client's `done OK SECS` line: connections made and seconds; fails the test
-/// when it failed.
-fn client_result(py: &mut Proc, label: &str) -> (u64, f64) {
+/// when it failed, with the node's counters (host, host setup, every offload, NIC ports)
+/// beside the client's account of each failed connection.
+fn client_result(py: &mut Proc, node: &mut Node, label: &str) -> (u64, f64) {
     let st = py.exited().expect("exited");
     let line = py
         .out
@@ -378,7 +394,15 @@ fn client_result(py: &mut Proc, label: &str) -> (u64, f64) {
     });
     match (st.success(), parsed) {
         (true, Some(r)) => r,
-        _ => panic!("{label}: python client failed: {}", py.describe()),
+        _ => {
+            let report = node.nic.finish();
+            panic!(
+                "{label}: python client failed: {}\nhost: {:?}\nhost setup: {:?}\nNIC: {report:?}",
+                py.describe(),
+                node.ctx.stats(),
+                node.ctx.setup_stats(),
+            )
+        }
     }
 }
 

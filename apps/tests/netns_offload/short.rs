@@ -66,7 +66,7 @@ fn short_connections(tag: &str, n: usize, parallel: usize, lossy: bool) {
         let mut py = spawn(net, &client_args(n, parallel, 0.0));
         serve_client(node, &mut echo, &mut py, CLIENTS_LIMIT, &label);
         let secs = t.elapsed().as_secs_f64();
-        let (ok, py_secs) = client_result(&mut py, &label);
+        let (ok, py_secs) = client_result(&mut py, node, &label);
         let tw_secs = drain_teardowns(node, &label);
         let kernel_tw = settle_kernel(node, net, &label);
         let kernel_after = kernel_counters(node, net);
