@@ -112,11 +112,12 @@ impl KvBenchOpts {
         if self.servers.is_empty() {
             return Err("no server given".into());
         }
-        if let Some(s) = self
-            .servers
-            .iter()
-            .find(|s| matches!(s, Server::Smoltcp | Server::Kernel))
-        {
+        if let Some(s) = self.servers.iter().find(|s| {
+            matches!(
+                s,
+                Server::Smoltcp | Server::SmoltcpCsumOffload | Server::Kernel
+            )
+        }) {
             return Err(format!(
                 "--servers: {} has no key-value server here; choose among nicemu, \
                  nicemu-setup, nicemu-offload, nicemu-quasi (ci/bench-kv-table4.sh measures \

@@ -209,6 +209,7 @@ fn short(s: Server) -> &'static str {
         Server::NicemuOffload => "+teardown",
         Server::NicemuQuasi => "+quasi-TCB",
         Server::Smoltcp => "smoltcp",
+        Server::SmoltcpCsumOffload => "smoltcp, checksum offload",
         Server::Kernel => "kernel",
     }
 }
