@@ -69,6 +69,10 @@ fn bench_kv_writes_table_json_and_plots() {
     ]);
     assert!(text.contains("summary"), "{text}");
     assert!(
+        text.contains("host+NIC ns") && text.contains("vs host+NIC"),
+        "{text}"
+    );
+    assert!(
         text.contains(&format!("plots written to {}", plots.display())),
         "{text}"
     );
@@ -82,10 +86,15 @@ fn bench_kv_writes_table_json_and_plots() {
             "txn_per_s",
             "host_ns_per_req",
             "nic_ns_per_req",
+            "host_nic_ns_per_req",
             "link_frames_to_host_per_req",
             "latency_p50_ns",
             "latency_p99_ns",
         ] {
+            assert!(s.get(key).and_then(Json::as_f64).is_some(), "{key}: {s}");
+        }
+        // Both ratios against the no-offload variant: host only, and host + NIC.
+        for key in ["host_vs_no_offload", "host_nic_vs_no_offload"] {
             assert!(s.get(key).and_then(Json::as_f64).is_some(), "{key}: {s}");
         }
         // Every reply was checked; none was wrong and no connection failed.
