@@ -1,11 +1,21 @@
 //! smoltcp as a peer and as a baseline: a smoltcp [`Device`] over one queue of the in-memory
 //! wire, so a smoltcp interface can sit on the far end of a nicemu node's wire (interop tests)
 //! or serve the same echo workload (the host-cost comparison of BENCHMARKS.md).
+//!
+//! With [`WireDevice::with_csum_offload`] the device plays a NIC with checksum offload, as
+//! nicemu's emulated NIC is for nicemu's host: smoltcp is told to neither verify nor fill
+//! checksums (`ChecksumCapabilities::ignored()`), and the device verifies the IPv4 header
+//! and TCP/UDP/ICMP checksums of every received frame (dropping and counting bad ones) and
+//! fills them in every sent frame, timing that work with the TSC apart ([`CsumOffloadStats`]).
 
 use dataplane::buf::{HeapBuf, PacketBuf};
+use dataplane::cycles::rdtsc;
 use dataplane::port::wire::WireQueue;
 use dataplane::port::Port;
-use smoltcp::phy::{Device, DeviceCapabilities, Medium, RxToken, TxToken};
+use offload_api::wire::checksum::{checksum, l4_checksum, verify, verify_l4};
+use offload_api::wire::ethernet::{EthernetFrame, ETHERTYPE_IPV4};
+use offload_api::wire::ipv4::{Ipv4Packet, IPPROTO_ICMP, IPPROTO_TCP, IPPROTO_UDP};
+use smoltcp::phy::{ChecksumCapabilities, Device, DeviceCapabilities, Medium, RxToken, TxToken};
 use smoltcp::time::Instant;
 
 /// Which way a frame seen by a [`Tap`] goes.
@@ -21,12 +31,109 @@ pub enum TapDir {
 /// and options on the wire).
 pub type Tap = Box<dyn FnMut(TapDir, &[u8]) + Send>;
 
+/// What a device with checksum offload ([`WireDevice::with_csum_offload`]) did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CsumOffloadStats {
+    /// Received IPv4 frames whose checksums verified (handed to smoltcp).
+    pub rx_verified: u64,
+    /// Received IPv4 frames whose IPv4 header or TCP/UDP/ICMP checksum did not verify
+    /// (dropped, never handed to smoltcp).
+    pub rx_bad: u64,
+    /// Sent IPv4 frames whose checksums the device filled.
+    pub tx_filled: u64,
+    /// Sent frames with no checksum to fill (ARP).
+    pub tx_other: u64,
+    /// TSC cycles spent verifying and filling: this device's "NIC" time.
+    pub cycles: u64,
+}
+
+/// Where a TCP, UDP and ICMP header keeps its checksum (RFC 9293 §3.1, RFC 768, RFC 792).
+fn l4_checksum_at(proto: u8) -> Option<(usize, usize)> {
+    match proto {
+        // (offset of the field, shortest header)
+        IPPROTO_TCP => Some((16, 20)),
+        IPPROTO_UDP => Some((6, 8)),
+        IPPROTO_ICMP => Some((2, 4)),
+        _ => None,
+    }
+}
+
+/// Verifies the checksums of an Ethernet frame as a NIC's receive checksum offload does:
+/// the IPv4 header checksum (RFC 791 §3.1, RFC 1071), then, unless the packet is a
+/// fragment, the TCP or UDP checksum under the pseudo-header (RFC 9293 §3.1; RFC 768: a
+/// zero UDP checksum means none) or the ICMP checksum (RFC 792). `None` for a frame that
+/// is not IPv4 or too malformed to check (smoltcp parses and drops those itself).
+pub fn verify_frame_checksums(frame: &[u8]) -> Option<bool> {
+    let eth = EthernetFrame::new_checked(frame).ok()?;
+    if eth.ethertype() != ETHERTYPE_IPV4 {
+        return None;
+    }
+    let ip = Ipv4Packet::new_checked(eth.payload()).ok()?;
+    if !ip.verify_checksum() {
+        return Some(false);
+    }
+    if ip.is_fragment() {
+        return Some(true);
+    }
+    let (proto, l4) = (ip.protocol(), ip.payload());
+    Some(match l4_checksum_at(proto) {
+        Some((_, min)) if l4.len() < min => return None,
+        Some((at, _)) if proto == IPPROTO_UDP && l4[at..at + 2] == [0, 0] => true,
+        Some(_) if proto == IPPROTO_ICMP => verify(l4),
+        Some(_) => verify_l4(ip.src_addr(), ip.dst_addr(), proto, l4),
+        None => true,
+    })
+}
+
+/// Fills the checksums of an Ethernet frame as a NIC's transmit checksum offload does: the
+/// IPv4 header checksum (RFC 791 §3.1) and, unless the packet is a fragment, the TCP or UDP
+/// checksum under the pseudo-header (RFC 9293 §3.1; RFC 768: a computed zero goes out as
+/// 0xffff) or the ICMP checksum (RFC 792). Whatever the fields held is overwritten. False
+/// (frame untouched) for a frame that is not IPv4 or whose headers do not fit it.
+pub fn fill_frame_checksums(frame: &mut [u8]) -> bool {
+    let Ok(mut eth) = EthernetFrame::new_checked(frame) else {
+        return false;
+    };
+    if eth.ethertype() != ETHERTYPE_IPV4 {
+        return false;
+    }
+    let Ok(mut ip) = Ipv4Packet::new_checked(eth.payload_mut()) else {
+        return false;
+    };
+    ip.fill_checksum();
+    let (proto, src, dst, frag) = (
+        ip.protocol(),
+        ip.src_addr(),
+        ip.dst_addr(),
+        ip.is_fragment(),
+    );
+    let l4 = ip.payload_mut();
+    match l4_checksum_at(proto) {
+        Some((at, min)) if !frag && l4.len() >= min => {
+            l4[at..at + 2].fill(0);
+            let mut c = if proto == IPPROTO_ICMP {
+                checksum(l4)
+            } else {
+                l4_checksum(src, dst, proto, l4)
+            };
+            if c == 0 && proto == IPPROTO_UDP {
+                c = 0xffff;
+            }
+            l4[at..at + 2].copy_from_slice(&c.to_be_bytes());
+        }
+        _ => {}
+    }
+    true
+}
+
 /// A smoltcp device on one wire queue. Frames are received in bursts and sent one by one.
 pub struct WireDevice {
     q: WireQueue,
     rx: Vec<HeapBuf>,
     tx: Vec<HeapBuf>,
     tap: Option<Tap>,
+    /// Checksum offload: on, and what it did so far.
+    csum: Option<CsumOffloadStats>,
     /// Frames the wire refused on send (full).
     pub tx_full: u64,
     /// Frames handed to smoltcp.
@@ -43,10 +150,25 @@ impl WireDevice {
             rx: Vec::with_capacity(64),
             tx: Vec::with_capacity(1),
             tap: None,
+            csum: None,
             tx_full: 0,
             rx_frames: 0,
             tx_frames: 0,
         }
+    }
+
+    /// A device on `q` with checksum offload: smoltcp neither verifies nor fills checksums,
+    /// the device does (see the module documentation).
+    pub fn with_csum_offload(q: WireQueue) -> Self {
+        WireDevice {
+            csum: Some(CsumOffloadStats::default()),
+            ..WireDevice::new(q)
+        }
+    }
+
+    /// What the checksum offload did so far; none without it.
+    pub fn csum_offload(&self) -> Option<CsumOffloadStats> {
+        self.csum
     }
 
     /// Calls `tap` with every frame received or sent from now on (replaces an earlier tap).
@@ -70,6 +192,7 @@ pub struct Tx<'a> {
     tap: &'a mut Option<Tap>,
     full: &'a mut u64,
     sent: &'a mut u64,
+    csum: &'a mut Option<CsumOffloadStats>,
 }
 
 impl RxToken for Rx {
@@ -86,6 +209,16 @@ impl TxToken for Tx<'_> {
             return f(&mut vec![0u8; len]);
         };
         let r = f(bytes);
+        if let Some(c) = self.csum.as_mut() {
+            let t0 = rdtsc();
+            let filled = fill_frame_checksums(b.data_mut());
+            c.cycles += rdtsc().wrapping_sub(t0);
+            if filled {
+                c.tx_filled += 1;
+            } else {
+                c.tx_other += 1;
+            }
+        }
         if let Some(tap) = self.tap.as_mut() {
             tap(TapDir::Tx, b.data());
         }
@@ -105,11 +238,27 @@ impl Device for WireDevice {
     type TxToken<'a> = Tx<'a>;
 
     fn receive(&mut self, _: Instant) -> Option<(Rx, Tx<'_>)> {
-        if self.rx.is_empty() {
-            self.q.rx_burst(&mut self.rx, 32);
-            self.rx.reverse();
-        }
-        let b = self.rx.pop()?;
+        let b = loop {
+            if self.rx.is_empty() {
+                self.q.rx_burst(&mut self.rx, 32);
+                self.rx.reverse();
+            }
+            let b = self.rx.pop()?;
+            let Some(c) = self.csum.as_mut() else {
+                break b;
+            };
+            let t0 = rdtsc();
+            let ok = verify_frame_checksums(b.data());
+            c.cycles += rdtsc().wrapping_sub(t0);
+            match ok {
+                Some(false) => c.rx_bad += 1,
+                Some(true) => {
+                    c.rx_verified += 1;
+                    break b;
+                }
+                None => break b,
+            }
+        };
         self.rx_frames += 1;
         if let Some(tap) = self.tap.as_mut() {
             tap(TapDir::Rx, b.data());
@@ -122,6 +271,7 @@ impl Device for WireDevice {
                 tap: &mut self.tap,
                 full: &mut self.tx_full,
                 sent: &mut self.tx_frames,
+                csum: &mut self.csum,
             },
         ))
     }
@@ -133,6 +283,7 @@ impl Device for WireDevice {
             tap: &mut self.tap,
             full: &mut self.tx_full,
             sent: &mut self.tx_frames,
+            csum: &mut self.csum,
         })
     }
 
@@ -141,6 +292,70 @@ impl Device for WireDevice {
         c.medium = Medium::Ethernet;
         c.max_transmission_unit = 1514;
         c.max_burst_size = Some(32);
+        if self.csum.is_some() {
+            c.checksum = ChecksumCapabilities::ignored();
+        }
         c
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dataplane::frames;
+
+    const A: [u8; 6] = [2, 0, 0, 0, 0, 1];
+    const B: [u8; 6] = [2, 0, 0, 0, 0, 2];
+    const IP_A: [u8; 4] = [10, 0, 0, 1];
+    const IP_B: [u8; 4] = [10, 0, 0, 2];
+
+    /// Frames with valid checksums (filled by the dataplane's own transmit path).
+    fn good_frames() -> Vec<Vec<u8>> {
+        vec![
+            frames::tcp(A, B, IP_A, IP_B, 1000, 7007, 1, 2, 0x18, b"hello, odd"),
+            frames::tcp(A, B, IP_A, IP_B, 1000, 7007, 1, 2, 0x10, b""),
+            frames::udp(A, B, IP_A, IP_B, 5, 6, b"x"),
+            frames::icmp_echo_request(A, B, IP_A, IP_B, 7, 1, b"ping"),
+        ]
+    }
+
+    /// What the dataplane filled verifies as good; a flipped bit anywhere in the IP packet is
+    /// caught; ARP has nothing to check.
+    #[test]
+    fn verify_accepts_good_frames_and_catches_flipped_bits() {
+        for f in good_frames() {
+            assert_eq!(verify_frame_checksums(&f), Some(true), "{f:?}");
+            // Every byte of the IP packet (not the Ethernet padding after it).
+            let ip_len = u16::from_be_bytes([f[16], f[17]]) as usize;
+            for i in 14..14 + ip_len {
+                let mut g = f.clone();
+                g[i] ^= 0x04;
+                // A flip in a length or version field may make the frame unparseable
+                // (None, left to smoltcp); it never passes as good.
+                assert_ne!(verify_frame_checksums(&g), Some(true), "byte {i} of {f:?}");
+            }
+        }
+        let arp = frames::arp_request(A, IP_A, IP_B);
+        assert_eq!(verify_frame_checksums(&arp), None);
+    }
+
+    /// Filling zeroed (or garbage) checksum fields gives the bytes the dataplane's transmit
+    /// checksum fill gives; ARP is left untouched.
+    #[test]
+    fn fill_matches_the_dataplane() {
+        for f in good_frames() {
+            let mut g = f.clone();
+            // The IPv4 header checksum and the L4 checksum field, scrambled.
+            g[24] ^= 0x5a;
+            let at = 14 + 20 + l4_checksum_at(g[23]).unwrap().0;
+            g[at] ^= 0xa5;
+            assert_eq!(verify_frame_checksums(&g), Some(false));
+            assert!(fill_frame_checksums(&mut g));
+            assert_eq!(g, f);
+        }
+        let arp = frames::arp_request(A, IP_A, IP_B);
+        let mut g = arp.clone();
+        assert!(!fill_frame_checksums(&mut g));
+        assert_eq!(g, arp);
     }
 }

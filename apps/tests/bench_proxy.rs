@@ -35,7 +35,18 @@ fn bench_proxy_tiny_sweep_has_no_errors() {
     }
     let text = r.to_string();
     assert!(text.contains("goals:"), "{text}");
-    assert!(r.to_json().contains("\"benchmark\": \"proxy\""));
+    // Host only and host + NIC side by side, in the table, the goals and the JSON.
+    assert!(
+        text.contains("h+N x") && text.contains("host+NIC ns"),
+        "{text}"
+    );
+    assert!(text.contains("host + NIC: "), "{text}");
+    for p in &r.points {
+        assert!(p.host_nic_ns_per_txn() >= p.host_ns_per_txn(), "{p:?}");
+    }
+    let json = r.to_json();
+    assert!(json.contains("\"benchmark\": \"proxy\""));
+    assert!(json.contains("\"host_nic_ns_relay_over_splice\""), "{json}");
     let dir = std::env::temp_dir().join(format!("nicemu-bench-proxy-it-{}", std::process::id()));
     let files = r.write_plots(&dir).unwrap();
     assert_eq!(files.len(), 4);

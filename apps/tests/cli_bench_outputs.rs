@@ -69,6 +69,10 @@ fn bench_kv_writes_table_json_and_plots() {
     ]);
     assert!(text.contains("summary"), "{text}");
     assert!(
+        text.contains("host+NIC ns") && text.contains("vs host+NIC"),
+        "{text}"
+    );
+    assert!(
         text.contains(&format!("plots written to {}", plots.display())),
         "{text}"
     );
@@ -82,10 +86,15 @@ fn bench_kv_writes_table_json_and_plots() {
             "txn_per_s",
             "host_ns_per_req",
             "nic_ns_per_req",
+            "host_nic_ns_per_req",
             "link_frames_to_host_per_req",
             "latency_p50_ns",
             "latency_p99_ns",
         ] {
+            assert!(s.get(key).and_then(Json::as_f64).is_some(), "{key}: {s}");
+        }
+        // Both ratios against the no-offload variant: host only, and host + NIC.
+        for key in ["host_vs_no_offload", "host_nic_vs_no_offload"] {
             assert!(s.get(key).and_then(Json::as_f64).is_some(), "{key}: {s}");
         }
         // Every reply was checked; none was wrong and no connection failed.
@@ -146,6 +155,9 @@ fn bench_echo_sweeps_sizes_and_writes_json_and_plots() {
         plots.to_str().unwrap(),
     ]);
     assert_eq!(text.matches("echo benchmark:").count(), 2, "{text}");
+    // The goal is judged on host only, with host + NIC beside it.
+    assert_eq!(text.matches("on host + NIC:").count(), 2, "{text}");
+    assert!(text.contains("vs nicemu (host+NIC)"), "{text}");
     let j = json(&file);
     assert_eq!(j.get("bench").and_then(Json::as_str), Some("echo"));
     let sizes = j.get("sizes").and_then(Json::as_array).unwrap();
@@ -158,9 +170,30 @@ fn bench_echo_sweeps_sizes_and_writes_json_and_plots() {
             assert!(w.get("host_ns_per_txn").and_then(Json::as_f64).is_some());
             assert!(w.get("nic_ns_per_txn").and_then(Json::as_f64).is_some());
             assert!(w
+                .get("host_nic_ns_per_txn")
+                .and_then(Json::as_f64)
+                .is_some());
+            assert!(w
                 .get("link")
                 .and_then(|l| l.get("to_host_packets"))
                 .is_some());
+        }
+        // Both rows have a NIC part; both ratios are against nicemu's in the same round.
+        let summary = s.get("summary").and_then(Json::as_array).unwrap();
+        assert_eq!(summary.len(), 2);
+        for row in summary {
+            for key in [
+                "host_ns_per_txn",
+                "nic_ns_per_txn",
+                "host_nic_ns_per_txn",
+                "host_vs_nicemu",
+                "host_nic_vs_nicemu",
+            ] {
+                assert!(
+                    row.get(key).and_then(Json::as_f64).is_some(),
+                    "{key}: {row}"
+                );
+            }
         }
     }
     svg(

@@ -33,7 +33,8 @@ fn measurement_json(m: &Measurement) -> Json {
         .with("host_ns_per_txn", m.host_ns_per_txn())
         .with("host_idle_ns_per_txn", m.host_idle_ns.map(|v| v / t))
         .with("process_ns_per_txn", m.process_ns_per_txn())
-        .with("nic_ns_per_txn", m.nic_ns.map(|v| v / t))
+        .with("nic_ns_per_txn", m.nic_ns_per_txn())
+        .with("host_nic_ns_per_txn", m.host_nic_ns_per_txn())
         .with("link", m.link.as_ref().map_or(Json::Null, link_json))
         .with("note", m.note.clone())
 }
@@ -59,8 +60,12 @@ pub fn echo_json(reports: &[EchoBenchReport]) -> Json {
                         .with("txn_per_s", s.tps)
                         .with("host_ns_per_txn", s.host_ns_per_txn)
                         .with("process_ns_per_txn", s.process_ns_per_txn)
+                        .with("nic_ns_per_txn", s.nic_ns_per_txn)
+                        .with("host_nic_ns_per_txn", s.host_nic_ns_per_txn)
                         .with("host_vs_nicemu", s.vs_nicemu)
                         .with("process_vs_nicemu", s.process_vs_nicemu)
+                        .with("host_nic_vs_nicemu", s.host_nic_vs_nicemu)
+                        .with("process_vs_nicemu_host_nic", s.process_vs_nicemu_host_nic)
                 })
                 .collect();
             Json::obj()
@@ -185,7 +190,7 @@ pub fn echo_plots(reports: &[EchoBenchReport], dir: &Path) -> Result<Vec<PathBuf
             let total = med(r, s, &|m| Some(m.host_ns_per_txn())).unwrap_or(0.0);
             let idle = med(r, s, &|m| per(m.host_idle_ns, m)).unwrap_or(0.0);
             let process = med(r, s, &|m| m.process_ns_per_txn());
-            let nic = med(r, s, &|m| per(m.nic_ns, m)).unwrap_or(0.0);
+            let nic = med(r, s, &Measurement::nic_ns_per_txn).unwrap_or(0.0);
             // Kernel: the process (stack + app in syscalls) and the client core's softirq.
             let (busy, softirq) = match process {
                 Some(p) => (p, (total - p).max(0.0)),
@@ -202,7 +207,7 @@ pub fn echo_plots(reports: &[EchoBenchReport], dir: &Path) -> Result<Vec<PathBuf
         "host: TCP stack + app (busy polls; kernel: server process)",
         "host: idle polls",
         "host: kernel softirq (request receive path)",
-        "NIC lcore (emulated NIC, not host cost)",
+        "NIC: nicemu's NIC lcore, smoltcp-csum-offload's device checksums (not host cost)",
     ];
     let components = names
         .iter()

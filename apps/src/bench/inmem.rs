@@ -1,6 +1,7 @@
-//! The two servers on the in-memory wire: the nicemu host stack (behind its emulated NIC)
-//! and smoltcp. One thread steps the four parts round-robin (client host, client NIC,
-//! server NIC, server host); only the server host's part is timed.
+//! The servers on the in-memory wire: the nicemu host stack (behind its emulated NIC) and
+//! smoltcp (with or without its device's checksum offload). One thread steps the four parts
+//! round-robin (client host, client NIC, server NIC, server host); only the server's parts
+//! are timed (host, and NIC where it has one).
 
 use std::net::SocketAddrV4;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -8,6 +9,7 @@ use std::time::Instant;
 
 use dataplane::clock::Clock;
 use dataplane::cycles::rdtsc;
+use dataplane::net::DropReason;
 use dataplane::port::wire::{self, WireConfig, WireQueue};
 use offload_api::link::LinkCounters;
 
@@ -19,6 +21,7 @@ use super::{
 };
 use crate::echo::{EchoClient, EchoServer, ServerOffloads};
 use crate::node::{Node, NodeSpec};
+use crate::smol::{CsumOffloadStats, WireDevice};
 
 /// Frames each queue on the path (PCIe link rings, wire rings) must hold for `conns`
 /// connections: the client opens them all at once (a SYN each), and in the closed loop each
@@ -466,26 +469,48 @@ fn smol_now(c: &Clock) -> smoltcp::time::Instant {
 }
 
 impl ServerPart for SmolServer {
+    /// The host part is the time inside `SmolEchoServer::step` less what its device spent on
+    /// checksums (the device runs inside `Interface::poll`); that is the NIC part.
     fn step(&mut self) -> (u64, u64, bool) {
         let f0 = self.srv.frames();
+        let c0 = self.srv.csum_offload().map_or(0, |c| c.cycles);
         let t0 = rdtsc();
         self.srv.step(smol_now(&self.clock));
         let t = rdtsc().wrapping_sub(t0);
-        (t, 0, self.srv.frames() != f0)
+        let nic = self.srv.csum_offload().map_or(0, |c| c.cycles) - c0;
+        (t.saturating_sub(nic), nic, self.srv.frames() != f0)
     }
 }
 
-/// One round with the smoltcp server on the same wire and the same client.
+/// What the smoltcp server's device did over a whole round (warm-up included): frames sent,
+/// and, with the checksum offload, its counters.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct SmolDevice {
+    /// Frames the interface sent.
+    pub frames_sent: u64,
+    /// The checksum offload's counters (smoltcp-csum-offload only).
+    pub csum: Option<CsumOffloadStats>,
+}
+
+/// One round with a smoltcp server (`server`: smoltcp, or smoltcp-csum-offload with the
+/// device's checksum offload) on the same wire and the same client.
 pub(super) fn smoltcp(
     opts: &EchoBenchOpts,
     round: u32,
     tsc_hz: u64,
-) -> Result<Measurement, String> {
+    server: Server,
+) -> Result<(Measurement, SmolDevice), String> {
     let clock = Clock::real();
     let (qc, qs) = wire(&clock, opts.conns);
     let mut client = Client::new(qc, &clock, opts)?;
+    let offload = server == Server::SmoltcpCsumOffload;
+    let dev = if offload {
+        WireDevice::with_csum_offload(qs)
+    } else {
+        WireDevice::new(qs)
+    };
     let srv = SmolEchoServer::new(
-        qs,
+        dev,
         SERVER_MAC,
         (SERVER_IP, 24),
         PORT,
@@ -495,18 +520,41 @@ pub(super) fn smoltcp(
     )?;
     let mut srv = SmolServer { srv, clock };
     let w = drive(&timing(opts), &mut client, &mut srv)?;
-    Ok(Measurement {
-        server: Server::Smoltcp,
-        round,
-        transactions: w.transactions,
-        wall_s: w.wall,
-        host_ns: w.ns(w.host_cycles, tsc_hz),
-        host_idle_ns: Some(w.ns(w.idle_cycles, tsc_hz)),
-        host_ns_process: None,
-        nic_ns: None,
-        link: None,
-        note: Some(w.note()),
-    })
+    let dev = SmolDevice {
+        frames_sent: srv.srv.frames_sent(),
+        csum: srv.srv.csum_offload(),
+    };
+    let mut note = w.note();
+    if let Some(c) = &dev.csum {
+        note += &format!(
+            "; device checksum offload over the round: verified {}, bad (dropped) {}, \
+             filled {} of {} frames sent (nothing to fill in {})",
+            c.rx_verified, c.rx_bad, c.tx_filled, dev.frames_sent, c.tx_other
+        );
+    }
+    // The client's NIC verifies every checksum it receives; none may have failed.
+    let drops = client.node.nic.stack().counters().drops;
+    let bad = drops.get(DropReason::BadIpChecksum) + drops.get(DropReason::BadL4Checksum);
+    if bad > 0 {
+        return Err(format!(
+            "the client's NIC dropped {bad} frames from the server for bad checksums"
+        ));
+    }
+    Ok((
+        Measurement {
+            server,
+            round,
+            transactions: w.transactions,
+            wall_s: w.wall,
+            host_ns: w.ns(w.host_cycles, tsc_hz),
+            host_idle_ns: Some(w.ns(w.idle_cycles, tsc_hz)),
+            host_ns_process: None,
+            nic_ns: offload.then(|| w.ns(w.nic_cycles, tsc_hz)),
+            link: None,
+            note: Some(note),
+        },
+        dev,
+    ))
 }
 
 /// Receive and send buffer of each smoltcp socket (the requests are small; 4 KiB each way

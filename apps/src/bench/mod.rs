@@ -5,11 +5,14 @@
 //!
 //! A persistent-connection echo: `conns` connections, each with one `size`-byte request
 //! outstanding; a transaction is one request echoed back in full. The client is always the
-//! same nicemu node (host stack + [`crate::echo::EchoClient`] + NIC lcore). Three servers:
+//! same nicemu node (host stack + [`crate::echo::EchoClient`] + NIC lcore). The servers:
 //!
 //! - **nicemu**: a nicemu node (NIC lcore + host context + [`crate::echo::EchoServer`]) on
 //!   the other end of the in-memory wire;
 //! - **smoltcp**: a smoltcp interface with one socket per connection on the same wire;
+//! - **smoltcp-csum-offload**: the same with the checksum offload nicemu's host has: smoltcp
+//!   computes no checksum and its device ([`crate::smol::WireDevice::with_csum_offload`])
+//!   verifies and fills them, timed apart as that server's NIC work;
 //! - **kernel** (feature `dpdk`): the Linux kernel's TCP stack with an epoll echo server in a
 //!   network namespace behind a veth pair; the client's NIC runs on DPDK's net_af_packet.
 //!
@@ -17,10 +20,12 @@
 //! server host round-robin, and time (TSC) only the server host's calls: for nicemu,
 //! `EchoServer::step` (its `epoll_wait` runs the stack); for smoltcp, `Interface::poll` plus
 //! the echo loop over the sockets. For the kernel, see [`kernel`]. Host cost per transaction
-//! is that time divided by the transactions completed in the measured window. Rounds
-//! alternate the servers (the order rotates each round), so the ratios are side by side.
+//! is that time divided by the transactions completed in the measured window; the report
+//! also gives host + NIC per transaction (see [`echo_report`]). Rounds alternate the servers
+//! (the order rotates each round), so the ratios are side by side.
 
 mod echo_out;
+mod echo_report;
 pub mod http_backend;
 mod inmem;
 #[cfg(feature = "dpdk")]
@@ -37,7 +42,6 @@ pub mod proxy;
 pub mod smol_echo;
 mod wheel;
 
-use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -72,6 +76,9 @@ pub enum Server {
     NicemuQuasi,
     /// smoltcp on the same in-memory wire.
     Smoltcp,
+    /// smoltcp with the checksum offload nicemu's host has: smoltcp computes no checksum,
+    /// its device verifies and fills them (timed apart as the NIC's work).
+    SmoltcpCsumOffload,
     /// The Linux kernel's stack in a namespace (needs the `dpdk` feature).
     Kernel,
 }
@@ -85,6 +92,7 @@ impl Server {
             Server::NicemuOffload => "nicemu-offload",
             Server::NicemuQuasi => "nicemu-quasi",
             Server::Smoltcp => "smoltcp",
+            Server::SmoltcpCsumOffload => "smoltcp-csum-offload",
             Server::Kernel => "kernel",
         }
     }
@@ -100,11 +108,12 @@ pub fn parse_servers(s: &str) -> Result<Vec<Server>, String> {
             "nicemu-offload" => Server::NicemuOffload,
             "nicemu-quasi" => Server::NicemuQuasi,
             "smoltcp" => Server::Smoltcp,
+            "smoltcp-csum-offload" => Server::SmoltcpCsumOffload,
             "kernel" => Server::Kernel,
             other => {
                 return Err(format!(
                     "unknown server {other:?}, expected nicemu, nicemu-setup, nicemu-offload, \
-                     nicemu-quasi, smoltcp or kernel"
+                     nicemu-quasi, smoltcp, smoltcp-csum-offload or kernel"
                 ))
             }
         };
@@ -197,7 +206,12 @@ impl EchoBenchOpts {
         if self.server_closes && self.per_conn != 1 {
             return Err("--server-closes needs --per-conn 1".into());
         }
-        if self.per_conn != 0 && self.servers.contains(&Server::Smoltcp) {
+        if self.per_conn != 0
+            && self
+                .servers
+                .iter()
+                .any(|s| matches!(s, Server::Smoltcp | Server::SmoltcpCsumOffload))
+        {
             return Err(
                 "--per-conn: the smoltcp server keeps one socket per persistent connection; \
                  leave it out of --servers for short-lived connections"
@@ -262,7 +276,9 @@ pub struct Measurement {
     pub host_idle_ns: Option<f64>,
     /// Kernel only: the part spent by the server process itself.
     pub host_ns_process: Option<f64>,
-    /// nicemu only: nanoseconds in the server's NIC lcore (the emulated NIC, not host cost).
+    /// The NIC's work for the server over the window, not host cost: for nicemu the
+    /// nanoseconds in its NIC lcore; for smoltcp-csum-offload the device's checksum verify
+    /// and fill (taken out of `host_ns`); none for smoltcp and the kernel.
     pub nic_ns: Option<f64>,
     /// nicemu only: PCIe link crossings per transaction.
     pub link: Option<LinkPerTxn>,
@@ -286,6 +302,17 @@ impl Measurement {
         self.host_ns_process
             .map(|p| p / self.transactions.max(1) as f64)
     }
+
+    /// The NIC's nanoseconds per transaction (see [`Measurement::nic_ns`]).
+    pub fn nic_ns_per_txn(&self) -> Option<f64> {
+        self.nic_ns.map(|n| n / self.transactions.max(1) as f64)
+    }
+
+    /// Host plus NIC nanoseconds per transaction: the host's, plus the NIC's where the
+    /// server has one (nicemu, smoltcp-csum-offload); the host's alone otherwise.
+    pub fn host_nic_ns_per_txn(&self) -> f64 {
+        (self.host_ns + self.nic_ns.unwrap_or(0.0)) / self.transactions.max(1) as f64
+    }
 }
 
 /// One server's results over all rounds.
@@ -299,10 +326,19 @@ pub struct ServerSummary {
     pub host_ns_per_txn: f64,
     /// Kernel only: median of the process-only part.
     pub process_ns_per_txn: Option<f64>,
+    /// Median NIC ns per transaction, where the server has a NIC part.
+    pub nic_ns_per_txn: Option<f64>,
+    /// Median host + NIC ns per transaction ([`Measurement::host_nic_ns_per_txn`]).
+    pub host_nic_ns_per_txn: f64,
     /// Median over rounds of (this server's host ns/txn ÷ nicemu's in the same round).
     pub vs_nicemu: Option<f64>,
     /// The same with the kernel's process-only cost.
     pub process_vs_nicemu: Option<f64>,
+    /// Median over rounds of (this server's host + NIC ns/txn ÷ nicemu's host + NIC ns/txn
+    /// in the same round).
+    pub host_nic_vs_nicemu: Option<f64>,
+    /// Kernel only: its process-only cost ÷ nicemu's host + NIC, median over rounds.
+    pub process_vs_nicemu_host_nic: Option<f64>,
 }
 
 /// Everything `nicemu bench echo` measured.
@@ -329,209 +365,6 @@ fn median(mut v: Vec<f64>) -> Option<f64> {
     } else {
         (v[n / 2 - 1] + v[n / 2]) / 2.0
     })
-}
-
-impl EchoBenchReport {
-    fn of(&self, s: Server) -> impl Iterator<Item = &Measurement> {
-        self.rounds.iter().filter(move |m| m.server == s)
-    }
-
-    fn nicemu_in(&self, round: u32) -> Option<f64> {
-        self.rounds
-            .iter()
-            .find(|m| m.server == Server::Nicemu && m.round == round)
-            .map(Measurement::host_ns_per_txn)
-    }
-
-    /// Medians per server, in the order the servers were given.
-    pub fn summary(&self) -> Vec<ServerSummary> {
-        let mut out = Vec::new();
-        for &s in &self.opts.servers {
-            if self.of(s).next().is_none() {
-                continue;
-            }
-            let ratio = |f: &dyn Fn(&Measurement) -> Option<f64>| {
-                median(
-                    self.of(s)
-                        .filter_map(|m| Some(f(m)? / self.nicemu_in(m.round)?))
-                        .collect(),
-                )
-            };
-            out.push(ServerSummary {
-                server: s,
-                tps: median(self.of(s).map(Measurement::tps).collect()).unwrap_or(0.0),
-                host_ns_per_txn: median(self.of(s).map(Measurement::host_ns_per_txn).collect())
-                    .unwrap_or(0.0),
-                process_ns_per_txn: median(
-                    self.of(s)
-                        .filter_map(Measurement::process_ns_per_txn)
-                        .collect(),
-                ),
-                vs_nicemu: ratio(&|m| Some(m.host_ns_per_txn())),
-                process_vs_nicemu: ratio(&|m| m.process_ns_per_txn()),
-            });
-        }
-        out
-    }
-
-    /// Whether nicemu's host cost is at least `factor` times lower than every other server's
-    /// (using the kernel's process-only cost, the conservative one); none without nicemu or
-    /// without another server.
-    pub fn target_met(&self, factor: f64) -> Option<bool> {
-        let sum = self.summary();
-        let others: Vec<f64> = sum
-            .iter()
-            .filter(|s| s.server != Server::Nicemu)
-            .filter_map(|s| s.process_vs_nicemu.or(s.vs_nicemu))
-            .collect();
-        if others.is_empty() || !sum.iter().any(|s| s.server == Server::Nicemu) {
-            return None;
-        }
-        Some(others.iter().all(|&r| r >= factor))
-    }
-}
-
-impl fmt::Display for EchoBenchReport {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let o = &self.opts;
-        let kind = match o.per_conn {
-            0 => "persistent connections".to_string(),
-            1 => "connections in flight, one transaction each".to_string(),
-            n => format!("connections in flight, {n} transactions each"),
-        };
-        writeln!(
-            f,
-            "echo benchmark: {} {kind}, {}-byte requests, {} round(s) of {} s \
-             per server (order rotates each round), TSC {:.3} GHz",
-            o.conns,
-            o.size,
-            o.rounds,
-            o.seconds,
-            self.tsc_hz as f64 / 1e9
-        )?;
-        for (s, why) in &self.skipped {
-            writeln!(f, "{}: skipped: {why}", s.name())?;
-        }
-        writeln!(f)?;
-        writeln!(
-            f,
-            "{:<6} {:<14} {:>12} {:>12} {:>12}  detail",
-            "round", "server", "transactions", "txn/s", "host ns/txn"
-        )?;
-        for m in &self.rounds {
-            let mut detail = m.note.clone().unwrap_or_default();
-            if let Some(l) = &m.link {
-                detail += &format!(
-                    "; NIC lcore {:.0} ns/txn; PCIe link per txn: NIC->host {:.2} pkts {:.0} B, \
-                     host->NIC {:.2} pkts {:.0} B, {:.2} DMA copies",
-                    m.nic_ns.unwrap_or(0.0) / m.transactions.max(1) as f64,
-                    l.to_host_packets,
-                    l.to_host_bytes,
-                    l.to_nic_packets,
-                    l.to_nic_bytes,
-                    l.dma_copies
-                );
-            }
-            writeln!(
-                f,
-                "{:<6} {:<14} {:>12} {:>12.0} {:>12.0}  {detail}",
-                m.round + 1,
-                m.server.name(),
-                m.transactions,
-                m.tps(),
-                m.host_ns_per_txn()
-            )?;
-        }
-        writeln!(f)?;
-        writeln!(
-            f,
-            "summary (medians over rounds; ratio = host ns/txn ÷ nicemu's in the same round):"
-        )?;
-        writeln!(
-            f,
-            "{:<14} {:>12} {:>12} {:>10}",
-            "server", "txn/s", "host ns/txn", "vs nicemu"
-        )?;
-        for s in self.summary() {
-            let ratio = s.vs_nicemu.map_or("-".into(), |r| format!("{r:.2}x"));
-            write!(
-                f,
-                "{:<14} {:>12.0} {:>12.0} {:>10}",
-                s.server.name(),
-                s.tps,
-                s.host_ns_per_txn,
-                ratio
-            )?;
-            if let (Some(p), Some(r)) = (s.process_ns_per_txn, s.process_vs_nicemu) {
-                write!(f, "   (server process only: {p:.0} ns/txn, {r:.2}x)")?;
-            }
-            writeln!(f)?;
-        }
-        writeln!(f)?;
-        writeln!(f, "how host cost is measured:")?;
-        writeln!(
-            f,
-            "  nicemu:  TSC time inside the server host's EchoServer::step (epoll_wait runs the \
-             stack: link rx, TCP, timers, link tx), empty polls included; checksums and ARP \
-             are done by the emulated NIC (its lcore time is shown apart, not host cost)"
-        )?;
-        writeln!(
-            f,
-            "  smoltcp: TSC time inside Interface::poll plus the echo loop over its sockets \
-             (one per connection), empty polls included; smoltcp does checksums and ARP itself"
-        )?;
-        writeln!(
-            f,
-            "  (both scaled by the fraction of the window the thread was on a CPU, from \
-             CLOCK_THREAD_CPUTIME_ID, so that preemption by other processes is not counted)"
-        )?;
-        writeln!(
-            f,
-            "  kernel:  server process on-CPU time (/proc/<pid>/schedstat, pinned to its own \
-             core) + softirq time of the client's core (/proc/stat; requests enter the kernel \
-             stack in softirq on the sending CPU). Limits: softirq is tick-sampled (no IRQ \
-             time accounting), includes veth/af_packet work and anything else on that core; \
-             the process time includes the softirq that hands replies to af_packet (wire \
-             work). The process-only figure leaves the whole request receive path out: the \
-             conservative one, used for the target"
-        )?;
-        writeln!(
-            f,
-            "  txn/s is the whole single-threaded loop (client + both NICs + server) for the \
-             in-memory servers, and the client core's rate over af_packet for the kernel"
-        )?;
-        if self.opts.per_conn != 0 {
-            // AccelTCP Table 3's question: how much host work the offloads save (the row
-            // with every optimisation that ran: quasi-TCBs, else setup + teardown).
-            let sum = self.summary();
-            let full = [Server::NicemuQuasi, Server::NicemuOffload]
-                .into_iter()
-                .find_map(|row| {
-                    let s = sum.iter().find(|s| s.server == row)?;
-                    Some((row, s.vs_nicemu?))
-                });
-            if let Some((row, r)) = full {
-                writeln!(f)?;
-                writeln!(
-                    f,
-                    "goal (the offloads cut the host's cost per short connection at least 4x, \
-                     AccelTCP Table 3; row {}): {:.2}x lower, {}",
-                    row.name(),
-                    1.0 / r.max(1e-9),
-                    if r <= 0.25 { "MET" } else { "NOT MET" }
-                )?;
-            }
-        } else if let Some(met) = self.target_met(3.0) {
-            writeln!(f)?;
-            writeln!(
-                f,
-                "target (nicemu host cost >= 3x lower than every other server, kernel counted \
-                 conservatively as process only): {}",
-                if met { "MET" } else { "NOT MET" }
-            )?;
-        }
-        Ok(())
-    }
 }
 
 /// Runs the echo benchmark as `opts` says and returns what it measured. Progress goes to
@@ -595,7 +428,9 @@ pub fn echo(opts: &EchoBenchOpts) -> Result<EchoBenchReport, String> {
                 | Server::NicemuSetup
                 | Server::NicemuOffload
                 | Server::NicemuQuasi => inmem::nicemu(opts, round, tsc_hz, s),
-                Server::Smoltcp => inmem::smoltcp(opts, round, tsc_hz),
+                Server::Smoltcp | Server::SmoltcpCsumOffload => {
+                    inmem::smoltcp(opts, round, tsc_hz, s).map(|(m, _)| m)
+                }
                 #[cfg(feature = "dpdk")]
                 Server::Kernel => match kernel.as_mut() {
                     Some(k) => k.round(opts, round),
@@ -606,7 +441,7 @@ pub fn echo(opts: &EchoBenchOpts) -> Result<EchoBenchReport, String> {
             }
             .map_err(|e| format!("{} round {}: {e}", s.name(), round + 1))?;
             eprintln!(
-                "bench: round {} {:<14} {:>10.0} txn/s {:>8.0} host ns/txn",
+                "bench: round {} {:<20} {:>10.0} txn/s {:>8.0} host ns/txn",
                 round + 1,
                 s.name(),
                 m.tps(),
@@ -625,8 +460,13 @@ mod tests {
     #[test]
     fn server_lists_parse() {
         assert_eq!(
-            parse_servers("nicemu, smoltcp,kernel,nicemu").unwrap(),
-            vec![Server::Nicemu, Server::Smoltcp, Server::Kernel]
+            parse_servers("nicemu, smoltcp,kernel,nicemu,smoltcp-csum-offload").unwrap(),
+            vec![
+                Server::Nicemu,
+                Server::Smoltcp,
+                Server::Kernel,
+                Server::SmoltcpCsumOffload
+            ]
         );
         assert!(parse_servers("").is_err());
         assert!(parse_servers("nicemu,linux").is_err());
@@ -637,7 +477,7 @@ mod tests {
         assert_eq!(median(vec![3.0, 1.0, 2.0]), Some(2.0));
         assert_eq!(median(vec![4.0, 1.0]), Some(2.5));
         assert_eq!(median(vec![]), None);
-        let m = |server, round, host_ns: f64, process: Option<f64>| Measurement {
+        let m = |server, round, host_ns: f64, nic: Option<f64>, process: Option<f64>| Measurement {
             server,
             round,
             transactions: 1000,
@@ -645,29 +485,123 @@ mod tests {
             host_ns,
             host_idle_ns: None,
             host_ns_process: process,
-            nic_ns: None,
+            nic_ns: nic,
             link: None,
             note: None,
         };
         let report = EchoBenchReport {
-            opts: EchoBenchOpts::default(),
+            opts: EchoBenchOpts {
+                servers: vec![
+                    Server::Nicemu,
+                    Server::Smoltcp,
+                    Server::SmoltcpCsumOffload,
+                    Server::Kernel,
+                ],
+                ..EchoBenchOpts::default()
+            },
             tsc_hz: 1,
             rounds: vec![
-                m(Server::Nicemu, 0, 1e6, None),
-                m(Server::Smoltcp, 0, 5e6, None),
-                m(Server::Kernel, 0, 9e6, Some(4e6)),
-                m(Server::Nicemu, 1, 2e6, None),
-                m(Server::Smoltcp, 1, 5e6, None),
-                m(Server::Kernel, 1, 9e6, Some(7e6)),
+                m(Server::Nicemu, 0, 1e6, Some(1e6), None),
+                m(Server::Smoltcp, 0, 5e6, None, None),
+                m(Server::SmoltcpCsumOffload, 0, 4e6, Some(1e6), None),
+                m(Server::Kernel, 0, 9e6, None, Some(4e6)),
+                m(Server::Nicemu, 1, 2e6, Some(2e6), None),
+                m(Server::Smoltcp, 1, 5e6, None, None),
+                m(Server::SmoltcpCsumOffload, 1, 4e6, Some(1e6), None),
+                m(Server::Kernel, 1, 9e6, None, Some(7e6)),
             ],
             skipped: Vec::new(),
         };
         let s = report.summary();
+        // Host only: ÷ nicemu's host (1e6, then 2e6).
         assert_eq!(s[1].vs_nicemu, Some((5.0 + 2.5) / 2.0));
-        assert_eq!(s[2].process_vs_nicemu, Some((4.0 + 3.5) / 2.0));
+        assert_eq!(s[2].vs_nicemu, Some((4.0 + 2.0) / 2.0));
+        assert_eq!(s[3].process_vs_nicemu, Some((4.0 + 3.5) / 2.0));
+        // Host + NIC: ÷ nicemu's host + NIC (2e6, then 4e6); smoltcp and the kernel have no
+        // NIC part, smoltcp-csum-offload adds its device's.
+        assert_eq!(s[0].host_nic_ns_per_txn, (2e3 + 4e3) / 2.0);
+        assert_eq!(s[1].host_nic_ns_per_txn, 5e3);
+        assert_eq!(s[2].host_nic_ns_per_txn, 5e3);
+        assert_eq!(s[2].nic_ns_per_txn, Some(1e3));
+        assert_eq!(s[1].nic_ns_per_txn, None);
+        assert_eq!(s[1].host_nic_vs_nicemu, Some((2.5 + 1.25) / 2.0));
+        assert_eq!(s[2].host_nic_vs_nicemu, Some((2.5 + 1.25) / 2.0));
+        assert_eq!(s[3].host_nic_vs_nicemu, Some((4.5 + 2.25) / 2.0));
+        assert_eq!(s[3].process_vs_nicemu_host_nic, Some((2.0 + 1.75) / 2.0));
+        // The target is judged on host only; host + NIC is reported beside it.
         assert_eq!(report.target_met(3.0), Some(true));
         assert_eq!(report.target_met(4.0), Some(false));
-        assert!(report.to_string().contains("MET"));
+        assert_eq!(report.target_met_on(3.0, true), Some(false));
+        assert_eq!(report.target_met_on(1.8, true), Some(true));
+        let text = report.to_string();
+        assert!(text.contains("): MET; on host + NIC ("), "{text}");
+        assert!(text.contains("would not be met"), "{text}");
+        assert!(text.contains("vs nicemu (host+NIC)"), "{text}");
+    }
+
+    /// The goal of short connections: judged on host only, host + NIC beside it.
+    #[test]
+    fn goal_is_judged_on_host_only_with_host_and_nic_beside() {
+        let m = |server, host_ns: f64, nic_ns: f64| Measurement {
+            server,
+            round: 0,
+            transactions: 1000,
+            wall_s: 1.0,
+            host_ns,
+            host_idle_ns: None,
+            host_ns_process: None,
+            nic_ns: Some(nic_ns),
+            link: None,
+            note: None,
+        };
+        let report = EchoBenchReport {
+            opts: EchoBenchOpts {
+                per_conn: 1,
+                servers: vec![Server::Nicemu, Server::NicemuQuasi],
+                ..EchoBenchOpts::default()
+            },
+            tsc_hz: 1,
+            rounds: vec![
+                m(Server::Nicemu, 5e6, 1e6),
+                m(Server::NicemuQuasi, 1e6, 3e6),
+            ],
+            skipped: Vec::new(),
+        };
+        let text = report.to_string();
+        assert!(
+            text.contains("5.00x lower, MET; on host + NIC: 1.50x lower (would not be met)"),
+            "{text}"
+        );
+    }
+
+    /// smoltcp with its device's checksum offload serves echoes: the client (a nicemu node,
+    /// whose NIC verifies every checksum and drops bad frames) completes transactions, the
+    /// device found no bad checksum on receive and filled every IPv4 frame it sent (the
+    /// others are ARP). A smoke test: nothing here is timed.
+    #[test]
+    fn smoltcp_with_checksum_offload_serves_correct_checksums() {
+        let opts = EchoBenchOpts {
+            conns: 32,
+            seconds: 0.2,
+            rounds: 1,
+            servers: vec![Server::SmoltcpCsumOffload],
+            warmup_seconds: 0.0,
+            ..EchoBenchOpts::default()
+        };
+        let (m, dev) = inmem::smoltcp(&opts, 0, 1_000_000_000, Server::SmoltcpCsumOffload)
+            .expect("the client's NIC dropped nothing for bad checksums");
+        assert!(m.transactions > 0, "{m:?}");
+        let c = dev.csum.expect("the device has the checksum offload");
+        assert_eq!(c.rx_bad, 0, "{c:?}");
+        assert!(c.rx_verified > 0, "{c:?}");
+        assert!(c.tx_filled > 0, "{c:?}");
+        assert_eq!(c.tx_filled + c.tx_other, dev.frames_sent, "{c:?}");
+        // Nothing but ARP goes unfilled: at most a reply or two.
+        assert!(c.tx_other <= 2, "{c:?}");
+        assert!(m.nic_ns.is_some_and(|n| n > 0.0), "{m:?}");
+        // Without the offload the device computes nothing.
+        let (m, dev) = inmem::smoltcp(&opts, 0, 1_000_000_000, Server::Smoltcp).unwrap();
+        assert!(m.transactions > 0 && dev.csum.is_none() && m.nic_ns.is_none());
     }
 
     /// Runs the in-memory servers briefly (a smoke test: nothing here is timed).
@@ -677,12 +611,12 @@ mod tests {
             conns: 32,
             seconds: 0.2,
             rounds: 1,
-            servers: vec![Server::Nicemu, Server::Smoltcp],
+            servers: vec![Server::Nicemu, Server::Smoltcp, Server::SmoltcpCsumOffload],
             warmup_seconds: 0.0,
             ..EchoBenchOpts::default()
         };
         let r = echo(&opts).unwrap();
-        assert_eq!(r.rounds.len(), 2);
+        assert_eq!(r.rounds.len(), 3);
         for m in &r.rounds {
             assert!(m.transactions > 0, "{m:?}");
         }

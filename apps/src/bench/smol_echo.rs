@@ -2,14 +2,14 @@
 //! expected connection, all listening on the same port (smoltcp hands a SYN to the first
 //! listening socket), each re-listening once its connection is over. After every
 //! `Interface::poll` that saw traffic, every socket's received bytes are written back.
+//! The device is a [`WireDevice`], with or without its checksum offload.
 
-use dataplane::port::wire::WireQueue;
 use smoltcp::iface::{Config, Interface, PollResult, SocketHandle, SocketSet};
 use smoltcp::socket::tcp;
 use smoltcp::time::Instant;
 use smoltcp::wire::{EthernetAddress, HardwareAddress, IpAddress, IpCidr};
 
-use crate::smol::WireDevice;
+use crate::smol::{CsumOffloadStats, WireDevice};
 
 /// The smoltcp echo server of the benchmark.
 pub struct SmolEchoServer {
@@ -26,10 +26,10 @@ pub struct SmolEchoServer {
 }
 
 impl SmolEchoServer {
-    /// A server at `ip`/`prefix` with MAC `mac` on `q`, with `sockets` sockets of
-    /// `buffer` bytes of receive and of send buffer each, listening on `port`.
+    /// A server at `ip`/`prefix` with MAC `mac` on the device `dev`, with `sockets` sockets
+    /// of `buffer` bytes of receive and of send buffer each, listening on `port`.
     pub fn new(
-        q: WireQueue,
+        mut dev: WireDevice,
         mac: [u8; 6],
         (ip, prefix): ([u8; 4], u8),
         port: u16,
@@ -37,7 +37,6 @@ impl SmolEchoServer {
         buffer: usize,
         now: Instant,
     ) -> Result<Self, String> {
-        let mut dev = WireDevice::new(q);
         let mut cfg = Config::new(HardwareAddress::Ethernet(EthernetAddress(mac)));
         cfg.random_seed = 0x5eed;
         let mut iface = Interface::new(cfg, &mut dev, now);
@@ -115,5 +114,15 @@ impl SmolEchoServer {
     /// Frames the interface received and sent so far.
     pub fn frames(&self) -> u64 {
         self.dev.frames()
+    }
+
+    /// Frames the interface sent so far.
+    pub fn frames_sent(&self) -> u64 {
+        self.dev.tx_frames
+    }
+
+    /// What the device's checksum offload did so far; none without it.
+    pub fn csum_offload(&self) -> Option<CsumOffloadStats> {
+        self.dev.csum_offload()
     }
 }

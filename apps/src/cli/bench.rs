@@ -7,8 +7,9 @@ use clap::{Args, Subcommand};
 
 #[derive(Subcommand, Debug)]
 pub enum BenchCmd {
-    /// Persistent-connection echo: host CPU ns per transaction and transactions/s of the
-    /// nicemu host stack, a smoltcp server and a Linux kernel epoll server, side by side.
+    /// Persistent-connection echo: host CPU ns per transaction (host only, and host + the
+    /// emulated NIC's work) and transactions/s of the nicemu host stack, a smoltcp server and
+    /// a Linux kernel epoll server, side by side.
     /// The kernel server needs root and a build with the dpdk feature.
     Echo(EchoArgs),
     /// The key-value server (RESP2) under a Redis SET/GET load on the in-memory wire, with
@@ -140,7 +141,8 @@ pub struct EchoArgs {
     pub rounds: u32,
     /// Servers to compare, comma-separated: nicemu, nicemu-setup (AccelTCP's setup offload),
     /// nicemu-offload (setup and teardown offloads), nicemu-quasi (the same with quasi-TCBs,
-    /// AccelTCP §5.2), smoltcp, kernel.
+    /// AccelTCP §5.2), smoltcp, smoltcp-csum-offload (smoltcp with its checksums done by its
+    /// device, timed as NIC work, as nicemu's NIC does them), kernel.
     #[arg(long, default_value = "nicemu,smoltcp,kernel")]
     pub servers: String,
     /// Warm-up seconds before each measured window.

@@ -261,6 +261,11 @@ impl ProxyPoint {
         self.per_txn(self.nic_ns)
     }
 
+    /// Proxy host plus NIC lcore per transaction, busy rounds of both, nanoseconds.
+    pub fn host_nic_ns_per_txn(&self) -> f64 {
+        self.per_txn(self.host_stack_ns + self.host_app_ns + self.nic_ns)
+    }
+
     /// Frames across the proxy's PCIe link per transaction, both directions.
     pub fn frames_per_txn(&self) -> f64 {
         self.link.to_host_packets + self.link.to_nic_packets
@@ -719,13 +724,15 @@ pub fn proxy(opts: &ProxyBenchOpts) -> Result<ProxyBenchReport, String> {
                     })?;
                     eprintln!(
                         "bench: {:<6} {:>5} B {:>10} txn/conn: {:>9.0} txn/s {:>7.0} host ns/txn \
-                         {:>7.0} NIC ns/txn {:>5.2} PCIe frames/txn, errors {}",
+                         {:>7.0} NIC ns/txn {:>7.0} host+NIC ns/txn {:>5.2} PCIe frames/txn, \
+                         errors {}",
                         mode.name(),
                         size,
                         per_conn_label(per_conn),
                         p.tps(),
                         p.host_ns_per_txn(),
                         p.nic_ns_per_txn(),
+                        p.host_nic_ns_per_txn(),
                         p.frames_per_txn(),
                         p.errors
                     );

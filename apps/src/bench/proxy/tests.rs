@@ -99,8 +99,23 @@ fn ratios_goals_json_and_plots() {
     };
     assert_eq!(report.host_ratio(64, 8), Some(4.0));
     assert_eq!(report.host_ratio(64, 0), Some(f64::INFINITY));
+    // Host + NIC: every point's NIC lcore spent 1 ns per transaction.
+    assert_eq!(report.host_nic_ratio(64, 8), Some(8001.0 / 2001.0));
+    assert_eq!(report.host_nic_ratio(64, 0), Some(7001.0));
     let goals = report.goals();
     assert_eq!(goals.len(), 2);
+    assert!(
+        goals[0]
+            .what
+            .contains("(host only: 4.00x; host + NIC: 4.00x)"),
+        "{goals:?}"
+    );
+    assert!(
+        goals[1]
+            .what
+            .contains("host + NIC: 8: 4.00x, 128: 7.99x, persistent: 7001.00x"),
+        "{goals:?}"
+    );
     assert!(goals.iter().all(|g| g.met == Some(true)), "{goals:?}");
     // 10 connections per window: 1000 transactions at 10 µs busy each is 1 ms per
     // connection; none for persistent connections.
@@ -109,6 +124,10 @@ fn ratios_goals_json_and_plots() {
     assert_eq!(report.per_connection(RelayMode::Relay, 64, 0), None);
     let json = report.to_json();
     assert!(json.contains("\"host_ns_relay_over_splice\": 4,"), "{json}");
+    assert!(
+        json.contains("\"host_nic_ns_relay_over_splice\": 3.999,"),
+        "{json}"
+    );
     assert!(json.contains("a \\\"quoted\\\"\\nline"));
     assert!(json.contains("\"host_ns_relay_over_splice\": null"));
     let text = report.to_string();
