@@ -12,9 +12,7 @@ use dataplane::buf::{HeapBuf, PacketBuf};
 use dataplane::cycles::rdtsc;
 use dataplane::port::wire::WireQueue;
 use dataplane::port::Port;
-use offload_api::wire::checksum::{checksum, l4_checksum, verify, verify_l4};
 use offload_api::wire::ethernet::{EthernetFrame, ETHERTYPE_IPV4};
-use offload_api::wire::ipv4::{Ipv4Packet, IPPROTO_ICMP, IPPROTO_TCP, IPPROTO_UDP};
 use smoltcp::phy::{ChecksumCapabilities, Device, DeviceCapabilities, Medium, RxToken, TxToken};
 use smoltcp::time::Instant;
 
@@ -47,83 +45,27 @@ pub struct CsumOffloadStats {
     pub cycles: u64,
 }
 
-/// Where a TCP, UDP and ICMP header keeps its checksum (RFC 9293 §3.1, RFC 768, RFC 792).
-fn l4_checksum_at(proto: u8) -> Option<(usize, usize)> {
-    match proto {
-        // (offset of the field, shortest header)
-        IPPROTO_TCP => Some((16, 20)),
-        IPPROTO_UDP => Some((6, 8)),
-        IPPROTO_ICMP => Some((2, 4)),
-        _ => None,
-    }
-}
-
-/// Verifies the checksums of an Ethernet frame as a NIC's receive checksum offload does:
-/// the IPv4 header checksum (RFC 791 §3.1, RFC 1071), then, unless the packet is a
-/// fragment, the TCP or UDP checksum under the pseudo-header (RFC 9293 §3.1; RFC 768: a
-/// zero UDP checksum means none) or the ICMP checksum (RFC 792). `None` for a frame that
-/// is not IPv4 or too malformed to check (smoltcp parses and drops those itself).
+/// Verifies the checksums of an Ethernet frame as nicemu's NIC does on receive
+/// ([`dataplane::net::parse::parse`]: the IPv4 header checksum, then the TCP, UDP or ICMP
+/// checksum; RFC 791 §3.1, RFC 9293 §3.1, RFC 768, RFC 792). `Some(false)` for a bad
+/// checksum; `None` for a frame that is not IPv4 or that the NIC's parser refuses for another
+/// reason (smoltcp parses and drops those itself).
 pub fn verify_frame_checksums(frame: &[u8]) -> Option<bool> {
-    let eth = EthernetFrame::new_checked(frame).ok()?;
-    if eth.ethertype() != ETHERTYPE_IPV4 {
-        return None;
+    use dataplane::net::parse::{parse, DropReason, L3};
+    match parse(frame) {
+        Ok(p) => matches!(p.l3, L3::Ipv4 { .. }).then_some(true),
+        Err(DropReason::BadIpChecksum | DropReason::BadL4Checksum) => Some(false),
+        Err(_) => None,
     }
-    let ip = Ipv4Packet::new_checked(eth.payload()).ok()?;
-    if !ip.verify_checksum() {
-        return Some(false);
-    }
-    if ip.is_fragment() {
-        return Some(true);
-    }
-    let (proto, l4) = (ip.protocol(), ip.payload());
-    Some(match l4_checksum_at(proto) {
-        Some((_, min)) if l4.len() < min => return None,
-        Some((at, _)) if proto == IPPROTO_UDP && l4[at..at + 2] == [0, 0] => true,
-        Some(_) if proto == IPPROTO_ICMP => verify(l4),
-        Some(_) => verify_l4(ip.src_addr(), ip.dst_addr(), proto, l4),
-        None => true,
-    })
 }
 
-/// Fills the checksums of an Ethernet frame as a NIC's transmit checksum offload does: the
-/// IPv4 header checksum (RFC 791 §3.1) and, unless the packet is a fragment, the TCP or UDP
-/// checksum under the pseudo-header (RFC 9293 §3.1; RFC 768: a computed zero goes out as
-/// 0xffff) or the ICMP checksum (RFC 792). Whatever the fields held is overwritten. False
-/// (frame untouched) for a frame that is not IPv4 or whose headers do not fit it.
+/// Fills the checksums of an Ethernet frame as nicemu's NIC does on transmit
+/// ([`dataplane::net::csum::fill_checksums`]: the IPv4 header and the TCP, UDP or ICMP
+/// checksum). False, and the frame untouched, for a frame that is not IPv4 or that the fill
+/// refuses.
 pub fn fill_frame_checksums(frame: &mut [u8]) -> bool {
-    let Ok(mut eth) = EthernetFrame::new_checked(frame) else {
-        return false;
-    };
-    if eth.ethertype() != ETHERTYPE_IPV4 {
-        return false;
-    }
-    let Ok(mut ip) = Ipv4Packet::new_checked(eth.payload_mut()) else {
-        return false;
-    };
-    ip.fill_checksum();
-    let (proto, src, dst, frag) = (
-        ip.protocol(),
-        ip.src_addr(),
-        ip.dst_addr(),
-        ip.is_fragment(),
-    );
-    let l4 = ip.payload_mut();
-    match l4_checksum_at(proto) {
-        Some((at, min)) if !frag && l4.len() >= min => {
-            l4[at..at + 2].fill(0);
-            let mut c = if proto == IPPROTO_ICMP {
-                checksum(l4)
-            } else {
-                l4_checksum(src, dst, proto, l4)
-            };
-            if c == 0 && proto == IPPROTO_UDP {
-                c = 0xffff;
-            }
-            l4[at..at + 2].copy_from_slice(&c.to_be_bytes());
-        }
-        _ => {}
-    }
-    true
+    let ipv4 = EthernetFrame::new_checked(&*frame).is_ok_and(|e| e.ethertype() == ETHERTYPE_IPV4);
+    ipv4 && dataplane::net::csum::fill_checksums(frame).is_ok()
 }
 
 /// A smoltcp device on one wire queue. Frames are received in bursts and sent one by one.
@@ -339,15 +281,21 @@ mod tests {
         assert_eq!(verify_frame_checksums(&arp), None);
     }
 
-    /// Filling zeroed (or garbage) checksum fields gives the bytes the dataplane's transmit
-    /// checksum fill gives; ARP is left untouched.
+    /// Scrambled checksum fields are found bad by the receive check and restored exactly by
+    /// the fill; ARP is left untouched.
     #[test]
-    fn fill_matches_the_dataplane() {
+    fn scrambled_checksums_are_caught_and_filled_back() {
         for f in good_frames() {
             let mut g = f.clone();
             // The IPv4 header checksum and the L4 checksum field, scrambled.
             g[24] ^= 0x5a;
-            let at = 14 + 20 + l4_checksum_at(g[23]).unwrap().0;
+            let at = 14
+                + 20
+                + match g[23] {
+                    6 => 16, // TCP (RFC 9293 §3.1)
+                    17 => 6, // UDP (RFC 768)
+                    _ => 2,  // ICMP (RFC 792)
+                };
             g[at] ^= 0xa5;
             assert_eq!(verify_frame_checksums(&g), Some(false));
             assert!(fill_frame_checksums(&mut g));
