@@ -5,6 +5,7 @@ use offload_api::msg::{FourTuple, SpliceInstallRepr, SpliceSide};
 use offload_api::splice::{self, PairTracker, Side};
 use offload_api::wire::ethernet::{self, EthernetFrame, EthernetRepr};
 use offload_api::wire::ipv4::{self, Ipv4Packet, Ipv4Repr};
+use offload_api::wire::TcpPacket;
 
 /// The Ethernet and IPv4 views and their reprs: a frame whose header parses is emitted again
 /// from its repr and must read back the same fields; a checked IPv4 view never reads past its
@@ -186,41 +187,33 @@ fn install(b: &mut Bytes) -> Option<SpliceInstallRepr> {
 /// total length clamped to the frame) and, with `fix_sums`, gives it valid checksums.
 fn aim(frame: &mut [u8], l4_off: usize, d: &splice::Dir, fix_sums: bool) {
     let ip_at = ethernet::HEADER_LEN;
-    if frame.len() < l4_off + tcp::FIXED_HEADER_LEN || l4_off < ip_at + ipv4::HEADER_LEN {
+    let ihl = l4_off.wrapping_sub(ip_at);
+    if frame.len() < l4_off + tcp::FIXED_HEADER_LEN || !(ipv4::HEADER_LEN..=60).contains(&ihl) {
         return;
     }
-    frame[12..14].copy_from_slice(&ethernet::ETHERTYPE_IPV4.to_be_bytes());
-    let ihl = l4_off - ip_at;
-    if ihl > 60 {
-        return;
-    }
-    frame[ip_at] = 0x40 | (ihl / 4) as u8;
+    EthernetFrame::new_unchecked(&mut *frame).set_ethertype(ethernet::ETHERTYPE_IPV4);
     let total = (frame.len() - ip_at).min(usize::from(u16::MAX));
-    let have = usize::from(u16::from_be_bytes([frame[ip_at + 2], frame[ip_at + 3]]));
+    let mut ip = Ipv4Packet::new_unchecked(&mut frame[ip_at..]);
+    ip.set_version_and_header_len(ipv4::VERSION, ihl);
+    let have = ip.total_len();
     if have < ihl + tcp::FIXED_HEADER_LEN || have > total {
-        frame[ip_at + 2..ip_at + 4].copy_from_slice(&(total as u16).to_be_bytes());
+        ip.set_total_len(total as u16);
     }
-    frame[ip_at + 6] &= 0x40; // DF may stay; never a fragment
-    frame[ip_at + 7] = 0;
-    frame[ip_at + 9] = ipv4::IPPROTO_TCP;
-    frame[ip_at + 12..ip_at + 16].copy_from_slice(&d.in_src_ip);
-    frame[ip_at + 16..ip_at + 20].copy_from_slice(&d.in_dst_ip);
-    frame[l4_off..l4_off + 2].copy_from_slice(&d.in_src_port.to_be_bytes());
-    frame[l4_off + 2..l4_off + 4].copy_from_slice(&d.in_dst_port.to_be_bytes());
-    if !fix_sums {
-        return;
+    let df = ip.dont_frag();
+    ip.set_whole_datagram(df); // never a fragment
+    ip.set_protocol(ipv4::IPPROTO_TCP);
+    ip.set_src_addr(d.in_src_ip);
+    ip.set_dst_addr(d.in_dst_ip);
+    let ip_total = ip.total_len();
+    if fix_sums {
+        ip.fill_checksum();
     }
-    let ip_total = usize::from(u16::from_be_bytes([frame[ip_at + 2], frame[ip_at + 3]]));
-    {
-        let ip = &mut frame[ip_at..ip_at + ihl];
-        ip[10..12].fill(0);
-        let c = checksum::checksum(ip);
-        ip[10..12].copy_from_slice(&c.to_be_bytes());
+    let mut seg = TcpPacket::new_unchecked(&mut frame[l4_off..ip_at + ip_total]);
+    seg.set_src_port(d.in_src_port);
+    seg.set_dst_port(d.in_dst_port);
+    if fix_sums {
+        seg.fill_checksum(d.in_src_ip, d.in_dst_ip);
     }
-    let tcp_bytes = &mut frame[l4_off..ip_at + ip_total];
-    tcp_bytes[16..18].fill(0);
-    let c = checksum::l4_checksum(d.in_src_ip, d.in_dst_ip, 6, tcp_bytes);
-    tcp_bytes[16..18].copy_from_slice(&c.to_be_bytes());
 }
 
 /// Whether `frame`'s IPv4 header checksum and its TCP checksum verify (false where the
