@@ -91,6 +91,41 @@ fn flood_with_clients(
     (legit, sent, flood_secs)
 }
 
+/// What one flood run left: the client's and hping3's figures, and the host's, the host
+/// setup's and the NIC setup offload's counters before and after.
+struct FloodRun {
+    legit: u64,
+    sent: u64,
+    secs: f64,
+    host0: hoststack::stack::HostStats,
+    setup0: SetupStats,
+    host: hoststack::stack::HostStats,
+    hs: hoststack::stack::SetupHostStats,
+    setup: SetupStats,
+}
+
+/// [`flood_with_clients`], then the closes drained and the kernel settled, with no RST or
+/// abort on the clients' side (the flood's SYN-ACKs go to random addresses, which the
+/// namespace's kernel drops as not its own).
+fn flood_run(node: &mut Node, net: &Netns, echo: &mut Echo, label: &str) -> FloodRun {
+    let kernel_before = kernel_counters(node, net);
+    let (host0, setup0) = (*node.ctx.stats(), node.setup());
+    let (legit, sent, secs) = flood_with_clients(node, net, echo, label);
+    drain_teardowns(node, label);
+    settle_kernel(node, net, label);
+    assert_no_resets(&kernel_before, &kernel_counters(node, net), label);
+    FloodRun {
+        legit,
+        sent,
+        secs,
+        host0,
+        setup0,
+        host: *node.ctx.stats(),
+        hs: *node.ctx.setup_stats(),
+        setup: node.setup(),
+    }
+}
+
 /// Test 3 (see the file's comment).
 #[test]
 fn syn_flood_with_the_setup_offload() {
@@ -101,15 +136,16 @@ fn syn_flood_with_the_setup_offload() {
         TIME_WAIT_NS,
         |node, net| {
             let mut echo = Echo::new(&mut node.ctx, true, true);
-            let kernel_before = kernel_counters(node, net);
-            let (host0, setup0) = (*node.ctx.stats(), node.setup());
-            let (legit, sent, secs) = flood_with_clients(node, net, &mut echo, label);
-            drain_teardowns(node, label);
-            // The legitimate clients' sockets are gone, without a RST or abort (the flood's
-            // SYN-ACKs go to random addresses, which the namespace's kernel drops as not its own).
-            settle_kernel(node, net, label);
-            assert_no_resets(&kernel_before, &kernel_counters(node, net), label);
-            let (host, hs, setup) = (*node.ctx.stats(), *node.ctx.setup_stats(), node.setup());
+            let FloodRun {
+                legit,
+                sent,
+                secs,
+                host0,
+                setup0,
+                host,
+                hs,
+                setup,
+            } = flood_run(node, net, &mut echo, label);
             let syns = setup.syns - setup0.syns;
             let cookies = setup.cookies_sent - setup0.cookies_sent;
             let frames_in = host.frames_in - host0.frames_in;
@@ -166,15 +202,16 @@ fn syn_flood_without_the_setup_offload() {
         // Teardown offload still on: closed connections leave the host at once, so that its
         // connection count is the SYN queue plus the open connections.
         let mut echo = Echo::new(&mut node.ctx, false, true);
-        let kernel_before = kernel_counters(node, net);
-        let (host0, setup0) = (*node.ctx.stats(), node.setup());
-        let (legit, sent, secs) = flood_with_clients(node, net, &mut echo, label);
-        drain_teardowns(node, label);
-        // The legitimate clients' sockets are gone, without a RST or abort (the flood's
-        // SYN-ACKs go to random addresses, which the namespace's kernel drops as not its own).
-        settle_kernel(node, net, label);
-        assert_no_resets(&kernel_before, &kernel_counters(node, net), label);
-        let (host, hs, setup) = (*node.ctx.stats(), *node.ctx.setup_stats(), node.setup());
+        let FloodRun {
+            legit,
+            sent,
+            secs,
+            host0,
+            setup0,
+            host,
+            hs,
+            setup,
+        } = flood_run(node, net, &mut echo, label);
         let frames_in = host.frames_in - host0.frames_in;
         println!(
             "{label}: hping3 sent {sent} SYNs in {secs:.2} s ({:.0}/s); the host got {frames_in} frames ({:.0}/s), made {} half-open connections and sent {} cookies, {} validated; {legit} legitimate connections during the flood ({:.1}/s); most host connections at once {} (backlog {SMALL_BACKLOG})",
