@@ -564,6 +564,75 @@ class S(socketserver.ThreadingTCPServer):
 S((ip, port), H).serve_forever()
 "#;
 
+/// A client that reuses one source port: `argv`: proxy ip, port, source port, count.
+/// Each connection asks for `f1k` with `Connection: close`, so the server closes first and
+/// the client, once it has the last ACK, holds nothing on the port (no TIME-WAIT): the next
+/// connect may take the same 4-tuple at once. Prints `got N` per response (its length).
+const PY_REUSE: &str = r#"
+import socket, sys, time
+ip, port, lport, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+for i in range(n):
+    for k in range(200):
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.settimeout(10)
+        try:
+            s.bind(('', lport)); s.connect((ip, port)); break
+        except OSError:
+            s.close(); time.sleep(0.005)
+    else:
+        raise Exception('connection %d: the port never came free' % i)
+    s.sendall(b'GET /f1k HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')
+    data = b''
+    while True:
+        d = s.recv(65536)
+        if not d: break
+        data += d
+    s.close()
+    print('got %d %s' % (len(data), data.split(b'\r\n')[0].decode()))
+"#;
+
+/// A client may reuse its 4-tuple as soon as its side has closed, while the NIC still
+/// lets the old pair linger: the new connection must reach the proxy (and be spliced
+/// itself), not be translated into the old pair behind the proxy's back (RFC 9293
+/// §3.10.7.4; RFC 6191). The full suite once hit this by chance: parallel tests in other
+/// namespaces advance Linux's ephemeral-port walk for the same addresses, so a client
+/// there came back to a just-closed port within the linger.
+#[test]
+fn splice_netns_a_reused_client_port_is_a_new_connection() {
+    let mut rig = Rig::new('u');
+    rig.start_nginx(8080);
+    rig.start_proxy(&[8080], "f1");
+    let out = rig
+        .topo
+        .client
+        .run(&["python3", "-c", PY_REUSE, PROXY_IP, "80", "41234", "3"])
+        .unwrap_or_else(|e| panic!("client: {e}"));
+    let got: Vec<&str> = out.lines().filter(|l| l.starts_with("got ")).collect();
+    assert_eq!(got.len(), 3, "{out}");
+    for l in &got {
+        assert!(l.ends_with("200 OK"), "{out}");
+        let n: usize = l.split_whitespace().nth(1).unwrap().parse().unwrap();
+        assert!(n > 1_000, "{out}");
+    }
+    let text = rig.stop_proxy(Duration::from_secs(2));
+    println!("{out}\n{text}");
+    let c = |line: &str, key: &str| {
+        counter(&text, line, key).unwrap_or_else(|| panic!("no `{key}` in `{line}`:\n{text}"))
+    };
+    // The probe and the three connections, each accepted and spliced by the proxy.
+    assert_eq!(c("proxy: spliced pairs", "spliced pairs"), 4, "{text}");
+    assert_eq!(c("host:", "passive opens"), 4, "{text}");
+    assert_eq!(c("proxy: spliced pairs", "closed"), 4, "{text}");
+    // The reconnects came within the linger: the NIC ended the old pairs for them.
+    assert_eq!(
+        counter(&text, "offload splice:", "reopened").unwrap_or(0),
+        2,
+        "{text}"
+    );
+    assert_eq!(c("host splice:", "late frames"), 0, "{text}");
+}
+
 /// The client side: `argv`: proxy ip, port, case. `rst` and `die`: read until the
 /// connection ends, print how (`reset`, `eof`, `timeout`); `stream`: read 1 MB, then reset
 /// the connection (SO_LINGER 0).

@@ -52,6 +52,92 @@ fn fin_fin_close_is_reported_after_the_linger() {
     assert_eq!(from_host(&mut r).len(), 1);
 }
 
+/// Closes the installed pair FIN/FIN through `r` (client: 5 bytes and FIN, server: ACK,
+/// 3 bytes and FIN, client: the last ACK) and drains what went out on the wires.
+fn close_fin_fin(r: &mut Rig) {
+    let fa = TcpFlags::FIN | TcpFlags::ACK;
+    from_client(r, hdr(fa, 100, 500), b"hello");
+    let ack_fin_a = 106u32.wrapping_add(SEQ_OFFSET);
+    from_server(r, hdr(TcpFlags::ACK, 900, ack_fin_a), &[]);
+    from_server(r, hdr(fa, 900, ack_fin_a), b"bye");
+    from_client(
+        r,
+        hdr(TcpFlags::ACK, 106, 904u32.wrapping_sub(ACK_OFFSET)),
+        &[],
+    );
+    assert_eq!(wire_out(&mut r.right).len(), 2);
+    assert_eq!(wire_out(&mut r.left).len(), 2);
+}
+
+/// A client may reuse its 4-tuple as soon as it has closed (it got the last ACK, so the
+/// NIC saw the close first), while the pair still lingers. Its new SYN must reach the host
+/// as a new connection, after the old pair's report (RFC 9293 §3.10.7.4; RFC 6191), not
+/// be translated into the old pair.
+#[test]
+fn a_new_connections_syn_ends_a_lingering_pair_and_follows_its_report_to_the_host() {
+    let mut r = rig(small());
+    install(&mut r);
+    // On a pair that is not closing a SYN is translated: the peers' TCPs answer it.
+    from_client(&mut r, hdr(TcpFlags::SYN, 77, 0), &[]);
+    assert_eq!(wire_out(&mut r.right).len(), 1);
+    assert!(from_host(&mut r).is_empty());
+    close_fin_fin(&mut r);
+    r.clock.advance(100 * MS);
+    // The same 4-tuple, a new incarnation: a bare SYN within the linger.
+    from_client(&mut r, hdr(TcpFlags::SYN, 5_000_000, 0), &[]);
+    assert!(wire_out(&mut r.right).is_empty(), "not translated");
+    let m = from_host(&mut r);
+    assert_eq!(m.len(), 2, "the report, then the SYN");
+    let Message::SpliceClose(c) = msg::parse_frame(&m[0]).unwrap().message else {
+        panic!("the report comes first");
+    };
+    assert_eq!((c.request_id, c.reason), (7, CloseReason::Fin));
+    assert_eq!((c.bytes_ab, c.bytes_ba), (5, 3));
+    let t = checked(&m[1], CLIENT_IP, PROXY_A_IP);
+    assert_eq!(t.flags(), TcpFlags::SYN);
+    assert_eq!((t.src_port(), t.dst_port()), (CLIENT_PORT, PROXY_A_PORT));
+    assert_eq!(t.seq_number(), Seq(5_000_000), "untranslated");
+    assert_eq!(counter(&mut r, "reopened"), 1);
+    assert_eq!(counter(&mut r, "reopen_syn_dropped"), 0);
+    assert_eq!(counter(&mut r, "closed_fin"), 1);
+    assert_eq!(counter(&mut r, "active_pairs"), 0);
+    // The linger's end reports nothing more; the new connection's segments go to the host.
+    r.clock.advance(2 * SEC);
+    spin(&mut r);
+    assert!(from_host(&mut r).is_empty(), "reported once");
+    from_client(&mut r, hdr(TcpFlags::ACK, 5_000_001, 1), b"GET");
+    assert_eq!(from_host(&mut r).len(), 1);
+    assert!(wire_out(&mut r.right).is_empty());
+}
+
+/// The same on an lcore that does not own the pair: the SYN is dropped and counted, the
+/// owner reports at its next poll without waiting for the linger, and the client's
+/// retransmitted SYN reaches the host.
+#[test]
+fn a_syn_on_another_lcores_lingering_pair_is_dropped_and_the_owner_reports_at_once() {
+    let table = SpliceTable::new(small());
+    let mut r0 = rig_with(table.clone());
+    let mut r1 = rig_with(table.clone());
+    install(&mut r0);
+    close_fin_fin(&mut r1);
+    from_client(&mut r1, hdr(TcpFlags::SYN, 5_000_000, 0), &[]);
+    assert!(wire_out(&mut r1.right).is_empty(), "not translated");
+    assert!(from_host(&mut r1).is_empty(), "dropped");
+    assert_eq!(counter(&mut r1, "reopened"), 1);
+    assert_eq!(counter(&mut r1, "reopen_syn_dropped"), 1);
+    spin(&mut r0);
+    let c = report(&mut r0);
+    assert_eq!(c.reason, CloseReason::Fin);
+    assert_eq!(table.len(), 0);
+    from_client(&mut r1, hdr(TcpFlags::SYN, 5_000_000, 0), &[]);
+    assert_eq!(
+        from_host(&mut r1).len(),
+        1,
+        "the retransmission reaches the host"
+    );
+    assert!(wire_out(&mut r1.right).is_empty());
+}
+
 #[test]
 fn rst_from_either_side_is_forwarded_and_reported_with_its_side() {
     for (side, code) in [(0, 1u8), (1, 2u8)] {

@@ -66,7 +66,7 @@ impl<B: PacketBuf> Offload<B> for SpliceOffload {
         match self.offer(cx, k, rx.buf.data_mut(), l4_off, false, false) {
             None => Verdict::Pass,
             Some(Outcome::Out { port, .. }) => Verdict::Out(port),
-            Some(Outcome::Malformed | Outcome::ArpMiss) => Verdict::Consumed,
+            Some(Outcome::Malformed | Outcome::ArpMiss | Outcome::SynHeld) => Verdict::Consumed,
         }
     }
 
@@ -145,7 +145,7 @@ impl<B: PacketBuf> Offload<B> for SpliceOffload {
         match self.offer(cx, k, frame, tcp.l4_off, true, false) {
             None => Verdict::Pass,
             Some(Outcome::Out { port, .. }) => Verdict::Out(port),
-            Some(Outcome::Malformed | Outcome::ArpMiss) => Verdict::Consumed,
+            Some(Outcome::Malformed | Outcome::ArpMiss | Outcome::SynHeld) => Verdict::Consumed,
         }
     }
 
@@ -154,6 +154,16 @@ impl<B: PacketBuf> Offload<B> for SpliceOffload {
         let linger = self.table.cfg.linger_ns;
         let idle = self.table.cfg.idle_timeout_ns;
         while let Some(p) = self.inbox.pop() {
+            if p.end_now.load(Ordering::Acquire) && !p.reported.load(Ordering::Acquire) {
+                // A new connection's SYN reached the pair on another lcore.
+                let reason = if p.rst.load(Ordering::Acquire) != 0 {
+                    CloseReason::Rst
+                } else {
+                    CloseReason::Fin
+                };
+                self.close(&p, reason);
+                continue;
+            }
             let at = p.closed_at.load(Ordering::Acquire);
             self.arm(at.saturating_add(linger), p);
         }
@@ -221,6 +231,8 @@ impl<B: PacketBuf> Offload<B> for SpliceOffload {
             ("ts_stripped", s.ts_stripped),
             ("ts_missing", s.ts_missing),
             ("sack_stripped", s.sack_stripped),
+            ("reopened", s.reopened),
+            ("reopen_syn_dropped", s.reopen_syn_dropped),
             ("reports_sent", s.reports_sent),
             ("send_failed", s.send_failed),
         ];

@@ -24,8 +24,10 @@
 //! the owner's next poll schedules the report after the linger time: after a FIN close a
 //! retransmitted last FIN or ACK still gets translated; after a RST the segments the other
 //! peer still had in flight reach the peer that reset, which answers them itself (without
-//! the linger they would reach the host, which knows the connections no more). Idle timeouts run on the owner's
-//! timer heap, re-armed lazily from the pair's last activity.
+//! the linger they would reach the host, which knows the connections no more). A new
+//! connection's SYN on a lingering pair's 4-tuple ends the pair at once
+//! (`SpliceOffload::reopen`). Idle timeouts run on the owner's timer heap, re-armed lazily
+//! from the pair's last activity.
 //!
 //! No lock per segment: each direction's entry (its translation parameters) lives in its
 //! shard, written only under that shard's lock (install, removal, the neighbour's MAC once
@@ -136,6 +138,14 @@ pub struct SpliceStats {
     pub ts_missing: u64,
     /// Segments that left with a SACK option made NOPs.
     pub sack_stripped: u64,
+    /// Lingering pairs (both FINs acknowledged, or a RST) ended early because a new
+    /// connection's SYN arrived on one of their 4-tuples (RFC 9293 §3.10.7.4: a SYN may
+    /// open a new incarnation of a connection in TIME-WAIT; RFC 6191).
+    pub reopened: u64,
+    /// Of those SYNs, the ones dropped rather than passed to the host: the pair's report
+    /// could not go first (another lcore owns the pair, or the host link was full). The
+    /// peer retransmits its SYN; by then the pair is gone.
+    pub reopen_syn_dropped: u64,
     /// Closure reports sent to the host.
     pub reports_sent: u64,
     /// Install acks or reports the link did not take (reports are retried).
@@ -151,6 +161,9 @@ enum Outcome {
     Malformed,
     /// Dropped: out MAC unknown.
     ArpMiss,
+    /// Dropped: a new connection's SYN on a lingering pair whose report could not go to
+    /// the host before it ([`SpliceStats::reopen_syn_dropped`]).
+    SynHeld,
 }
 
 /// One NIC lcore's splice offload over the process's [`SpliceTable`] (AccelTCP §4.3).
@@ -360,6 +373,11 @@ impl SpliceOffload {
         if !batch {
             self.sync_cache();
         }
+        if is_bare_syn(frame, l4_off) {
+            if let Some(p) = self.lingering(k) {
+                return self.reopen(cx, p);
+            }
+        }
         let now = cx.now;
         let (out, closed) = match self.cache.get_mut(&k) {
             Some(e) => {
@@ -399,6 +417,56 @@ impl SpliceOffload {
             self.stats.from_host += 1;
         }
         Some(out)
+    }
+
+    /// The pair of `k` (from this lcore's cache, else the table) when it is closing: both
+    /// FINs acknowledged or a RST seen, lingering until its report.
+    fn lingering(&self, k: Key) -> Option<Arc<Pair>> {
+        let closing = |p: &Arc<Pair>| p.closing.load(Ordering::Acquire).then(|| p.clone());
+        match self.cache.get(&k) {
+            Some(e) => closing(&e.pair),
+            None => self.table.pair_of(k).and_then(|p| closing(&p)),
+        }
+    }
+
+    /// A new connection's SYN arrived on a 4-tuple of lingering pair `p`: the old
+    /// incarnation is over (its peer closed it, or it was reset), and a peer may reuse a
+    /// 4-tuple as soon as its own side is closed (RFC 9293 §3.10.7.4 for TIME-WAIT; RFC
+    /// 6191). Translating the SYN would splice the new connection into the old pair without
+    /// the proxy, and the linger's end would then cut it. So the pair ends now:
+    /// - on the owner lcore, its report goes to the host at once and the SYN follows it on
+    ///   the same link (`None`: the general path takes it), so the host has forgotten the
+    ///   old pair when the SYN arrives and takes it as a new connection;
+    /// - on another lcore, the owner is told to report at once and the SYN is dropped and
+    ///   counted; the peer's retransmission finds the pair gone.
+    fn reopen<B: PacketBuf>(
+        &mut self,
+        cx: &mut OffloadCtx<'_, B>,
+        p: Arc<Pair>,
+    ) -> Option<Outcome> {
+        self.stats.reopened += 1;
+        // Counts this lcore's cache still holds for the pair belong in its report.
+        self.flush_counts();
+        for k in p.keys {
+            self.cache.remove(&k);
+        }
+        if Arc::ptr_eq(&p.inbox, &self.inbox) {
+            let reason = if p.rst.load(Ordering::Acquire) != 0 {
+                CloseReason::Rst
+            } else {
+                CloseReason::Fin
+            };
+            self.close(&p, reason);
+            self.flush_reports(cx);
+            if self.pending.is_empty() {
+                return None;
+            }
+        } else {
+            p.end_now.store(true, Ordering::Release);
+            p.inbox.push(p.clone());
+        }
+        self.stats.reopen_syn_dropped += 1;
+        Some(Outcome::SynHeld)
     }
 
     /// Clears this lcore's cache when the table removed entries since it was filled (see
@@ -474,7 +542,7 @@ impl SpliceOffload {
         let k = Key::new(ip.src_addr(), tcp.src_port(), ip.dst_addr(), tcp.dst_port());
         match self.offer(cx, k, frame, ETH_HEADER_LEN + IPV4_HDR_LEN, false, true)? {
             Outcome::Out { port, .. } => Some(Verdict::Out(port)),
-            Outcome::Malformed | Outcome::ArpMiss => Some(Verdict::Consumed),
+            Outcome::Malformed | Outcome::ArpMiss | Outcome::SynHeld => Some(Verdict::Consumed),
         }
     }
 
@@ -599,6 +667,16 @@ impl SpliceOffload {
             self.stats.reports_sent += 1;
         }
     }
+}
+
+/// True when the TCP segment at `l4_off` of `frame` is a bare SYN (no ACK, no RST): a
+/// connection's first segment.
+#[inline(always)]
+fn is_bare_syn(frame: &[u8], l4_off: usize) -> bool {
+    let mask = (TcpFlags::SYN | TcpFlags::ACK | TcpFlags::RST).0;
+    frame
+        .get(l4_off + 13)
+        .is_some_and(|&f| f & mask == TcpFlags::SYN.0)
 }
 
 #[cfg(test)]

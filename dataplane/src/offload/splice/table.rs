@@ -133,6 +133,9 @@ pub(super) struct Pair {
     pub(super) last_activity: AtomicU64,
     /// The owner made the closure report.
     pub(super) reported: AtomicBool,
+    /// Another lcore saw a new connection's SYN on the lingering pair: the owner reports
+    /// it at once instead of after the linger.
+    pub(super) end_now: AtomicBool,
     /// Per direction (index of the arriving side): bytes and segments.
     pub(super) counts: [DirCount; 2],
 }
@@ -164,6 +167,7 @@ impl Pair {
             closed_at: AtomicU64::new(0),
             last_activity: AtomicU64::new(now),
             reported: AtomicBool::new(false),
+            end_now: AtomicBool::new(false),
             counts: [DirCount::default(), DirCount::default()],
         }
     }
@@ -383,6 +387,11 @@ impl SpliceTable {
             self.epoch.fetch_add(1, Ordering::Release);
             self.len.fetch_sub(1, Ordering::AcqRel);
         }
+    }
+
+    /// The pair `k` belongs to, if any.
+    pub(super) fn pair_of(&self, k: Key) -> Option<Arc<Pair>> {
+        self.shard(k.shard()).get(&k).map(|e| e.pair.clone())
     }
 
     /// A copy of the entry of `k`, under its shard's lock; its `dst_mac`, when still zero,
