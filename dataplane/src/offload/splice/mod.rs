@@ -33,10 +33,10 @@
 //! shard, written only under that shard's lock (install, removal, the neighbour's MAC once
 //! resolved); every lcore keeps a private cache of the entries it has used (direct-mapped:
 //! a hit is one index and one key compare), and a segment whose key is in that cache is
-//! translated without touching a lock. What a segment changes
-//! is in the pair: per direction its byte and packet counters (each direction on its own
-//! cache line; the lcore's fast path counts packets in its cache and adds them once per pair
-//! and burst, a relaxed atomic add, and the high-water byte mark pays a read-modify-write
+//! translated without touching a lock. What a segment changes is in the pair: per
+//! direction its byte and packet counters (each direction on its own cache line; the
+//! lcore's fast path counts packets in its cache and adds them once per pair and burst, a
+//! relaxed atomic add, and the high-water byte mark pays a read-modify-write
 //! only when a segment extends it), and what the two directions share (FIN
 //! ends and their acknowledgement, the RST side, the last activity), plain loads and stores
 //! on the per-segment path. Only an install holds two shard locks, taken in index order.
