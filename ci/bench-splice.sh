@@ -10,6 +10,7 @@
 #
 #   ci/bench-splice.sh                      # --no-huge
 #   HUGE=1 ROUNDS=5 SECONDS_EACH=5 ci/bench-splice.sh
+#   HUGE=1 LCORES=2 ci/bench-splice.sh      # two NIC lcores sharing the splice table (RSS)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-3}
@@ -33,7 +34,7 @@ sed -i 's/--vdev=net_null\([01]\)/--vdev=net_null\1,size=66/g' "$cfg"
 mpps() { awk '$1=="p0"||$1=="p1" {s+=$3} END {printf "%.3f", s}'; }
 cpp() { sed -n 's/.*: \([0-9.]*\) cycles\/pkt.*/\1/p' | head -1; }
 
-echo "mode: ${MEM[*]}, ${ROUNDS} rounds of ${SECS} s, core ${CORE}, $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
+echo "mode: ${MEM[*]}, ${ROUNDS} rounds of ${SECS} s, ${LCORES:-1} lcore(s) from core ${CORE}, $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
 printf '%-6s %12s %12s %8s %10s %10s\n' round "fwd-tcp" "splice" ratio "cyc/pkt" "cyc/pkt-sp"
 sum=0
 for r in $(seq 1 "$ROUNDS"); do

@@ -30,9 +30,16 @@ dpdk_leftovers_rm() {
 
 # fwd_null_config FILE PREFIX EAL_MEM_ARGS...: writes the nicemu configuration to FILE, with
 # DPDK file prefix PREFIX and the given EAL memory arguments (e.g. --no-huge -m 512).
+# LCORES=N (default 1) gives N NIC lcores on cores CORE, CORE+1, ... (modulo the machine's
+# cores), each with its own queue on both ports (symmetric RSS).
 fwd_null_config() {
   local file=$1 prefix=$2
   shift 2
+  local n=${LCORES:-1} rss=off lcores="" i
+  [ "$n" -gt 1 ] && rss=symmetric
+  for ((i = 0; i < n; i++)); do
+    lcores+="[[lcore]]"$'\n'"core = $(( (${CORE:-1} + i) % $(nproc) ))"$'\n'"role = \"nic\""$'\n'
+  done
   local eal
   eal=$(printf '"%s", ' "$@" --no-pci --file-prefix="$prefix" --vdev=net_null0 --vdev=net_null1)
   cat > "$file" <<TOML
@@ -45,14 +52,12 @@ mbufs = 16383
 name = "p0"
 driver = "dpdk"
 device = "net_null0"
-rss = "off"
+rss = "$rss"
 [[port]]
 name = "p1"
 driver = "dpdk"
 device = "net_null1"
-rss = "off"
-[[lcore]]
-core = ${CORE:-1}
-role = "nic"
+rss = "$rss"
+${lcores}
 TOML
 }

@@ -39,7 +39,7 @@
 //! Invariant: [`translate`] never panics; on any error the frame is unchanged.
 
 use crate::msg::{FourTuple, MacAddr, SpliceInstallRepr};
-use crate::wire::checksum::fold;
+use crate::wire::checksum::{fold, fold_small};
 use crate::wire::ethernet::{EthernetFrame, ETHERTYPE_IPV4, HEADER_LEN as ETH_HDR_LEN};
 use crate::wire::ipv4::{self, Ipv4Packet, HEADER_LEN as IPV4_HDR_LEN, IPPROTO_TCP};
 use crate::wire::tcp::{self, TcpFlags, TcpPacket};
@@ -130,6 +130,10 @@ pub struct Dir {
     tcp_delta: u64,
     ack_delta: u64,
     ts_delta: u64,
+    /// `out_src_ip` and `out_dst_ip` as they lie in the IPv4 header (one 8-byte store).
+    out_ips: [u8; 8],
+    /// `out_src_port` and `out_dst_port` as they lie in the TCP header (one 4-byte store).
+    out_ports: [u8; 4],
 }
 
 /// Sum of the two 16-bit halves of `v` (its one's-complement contribution, modulo 0xffff).
@@ -192,10 +196,15 @@ impl Dir {
             out_wscale: ts.local_wscale.min(14),
             out_sack: ts.sack_permitted,
             out_ts: ts.timestamps,
-            ip_delta,
-            tcp_delta,
-            ack_delta: sum16(ack_add),
-            ts_delta: sum16(tsval_add) + sum16(tsecr_add),
+            // Folded to 16 bits (the same one's-complement value): a segment's sum then
+            // stays below 2³² and folds in two steps.
+            ip_delta: u64::from(fold(ip_delta)),
+            tcp_delta: u64::from(fold(tcp_delta)),
+            ack_delta: u64::from(fold(sum16(ack_add))),
+            ts_delta: u64::from(fold(sum16(tsval_add) + sum16(tsecr_add))),
+            out_ips: (u64::from(ip_u32(o.local_ip)) << 32 | u64::from(ip_u32(o.remote_ip)))
+                .to_be_bytes(),
+            out_ports: (u32::from(o.local_port) << 16 | u32::from(o.remote_port)).to_be_bytes(),
         }
     }
 
@@ -681,6 +690,38 @@ impl PairTracker {
 // wrote it retire (a store-forwarding stall that cost more than the translation saved).
 #[inline(always)]
 pub fn translate_common(frame: &mut [u8], d: &Dir) -> Option<Translated> {
+    const IP: usize = ETH_HDR_LEN;
+    const TCP: usize = ETH_HDR_LEN + IPV4_HDR_LEN;
+    let h: &[u8; TCP + 4] = frame.first_chunk()?;
+    {
+        let eth = EthernetFrame::new_unchecked(&h[..]);
+        let ip = Ipv4Packet::new_unchecked(&h[IP..]);
+        let tcp = TcpPacket::new_unchecked(&h[TCP..]);
+        if eth.ethertype() != ETHERTYPE_IPV4
+            || ip.version() != ipv4::VERSION
+            || ip.header_len() != IPV4_HDR_LEN
+            || ip.is_fragment()
+            || ip.protocol() != IPPROTO_TCP
+            || ip.src_addr() != d.in_src_ip
+            || ip.dst_addr() != d.in_dst_ip
+            || tcp.src_port() != d.in_src_port
+            || tcp.dst_port() != d.in_dst_port
+        {
+            return None;
+        }
+    }
+    translate_established(frame, d)
+}
+
+/// [`translate_common`] without the checks its caller has made: the NIC's splice fast path
+/// has read the Ethernet and IPv4 headers at the same fixed offsets (IPv4, version 4, a
+/// 20-byte header, not a fragment, TCP) and found `d` by the frame's own 4-tuple, so only
+/// the TCP header's shape and the lengths are checked here.
+///
+/// Precondition (unchecked; a frame that breaks it is translated as if it held): the frame
+/// passes those checks of [`translate_common`]. `None` and `Some` as there.
+#[inline(always)]
+pub fn translate_established(frame: &mut [u8], d: &Dir) -> Option<Translated> {
     /// Where the IPv4 and TCP headers start, and the length of the whole shape: Ethernet,
     /// IPv4 without options, and a TCP header with NOP NOP TS (32 bytes).
     const IP: usize = ETH_HDR_LEN;
@@ -690,24 +731,14 @@ pub fn translate_common(frame: &mut [u8], d: &Dir) -> Option<Translated> {
     // One length check; everything below reads and writes at constant offsets inside it.
     let h: &mut [u8; HEAD] = frame.first_chunk_mut()?;
     {
-        let eth = EthernetFrame::new_unchecked(&h[..]);
         let ip = Ipv4Packet::new_unchecked(&h[IP..]);
-        let tcp = TcpPacket::new_unchecked(&h[TCP..]);
         let total = ip.total_len();
+        // The data offset (8 words) and the first option bytes: NOP NOP TS(8, 10).
         if !d.out_ts
-            || eth.ethertype() != ETHERTYPE_IPV4
-            || ip.version() != ipv4::VERSION
-            || ip.header_len() != IPV4_HDR_LEN
-            || ip.is_fragment()
-            || ip.protocol() != IPPROTO_TCP
             || total < IPV4_HDR_LEN + 32
             || ETH_HDR_LEN + total > len
-            || tcp.header_len() != 32
-            || tcp.options()[..4] != [1, 1, 8, 10]
-            || ip.src_addr() != d.in_src_ip
-            || ip.dst_addr() != d.in_dst_ip
-            || tcp.src_port() != d.in_src_port
-            || tcp.dst_port() != d.in_dst_port
+            || h[TCP + tcp::field::DATA_OFF] >> 4 != 8
+            || h[TCP + tcp::field::OPTIONS..TCP + tcp::field::OPTIONS + 4] != [1, 1, 8, 10]
         {
             return None;
         }
@@ -725,14 +756,13 @@ pub fn translate_common(frame: &mut [u8], d: &Dir) -> Option<Translated> {
     let total = usize::from(be16(h, IP + ipf::LENGTH.start));
     h[0..6].copy_from_slice(&d.dst_mac);
     h[6..12].copy_from_slice(&d.src_mac);
-    h[IP + ipf::SRC_ADDR.start..IP + ipf::SRC_ADDR.end].copy_from_slice(&d.out_src_ip);
-    h[IP + ipf::DST_ADDR.start..IP + ipf::DST_ADDR.end].copy_from_slice(&d.out_dst_ip);
-    let ip_csum = !fold(u64::from(!be16(h, IP + ipf::CHECKSUM.start)) + d.ip_delta);
+    // Source and destination address are adjacent (RFC 791 §3.1).
+    h[IP + ipf::SRC_ADDR.start..IP + ipf::DST_ADDR.end].copy_from_slice(&d.out_ips);
+    let ip_csum = !fold_small(u64::from(!be16(h, IP + ipf::CHECKSUM.start)) + d.ip_delta);
     put16(h, IP + ipf::CHECKSUM.start, ip_csum);
 
     let flags = TcpFlags(h[TCP + tcpf::FLAGS]);
-    put16(h, TCP + tcpf::SRC_PORT.start, d.out_src_port);
-    put16(h, TCP + tcpf::DST_PORT.start, d.out_dst_port);
+    h[TCP + tcpf::SRC_PORT.start..TCP + tcpf::DST_PORT.end].copy_from_slice(&d.out_ports);
     let seq_in = be32(h, TCP + tcpf::SEQ_NUM.start);
     let (seq_out, c_seq) = add_wrap(seq_in, d.seq_add);
     put32(h, TCP + tcpf::SEQ_NUM.start, seq_out);
@@ -756,7 +786,7 @@ pub fn translate_common(frame: &mut [u8], d: &Dir) -> Option<Translated> {
     acc += d.ts_delta + c1 + c2;
     put32(h, TSVAL, tsval);
     put32(h, TSVAL + 4, tsecr);
-    let tcp_csum = !fold(u64::from(!be16(h, TCP + tcpf::CHECKSUM.start)) + acc);
+    let tcp_csum = !fold_small(u64::from(!be16(h, TCP + tcpf::CHECKSUM.start)) + acc);
     put16(h, TCP + tcpf::CHECKSUM.start, tcp_csum);
     Some(Translated {
         flags,

@@ -410,6 +410,14 @@ impl<P: Port> NicLcore<P> {
         if !self.chain.wire_burst(&mut cx, port, rx, &mut verdicts) {
             return;
         }
+        // Every frame to one port: the burst moves in one append.
+        if let Some(j) = verdicts
+            .all_out()
+            .and_then(|p| self.ports.slot_of(usize::from(p)))
+        {
+            self.ports.tx[j].append(rx);
+            return;
+        }
         self.keep.clear();
         // The slot of the last `Out` port: a burst's frames mostly leave by one port.
         let mut out: Option<(u16, usize)> = None;

@@ -275,6 +275,10 @@ pub struct BurstVerdicts<'a> {
     verdicts: &'a mut [Verdict],
     counts: VerdictCounts,
     decided: usize,
+    /// The port of the first decision when it was [`Verdict::Out`].
+    first_out: u16,
+    /// Decisions that were `Out(first_out)`.
+    same_out: usize,
 }
 
 impl<'a> BurstVerdicts<'a> {
@@ -285,6 +289,8 @@ impl<'a> BurstVerdicts<'a> {
             verdicts,
             counts: VerdictCounts::default(),
             decided: 0,
+            first_out: 0,
+            same_out: 0,
         }
     }
 
@@ -308,12 +314,48 @@ impl<'a> BurstVerdicts<'a> {
     /// or out of range, is left as it is.
     #[inline(always)]
     pub fn set(&mut self, k: usize, v: Verdict) {
-        if v == Verdict::Pass || !self.open(k) {
+        let Some(slot) = self.verdicts.get_mut(k) else {
+            return;
+        };
+        if v == Verdict::Pass || *slot != Verdict::Pass {
             return;
         }
-        self.verdicts[k] = v;
+        *slot = v;
         count_wire(&mut self.counts, v);
+        if let Verdict::Out(p) = v {
+            if self.decided == 0 {
+                self.first_out = p;
+            }
+            self.same_out += usize::from(p == self.first_out);
+        }
         self.decided += 1;
+    }
+
+    /// [`BurstVerdicts::set`] with [`Verdict::Out`]`(port)`, without the general verdict's
+    /// dispatch (the splice fast path's per-frame decision).
+    #[inline(always)]
+    pub fn set_out(&mut self, k: usize, port: u16) {
+        let Some(slot) = self.verdicts.get_mut(k) else {
+            return;
+        };
+        if *slot != Verdict::Pass {
+            return;
+        }
+        *slot = Verdict::Out(port);
+        self.counts.wire_out += 1;
+        if self.decided == 0 {
+            self.first_out = port;
+        }
+        self.same_out += usize::from(port == self.first_out);
+        self.decided += 1;
+    }
+
+    /// `Some(port)` when every frame of the burst is decided [`Verdict::Out`]`(port)`: the
+    /// lcore then moves the whole burst to that port's queue at once (the splice fast path's
+    /// common case: a burst from one side of pairs leaves by the other side's port).
+    #[inline(always)]
+    pub fn all_out(&self) -> Option<u16> {
+        (self.same_out > 0 && self.same_out == self.verdicts.len()).then_some(self.first_out)
     }
 
     /// Frames decided so far.
@@ -428,5 +470,33 @@ mod tests {
                 Verdict::ToHost
             ]
         );
+        assert_eq!(b.all_out(), None, "mixed verdicts");
+    }
+
+    #[test]
+    fn all_out_only_when_every_frame_leaves_by_one_port() {
+        let mut v = [Verdict::Pass; 3];
+        let mut b = BurstVerdicts::new(&mut v);
+        assert_eq!(b.all_out(), None, "nothing decided");
+        b.set_out(0, 2);
+        b.set(1, Verdict::Out(2));
+        assert_eq!(b.all_out(), None, "a frame still open");
+        b.set_out(2, 2);
+        b.set_out(2, 3); // already decided: ignored
+        assert_eq!(b.all_out(), Some(2));
+        assert_eq!(b.take_counts().wire_out, 3);
+        // Two ports, or an Out among other verdicts: no single append.
+        let mut v = [Verdict::Pass; 2];
+        let mut b = BurstVerdicts::new(&mut v);
+        b.set_out(0, 1);
+        b.set_out(1, 0);
+        assert_eq!(b.all_out(), None);
+        let mut v = [Verdict::Pass; 2];
+        let mut b = BurstVerdicts::new(&mut v);
+        b.set(0, Verdict::Consumed);
+        b.set_out(1, 1);
+        assert_eq!(b.all_out(), None);
+        let mut v: [Verdict; 0] = [];
+        assert_eq!(BurstVerdicts::new(&mut v).all_out(), None, "an empty burst");
     }
 }

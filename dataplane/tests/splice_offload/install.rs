@@ -229,3 +229,73 @@ fn host_kept_segments_translate_through_host_tcp_and_the_install_payload() {
     assert_eq!(counter(&mut r, "from_host"), 2);
     assert!(wire_out(&mut r.right).is_empty());
 }
+
+/// More pairs than an lcore's cache has slots (512), their segments mixed in bursts: every
+/// segment is translated once, and every pair's report counts exactly its own segments
+/// and bytes, whichever entries evicted which from the cache on the way.
+#[test]
+fn more_pairs_than_cache_slots_count_every_segment_once() {
+    const PAIRS: u16 = 1_500;
+    let mut r = rig(SpliceConfig {
+        max_pairs: 2_048,
+        idle_timeout_ns: 30 * SEC,
+        linger_ns: SEC,
+    });
+    for i in 0..PAIRS {
+        let mut m = install_repr(u32::from(i));
+        m.a.tuple.remote_port = CLIENT_PORT + i;
+        m.b.tuple.local_port = PROXY_B_PORT + i;
+        assert_eq!(install_with(&mut r, m, &[]), AckStatus::Ok);
+    }
+    // Pair i gets `1 + i % 3` segments in a row, each of `1 + i % 5` bytes, in bursts of
+    // 32: a pair's later segments hit the cache and are counted at the burst's end, unless
+    // a pair whose key takes the same slot evicts the entry first.
+    let seg = |i: u16, k: u16| {
+        let h = TcpHeader {
+            src_port: CLIENT_PORT + i,
+            dst_port: PROXY_A_PORT,
+            ..hdr(TcpFlags::ACK, 100 + u32::from(k * (1 + i % 5)), 1)
+        };
+        let payload = vec![b'x'; usize::from(1 + i % 5)];
+        dataplane::frames::tcp_with(CLIENT_MAC, wire_mac(0), CLIENT_IP, PROXY_A_IP, &h, &payload)
+    };
+    // Pairs that take the same cache slot side by side: each evicts the one before it
+    // within the burst, while that one's counts are still unflushed.
+    let mut order: Vec<u16> = (0..PAIRS).collect();
+    order.sort_by_key(|&i| {
+        SpliceOffload::cache_slot(CLIENT_IP, CLIENT_PORT + i, PROXY_A_IP, PROXY_A_PORT)
+    });
+    let frames: Vec<Vec<u8>> = order
+        .into_iter()
+        .flat_map(|i| (0..=i % 3).map(move |k| seg(i, k)))
+        .collect();
+    let mut sent = 0;
+    for chunk in frames.chunks(32) {
+        let mut burst: Vec<HeapBuf> = chunk.iter().map(|f| HeapBuf::from_frame(f)).collect();
+        r.left.tx_burst(&mut burst);
+        spin(&mut r);
+        sent += wire_out(&mut r.right).len();
+    }
+    assert_eq!(sent, frames.len(), "every segment translated and sent");
+    assert!(from_host(&mut r).is_empty());
+    assert_eq!(counter(&mut r, "translated_ab"), frames.len() as u64);
+    // The idle timeout reports every pair with its own counts.
+    r.clock.advance(31 * SEC);
+    let mut reports = Vec::new();
+    // The host link holds 1,024 frames: the rest follow as it drains.
+    for _ in 0..8 {
+        spin(&mut r);
+        reports.extend(from_host(&mut r));
+    }
+    assert_eq!(reports.len(), usize::from(PAIRS));
+    for m in &reports {
+        let Message::SpliceClose(c) = msg::parse_frame(m).unwrap().message else {
+            panic!("not a closure report");
+        };
+        let i = u16::try_from(c.request_id).unwrap();
+        let n = u64::from(1 + i % 3);
+        assert_eq!(c.packets_ab, n, "pair {i}");
+        assert_eq!(c.bytes_ab, n * u64::from(1 + i % 5), "pair {i}");
+        assert_eq!(c.reason, CloseReason::Timeout);
+    }
+}

@@ -61,6 +61,16 @@ pub fn fold(acc: u64) -> u16 {
     s as u16
 }
 
+/// [`fold`] of a sum below 2³² (two end-around carries suffice): what the incremental
+/// updates with pre-folded deltas need (RFC 1624).
+#[inline(always)]
+pub fn fold_small(acc: u64) -> u16 {
+    debug_assert!(acc < 1 << 32);
+    let mut s = (acc >> 16) + (acc & 0xffff);
+    s = (s >> 16) + (s & 0xffff);
+    s as u16
+}
+
 /// The Internet checksum of `data`: the one's complement of its one's-complement sum
 /// (RFC 1071). Storing it in a zeroed checksum field makes [`verify`] of the data true.
 #[inline]

@@ -39,8 +39,10 @@ impl<B: PacketBuf> Offload<B> for SpliceOffload {
             if !verdicts.open(k) {
                 continue;
             }
-            if let Some(v) = self.wire_fast(cx, buf.data_mut()) {
-                verdicts.set(k, v);
+            match self.wire_fast(cx, buf.data_mut()) {
+                Some(Verdict::Out(p)) => verdicts.set_out(k, p),
+                Some(v) => verdicts.set(k, v),
+                None => {}
             }
         }
         self.flush_counts();

@@ -31,11 +31,12 @@
 //!
 //! No lock per segment: each direction's entry (its translation parameters) lives in its
 //! shard, written only under that shard's lock (install, removal, the neighbour's MAC once
-//! resolved); every lcore keeps a private cache of the entries it has used, and a segment
-//! whose key is in that cache is translated without touching a lock. What a segment changes
-//! is in the pair: per direction its byte and packet counters (each direction on its own
-//! cache line; the lcore's fast path counts packets in its cache and adds them once per pair
-//! and burst, a relaxed atomic add, and the high-water byte mark pays a read-modify-write
+//! resolved); every lcore keeps a private cache of the entries it has used (direct-mapped:
+//! a hit is one index and one key compare), and a segment whose key is in that cache is
+//! translated without touching a lock. What a segment changes is in the pair: per
+//! direction its byte and packet counters (each direction on its own cache line; the
+//! lcore's fast path counts packets in its cache and adds them once per pair and burst, a
+//! relaxed atomic add, and the high-water byte mark pays a read-modify-write
 //! only when a segment extends it), and what the two directions share (FIN
 //! ends and their acknowledgement, the RST side, the last activity), plain loads and stores
 //! on the per-segment path. Only an install holds two shard locks, taken in index order.
@@ -63,7 +64,7 @@ use offload_api::msg::{
     AckStatus, CloseReason, FourTuple, InstallAckRepr, Message, MsgType, SpliceCloseRepr,
     SpliceInstallRepr, SpliceSide, ETH_HEADER_LEN,
 };
-use offload_api::splice::{directions, translate, Dir, Side, Translated};
+use offload_api::splice::{directions, translate, translate_established, Dir, Side, Translated};
 use offload_api::wire::tcp::TcpFlags;
 
 use crate::buf::PacketBuf;
@@ -72,8 +73,8 @@ use crate::offload::{BurstVerdicts, CounterSink, HostTcp, Offload, OffloadCtx, R
 
 mod hooks;
 mod table;
-pub use table::SpliceTable;
 use table::*;
+pub use table::{SpliceTable, CACHE_SLOTS};
 
 /// Number of independently locked shards of the [`SpliceTable`] (a power of two).
 pub const SHARDS: usize = 64;
@@ -235,6 +236,12 @@ impl SpliceOffload {
         &self.stats
     }
 
+    /// The slot of an lcore's entry cache that a segment from `src:sport` to `dst:dport`
+    /// takes (below [`CACHE_SLOTS`]): for tests that make entries evict each other.
+    pub fn cache_slot(src: [u8; 4], sport: u16, dst: [u8; 4], dport: u16) -> usize {
+        Cache::slot(&Key::new(src, sport, dst, dport))
+    }
+
     fn arm(&mut self, at: u64, pair: Arc<Pair>) {
         self.timer_seq += 1;
         self.timers.push(Reverse(Timer {
@@ -308,8 +315,10 @@ impl SpliceOffload {
 
     /// Translates the segment in `frame` (TCP at `l4_off`) with entry `e` (its out MAC
     /// resolved, or left zero for the host path to fill) and follows the pair's state.
-    /// `batch`: count the segment in `e.unflushed` (an lcore's cached entry) rather than in
-    /// the pair, except when it closes the pair (the owner may report right away).
+    /// `batch` (the burst fast path, [`SpliceOffload::wire_fast`]): count the segment in
+    /// `e.unflushed` (an lcore's cached entry) rather than in the pair, except when it
+    /// closes the pair (the owner may report right away); and translate without the header
+    /// checks that path has made.
     #[inline(always)]
     fn process(
         stats: &mut SpliceStats,
@@ -319,21 +328,51 @@ impl SpliceOffload {
         l4_off: usize,
         batch: bool,
     ) -> Outcome {
-        let t: Translated = match translate(frame, l4_off, &e.dir) {
-            Ok(t) => t,
-            Err(_) => {
-                stats.malformed += 1;
-                return Outcome::Malformed;
-            }
+        // The fast path (`batch`) has checked the Ethernet and IPv4 headers at the fixed
+        // offsets and found `e` by the frame's own 4-tuple: the established shape needs
+        // only its TCP checks.
+        let established = if batch {
+            translate_established(frame, &e.dir)
+        } else {
+            None
         };
-        match e.side {
-            Side::A => stats.translated_ab += 1,
-            Side::B => stats.translated_ba += 1,
-        }
+        let t: Translated = match established {
+            Some(t) => t,
+            None => match translate(frame, l4_off, &e.dir) {
+                Ok(t) => t,
+                Err(_) => {
+                    stats.malformed += 1;
+                    return Outcome::Malformed;
+                }
+            },
+        };
         if t.ts_stripped | t.ts_missing | t.sack_stripped {
             stats.ts_stripped += u64::from(t.ts_stripped);
             stats.ts_missing += u64::from(t.ts_missing);
             stats.sack_stripped += u64::from(t.sack_stripped);
+        }
+        let closed = Self::account(stats, now, e, &t, batch);
+        Outcome::Out {
+            port: t.out_port,
+            // A RST is forwarded; the entries go after the linger (AccelTCP §4.3: "if it
+            // is reset by any peer, the NIC stack removes the forwarding rule entries").
+            closed,
+        }
+    }
+
+    /// Counts translated segment `t` of entry `e` and follows the pair's teardown; true
+    /// when it closed the pair. `batch`: as [`SpliceOffload::process`].
+    #[inline(always)]
+    fn account(
+        stats: &mut SpliceStats,
+        now: u64,
+        e: &mut Entry,
+        t: &Translated,
+        batch: bool,
+    ) -> bool {
+        match e.side {
+            Side::A => stats.translated_ab += 1,
+            Side::B => stats.translated_ba += 1,
         }
         // The segment's end as an offset from `start`, modulo 2³².
         let end = t.seq_in.wrapping_add(t.payload_len).wrapping_sub(e.start);
@@ -344,16 +383,11 @@ impl SpliceOffload {
             1
         };
         e.pair.count(e.side, end, t.payload_len, packets);
-        let closed = e.pair.observe(e.side, &t, now);
+        let closed = e.pair.observe(e.side, t, now);
         if closed && e.unflushed > 0 {
             e.pair.count(e.side, 0, 0, std::mem::take(&mut e.unflushed));
         }
-        Outcome::Out {
-            port: t.out_port,
-            // A RST is forwarded; the entries go after the linger (AccelTCP §4.3: "if it
-            // is reset by any peer, the NIC stack removes the forwarding rule entries").
-            closed,
-        }
+        closed
     }
 
     /// Offers a segment with arriving 4-tuple `k` to the table: from this lcore's cache
@@ -405,7 +439,12 @@ impl SpliceOffload {
                 let o = Self::process(&mut self.stats, now, &mut e, frame, l4_off, false);
                 let closed = matches!(o, Outcome::Out { closed: true, .. }).then(|| e.pair.clone());
                 if e.dir.dst_mac != [0; 6] {
-                    self.cache.insert(k, e);
+                    // An evicted entry's unflushed counts go to its pair now.
+                    if let Some(old) = self.cache.insert(k, e) {
+                        if old.unflushed > 0 {
+                            old.pair.count(old.side, 0, 0, old.unflushed);
+                        }
+                    }
                 }
                 (o, closed)
             }
@@ -540,7 +579,25 @@ impl SpliceOffload {
         }
         let tcp = TcpPacket::new_unchecked(&h[ETH_HEADER_LEN + IPV4_HDR_LEN..]);
         let k = Key::new(ip.src_addr(), tcp.src_port(), ip.dst_addr(), tcp.dst_port());
-        match self.offer(cx, k, frame, ETH_HEADER_LEN + IPV4_HDR_LEN, false, true)? {
+        const L4: usize = ETH_HEADER_LEN + IPV4_HDR_LEN;
+        // The common case inline: a cached pair's segment of the established shape (not a
+        // SYN, which may have to end a lingering pair first).
+        if !is_bare_syn(frame, L4) {
+            if let Some(e) = self.cache.get_mut(&k) {
+                if let Some(t) = translate_established(frame, &e.dir) {
+                    // The first segment of the burst on this entry: its count is flushed
+                    // after the burst.
+                    if e.unflushed == 0 {
+                        self.dirty.push(k);
+                    }
+                    if Self::account(&mut self.stats, cx.now, e, &t, true) {
+                        e.pair.inbox.push(e.pair.clone());
+                    }
+                    return Some(Verdict::Out(t.out_port));
+                }
+            }
+        }
+        match self.offer(cx, k, frame, L4, false, true)? {
             Outcome::Out { port, .. } => Some(Verdict::Out(port)),
             Outcome::Malformed | Outcome::ArpMiss | Outcome::SynHeld => Some(Verdict::Consumed),
         }

@@ -409,8 +409,78 @@ impl SpliceTable {
     }
 }
 
-/// An lcore's cache of table entries (positive only; see the module documentation).
-pub(super) type Cache = HashMap<Key, Entry, BuildHasherDefault<KeyHasher>>;
+/// Slots of an lcore's cache of splice table entries (a power of two; direct-mapped).
+pub const CACHE_SLOTS: usize = 512;
+
+/// An lcore's cache of table entries (positive only; see the module documentation):
+/// direct-mapped, a key in the slot its hash picks, so that a hit is one index and one
+/// compare (no probe sequence). A key whose slot another key holds evicts it (the evicted
+/// entry goes back to its owner, which adds its unflushed counts to the pair); a miss is
+/// looked up in the table, so a collision costs speed, never a wrong translation.
+pub(super) struct Cache {
+    slots: Box<[Option<(Key, Entry)>; CACHE_SLOTS]>,
+    /// Indices of the filled slots (cleared together).
+    used: Vec<usize>,
+}
+
+impl Default for Cache {
+    fn default() -> Self {
+        Cache {
+            slots: Box::new(std::array::from_fn(|_| None)),
+            used: Vec::new(),
+        }
+    }
+}
+
+impl Cache {
+    #[inline(always)]
+    pub(super) fn slot(k: &Key) -> usize {
+        k.hash() as usize & (CACHE_SLOTS - 1)
+    }
+
+    /// The entry of `k`, if cached.
+    #[inline(always)]
+    pub(super) fn get_mut(&mut self, k: &Key) -> Option<&mut Entry> {
+        match &mut self.slots[Self::slot(k)] {
+            Some((key, e)) if key == k => Some(e),
+            _ => None,
+        }
+    }
+
+    /// The entry of `k`, if cached.
+    pub(super) fn get(&self, k: &Key) -> Option<&Entry> {
+        match &self.slots[Self::slot(k)] {
+            Some((key, e)) if key == k => Some(e),
+            _ => None,
+        }
+    }
+
+    /// Caches `e` for `k`; returns the entry it evicted (another key's, or `k`'s own).
+    pub(super) fn insert(&mut self, k: Key, e: Entry) -> Option<Entry> {
+        let i = Self::slot(&k);
+        let old = self.slots[i].replace((k, e));
+        if old.is_none() {
+            self.used.push(i);
+        }
+        old.map(|(_, e)| e)
+    }
+
+    /// Takes `k`'s entry out, if cached.
+    pub(super) fn remove(&mut self, k: &Key) -> Option<Entry> {
+        let slot = &mut self.slots[Self::slot(k)];
+        match slot {
+            Some((key, _)) if key == k => slot.take().map(|(_, e)| e),
+            _ => None,
+        }
+    }
+
+    /// Empties every slot.
+    pub(super) fn clear(&mut self) {
+        for i in self.used.drain(..) {
+            self.slots[i] = None;
+        }
+    }
+}
 
 /// A timer of the owner: re-check pair `pair` at `at`.
 pub(super) struct Timer {
