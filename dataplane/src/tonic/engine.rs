@@ -301,7 +301,10 @@ impl<M: TonicModule + ?Sized> TonicEngine<M> {
     /// An incoming control packet for `f` (ACK / SACK / NACK / CNP / grant): the fixed Incoming
     /// stage, the module's stage, grant tokens to the credit engine (§3.3.2), parameter
     /// updates forwarded to it (§3.3.3).
-    #[inline]
+    // Always inlined: the per-decision hot path (an ACK per decision); left to the
+    // compiler's `#[inline]` it stopped being inlined once the priority bookkeeping grew
+    // `forward_credit`, and cost 13% more instructions per decision.
+    #[inline(always)]
     pub fn incoming(
         &mut self,
         f: FlowId,
@@ -313,7 +316,7 @@ impl<M: TonicModule + ?Sized> TonicEngine<M> {
         Ok(rep)
     }
 
-    #[inline]
+    #[inline(always)]
     fn after_incoming(&mut self, f: FlowId, pkt: &IncomingPkt, rep: &IncomingReport, now: Nanos) {
         self.stats.incoming += 1;
         if pkt.grant_bytes > 0 && self.cfg.credit_scheme == CreditScheme::Grant {

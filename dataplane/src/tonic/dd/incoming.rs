@@ -84,7 +84,7 @@ impl DataDelivery {
     }
 
     /// The fixed stage of Incoming (§3.2.3 stage 1): returns (old wnd-start, newly acked).
-    #[inline]
+    #[inline(always)]
     fn incoming_fixed(&mut self, f: FlowId, pkt: &IncomingPkt) -> (SegId, u32) {
         let old = self.flows[f as usize].wnd_start;
         let mut newly = self.advance_window(f, pkt.cumulative_ack);
@@ -98,7 +98,10 @@ impl DataDelivery {
     }
 
     /// Incoming: the fixed stage, then the module's stage, then its outputs applied.
-    #[inline]
+    // Always inlined into the engine's `incoming` (one call per decision in the benchmark):
+    // left to `#[inline]`, it stopped being inlined once `HookOutput` and `CreditUpdate`
+    // grew the priority fields.
+    #[inline(always)]
     pub fn incoming<M: TonicModule + ?Sized>(
         &mut self,
         module: &M,
