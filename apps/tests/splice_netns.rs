@@ -279,7 +279,7 @@ fn dropped(t: &ProxyTopo) -> u64 {
 /// threads: 500 on 50 keep-alive connections of 10 requests, 500 on a connection each;
 /// sizes cycle through the small files with a 1 MB file every 50th and a 10 MB file every
 /// 250th request. Prints the first connection's TCP_INFO options and window shifts, then
-/// `ok N BYTES`, or the first failure.
+/// `ok N BYTES`, or the first failure with its connection's local port and TCP_INFO.
 const PY_LOAD: &str = r#"
 import sys, socket, hashlib, http.client, struct, threading
 from concurrent.futures import ThreadPoolExecutor
@@ -293,26 +293,42 @@ def name(i):
 lock = threading.Lock()
 info = []
 total = [0]
-def check(i, r, body):
+def where(s):
+    # Where the connection stood (Linux's struct tcp_info): its local port, state,
+    # retransmissions, unacknowledged segments, and how long ago data last went and came.
+    try:
+        t = struct.unpack('8B24I', s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 104))
+        return (' [local port %d: state %d retransmits %d backoff %d rto %d us unacked %d '
+                'lost %d total retrans %d last data sent %d ms last data recv %d ms '
+                'last ack recv %d ms]' % (s.getsockname()[1], t[0], t[2], t[4], t[8], t[12],
+                                          t[14], t[31], t[17], t[19], t[20]))
+    except Exception as e:
+        return ' (no tcp_info: %r)' % e
+def check(i, r, body, s):
     n = name(i)
-    if r.status != 200: raise Exception('request %d (%s): status %d' % (i, n, r.status))
-    if hashlib.sha256(body).hexdigest() != want[n]: raise Exception('request %d (%s): body differs (%d bytes)' % (i, n, len(body)))
+    if r.status != 200: raise Exception('request %d (%s): status %d%s' % (i, n, r.status, where(s)))
+    if hashlib.sha256(body).hexdigest() != want[n]: raise Exception('request %d (%s): body differs (%d bytes)%s' % (i, n, len(body), where(s)))
     with lock: total[0] += len(body)
 def keepalive(c):
     conn = http.client.HTTPConnection(ip, port, timeout=60)
+    conn.connect()
+    # A second descriptor of the socket: readable after http.client closed its own.
+    s = conn.sock.dup()
     for k in range(10):
         i = c * 10 + k
         conn.request('GET', '/' + name(i))
-        r = conn.getresponse(); body = r.read(); check(i, r, body)
+        r = conn.getresponse(); body = r.read(); check(i, r, body, s)
         if c == 0 and k == 0:
             t = conn.sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 104)
             with lock: info.append((t[5], t[6] & 15, t[6] >> 4))
-    conn.close()
+    conn.close(); s.close()
 def single(i):
     conn = http.client.HTTPConnection(ip, port, timeout=60)
+    conn.connect()
+    s = conn.sock.dup()
     conn.request('GET', '/' + name(i), headers={'Connection': 'close'})
-    r = conn.getresponse(); body = r.read(); check(i, r, body)
-    conn.close()
+    r = conn.getresponse(); body = r.read(); check(i, r, body, s)
+    conn.close(); s.close()
 with ThreadPoolExecutor(16) as ex:
     futs = [ex.submit(keepalive, c) for c in range(50)] + [ex.submit(single, 500 + i) for i in range(500)]
     for f in futs: f.result()
