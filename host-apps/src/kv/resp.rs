@@ -567,8 +567,12 @@ pub fn encode_request<A: AsRef<[u8]>>(args: &[A]) -> Vec<u8> {
     out
 }
 
-/// How long the first complete RESP2 reply in `buf` is (`None`: incomplete or malformed);
-/// for clients and tests that split a reply stream.
+/// How long the first complete RESP2 or RESP3 reply in `buf` is (`None`: incomplete or
+/// malformed); for clients and tests that split a reply stream. RESP3 (what a session gets
+/// after `HELLO 3`): the line types null `_`, double `,`, boolean `#` and big number `(`; the
+/// blob types verbatim `=` and error `!`, framed as a bulk; the aggregates set `~` and push
+/// `>` of n replies, map `%` of 2n, and attribute `|` of 2n followed by the reply it
+/// annotates.
 pub fn reply_len(buf: &[u8]) -> Option<usize> {
     fn line(buf: &[u8], from: usize) -> Option<usize> {
         buf.get(from..)?
@@ -582,24 +586,27 @@ pub fn reply_len(buf: &[u8]) -> Option<usize> {
         }
         let kind = *buf.get(at)?;
         let end = line(buf, at + 1)?;
+        let count = || string2ll(&buf[at + 1..end]);
+        // The elements of an aggregate of `n` replies, from `p`.
+        let elements = |n: i64, mut p: usize| {
+            for _ in 0..n.max(0) {
+                p = one(buf, p, depth + 1)?;
+            }
+            Some(p)
+        };
         match kind {
-            b'+' | b'-' | b':' => Some(end + 2),
-            b'$' => {
-                let n = string2ll(&buf[at + 1..end])?;
+            b'+' | b'-' | b':' | b'_' | b',' | b'#' | b'(' => Some(end + 2),
+            b'$' | b'=' | b'!' => {
+                let n = count()?;
                 if n < 0 {
                     return Some(end + 2);
                 }
                 let stop = end + 2 + n as usize + 2;
                 (buf.len() >= stop).then_some(stop)
             }
-            b'*' => {
-                let n = string2ll(&buf[at + 1..end])?;
-                let mut p = end + 2;
-                for _ in 0..n.max(0) {
-                    p = one(buf, p, depth + 1)?;
-                }
-                Some(p)
-            }
+            b'*' | b'~' | b'>' => elements(count()?, end + 2),
+            b'%' => elements(count()?.checked_mul(2)?, end + 2),
+            b'|' => one(buf, elements(count()?.checked_mul(2)?, end + 2)?, depth + 1),
             _ => None,
         }
     }
@@ -778,5 +785,27 @@ mod tests {
         assert_eq!(reply_len(&s[14..]), Some(13));
         assert_eq!(reply_len(&s[27..]), Some(8));
         assert_eq!(reply_len(b"$3\r\nab"), None);
+        // RESP3 (after HELLO 3): a map of 2 pairs, a set, a push, null, double, boolean.
+        let m = b"%2\r\n$6\r\nserver\r\n$5\r\nredis\r\n$5\r\nproto\r\n:3\r\n";
+        assert_eq!(reply_len(m), Some(m.len()));
+        assert_eq!(reply_len(&m[..m.len() - 1]), None);
+        let set = b"~2\r\n$1\r\na\r\n$1\r\nb\r\n";
+        assert_eq!(reply_len(set), Some(set.len()));
+        let push = b">3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$2\r\nhi\r\n";
+        assert_eq!(reply_len(push), Some(push.len()));
+        for line in [
+            &b"_\r\n"[..],
+            b",1.5\r\n",
+            b"#t\r\n",
+            b"(12345678901234567890\r\n",
+        ] {
+            assert_eq!(reply_len(line), Some(line.len()));
+        }
+        let verbatim = b"=8\r\ntxt:abcd\r\n";
+        assert_eq!(reply_len(verbatim), Some(verbatim.len()));
+        // An attribute, then the reply it annotates.
+        let attr = b"|1\r\n+ttl\r\n:3600\r\n$1\r\nv\r\n";
+        assert_eq!(reply_len(attr), Some(attr.len()));
+        assert_eq!(reply_len(b"|1\r\n+ttl\r\n:3600\r\n"), None);
     }
 }
