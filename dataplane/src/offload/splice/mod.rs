@@ -407,14 +407,16 @@ impl SpliceOffload {
         if !batch {
             self.sync_cache();
         }
-        if is_bare_syn(frame, l4_off) {
-            if let Some(p) = self.lingering(k) {
-                return self.reopen(cx, p);
-            }
-        }
+        // A new connection's SYN on a lingering pair's 4-tuple ends the pair (checked on the
+        // entry the one lookup below finds).
+        let syn = is_bare_syn(frame, l4_off);
         let now = cx.now;
         let (out, closed) = match self.cache.get_mut(&k) {
             Some(e) => {
+                if syn && e.pair.closing.load(Ordering::Acquire) {
+                    let p = e.pair.clone();
+                    return self.reopen(cx, p);
+                }
                 let o = Self::process(&mut self.stats, now, e, frame, l4_off, batch);
                 if e.unflushed == 1 {
                     self.dirty.push(k);
@@ -429,6 +431,9 @@ impl SpliceOffload {
                 let e = self.table.fetch(k, |d| {
                     stack.arp_lookup(usize::from(d.out_port), d.out_dst_ip, now)
                 })?;
+                if syn && e.pair.closing.load(Ordering::Acquire) {
+                    return self.reopen(cx, e.pair);
+                }
                 if e.dir.dst_mac == [0; 6] && !from_host {
                     cx.stack
                         .resolve(usize::from(e.dir.out_port), e.dir.out_dst_ip, now);
@@ -456,16 +461,6 @@ impl SpliceOffload {
             self.stats.from_host += 1;
         }
         Some(out)
-    }
-
-    /// The pair of `k` (from this lcore's cache, else the table) when it is closing: both
-    /// FINs acknowledged or a RST seen, lingering until its report.
-    fn lingering(&self, k: Key) -> Option<Arc<Pair>> {
-        let closing = |p: &Arc<Pair>| p.closing.load(Ordering::Acquire).then(|| p.clone());
-        match self.cache.get(&k) {
-            Some(e) => closing(&e.pair),
-            None => self.table.pair_of(k).and_then(|p| closing(&p)),
-        }
     }
 
     /// A new connection's SYN arrived on a 4-tuple of lingering pair `p`: the old

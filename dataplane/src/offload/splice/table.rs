@@ -389,11 +389,6 @@ impl SpliceTable {
         }
     }
 
-    /// The pair `k` belongs to, if any.
-    pub(super) fn pair_of(&self, k: Key) -> Option<Arc<Pair>> {
-        self.shard(k.shard()).get(&k).map(|e| e.pair.clone())
-    }
-
     /// A copy of the entry of `k`, under its shard's lock; its `dst_mac`, when still zero,
     /// is filled from `mac` (and so for every lcore) when that finds one.
     #[inline(never)]
@@ -442,14 +437,6 @@ impl Cache {
     #[inline(always)]
     pub(super) fn get_mut(&mut self, k: &Key) -> Option<&mut Entry> {
         match &mut self.slots[Self::slot(k)] {
-            Some((key, e)) if key == k => Some(e),
-            _ => None,
-        }
-    }
-
-    /// The entry of `k`, if cached.
-    pub(super) fn get(&self, k: &Key) -> Option<&Entry> {
-        match &self.slots[Self::slot(k)] {
             Some((key, e)) if key == k => Some(e),
             _ => None,
         }
