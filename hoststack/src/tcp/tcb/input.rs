@@ -61,7 +61,7 @@ impl Tcb {
         self.snd.wl2 = seg.ack;
         if f.has(TcpFlags::ACK) {
             self.snd.una = seg.ack;
-            self.establish(now);
+            self.establish(seg, now);
             self.flags.ack_now = true;
         } else {
             // Simultaneous open: SYN-ACK with our ISS.
@@ -71,8 +71,14 @@ impl Tcb {
     }
 
     /// The handshake completed: ESTABLISHED (or FIN-WAIT-1 when the application already shut
-    /// the write side), controller built, SYN RTT sampled unless it was retransmitted.
-    fn establish(&mut self, now: u64) {
+    /// the write side), controller built, the handshake's RTT sampled.
+    ///
+    /// A SYN (or SYN-ACK) sent once is timed by the clock (RFC 6298 §3). A retransmitted one
+    /// is ambiguous (Karn's rule), but with timestamps `seg`'s TSecr names the transmission
+    /// it answers (RFC 7323 §4.1), so its RTT is sampled from that. Without a sample the
+    /// backed-off RTO of the handshake would stay on the first data (seconds), and a lost
+    /// first segment would wait that long.
+    fn establish(&mut self, seg: &TcpRepr<'_>, now: u64) {
         self.state = if self.flags.fin_queued {
             State::FinWait1
         } else {
@@ -85,6 +91,8 @@ impl Tcb {
             self.timers
                 .rtt
                 .sample(now.saturating_sub(self.timers.syn_sent_at));
+        } else if let Some(rtt) = self.ts_rtt_ns(seg, now) {
+            self.timers.rtt.sample(rtt);
         }
         self.rec.cc = Some(self.cfg.cc.build(self.opt.smss));
         self.timers.retries = 0;
@@ -92,6 +100,18 @@ impl Tcb {
         self.rec.recover = self.snd.una;
         self.rec.rxt_next = self.snd.una;
         self.pending.established = true;
+    }
+
+    /// The RTT `seg`'s TSecr measures (RFC 7323 §4.1): our clock now minus the TSval it
+    /// echoes, in ns. None without timestamps, for a zero TSecr (the peer echoes nothing),
+    /// or for an echo older than two minutes (not one of ours).
+    fn ts_rtt_ns(&self, seg: &TcpRepr<'_>, now: u64) -> Option<u64> {
+        if !self.opt.ts_ok {
+            return None;
+        }
+        let (_, ecr) = seg.options.timestamp?;
+        let d = self.ts_now(now).wrapping_sub(ecr) >> self.opt.ts_shift;
+        (ecr != 0 && d < 120_000).then_some(u64::from(d) * 1_000_000)
     }
 
     /// Every state after SYN-SENT (RFC 9293 §3.10.7.4).
@@ -124,7 +144,7 @@ impl Tcb {
                 self.snd.max_wnd = self.snd.wnd;
                 self.snd.wl1 = seg.seq;
                 self.snd.wl2 = seg.ack;
-                self.establish(now);
+                self.establish(seg, now);
                 self.flags.ack_now = true;
             } else {
                 self.flags.reply_rst = Some(seg.ack);
@@ -216,7 +236,7 @@ impl Tcb {
             self.snd.max_wnd = self.snd.wnd;
             self.snd.wl1 = seg.seq;
             self.snd.wl2 = seg.ack;
-            self.establish(now);
+            self.establish(seg, now);
         }
 
         if !self.process_ack(seg, now) {
@@ -365,13 +385,10 @@ impl Tcb {
                 sampled = true;
             }
         }
-        if !sampled && self.timers.rtt_ambiguous && self.opt.ts_ok {
-            if let Some((_, ecr)) = seg.options.timestamp {
-                let d = self.ts_now(now).wrapping_sub(ecr) >> self.opt.ts_shift;
-                if ecr != 0 && d < 120_000 {
-                    self.timers.rtt.sample(d as u64 * 1_000_000);
-                    self.timers.rtt_ambiguous = false;
-                }
+        if !sampled && self.timers.rtt_ambiguous {
+            if let Some(rtt) = self.ts_rtt_ns(seg, now) {
+                self.timers.rtt.sample(rtt);
+                self.timers.rtt_ambiguous = false;
             }
         }
 

@@ -625,3 +625,45 @@ fn tail_loss_probe_resends_the_last_segment_before_the_rto() {
     assert_eq!(out[0].0.seq, Seq(1001));
     assert_eq!(t.stats().rto_expiries, 1);
 }
+
+/// RFC 7323 §4.1: a retransmitted SYN is timed by the TSecr of the SYN-ACK that answers it,
+/// so the first data does not wait for the handshake's backed-off RTO; without timestamps
+/// Karn's rule leaves the RTO backed off.
+#[test]
+fn a_retransmitted_handshake_is_timed_by_its_timestamp_echo() {
+    for ts in [true, false] {
+        let c = TcpConfig {
+            timestamps: ts,
+            ..TcpConfig::default()
+        };
+        let mut t = Tcb::connect(&c, EP, Seq(1000), T0);
+        assert_eq!(tx(&mut t, T0)[0].0.flags, TcpFlags::SYN);
+        let again = T0 + c.rto_initial_ns;
+        let out = tx(&mut t, again);
+        assert_eq!(out.len(), 1, "the SYN again");
+        assert_eq!(t.rto(), 2 * c.rto_initial_ns);
+        let mut sa = seg(TcpFlags::SYN | TcpFlags::ACK, PISS, Seq(1001), 65_535, &[]);
+        if ts {
+            sa = with_ts(sa, 9, out[0].0.options.timestamp.unwrap().0);
+        }
+        assert!(t.input(&sa, again + 30 * MS).established);
+        if ts {
+            // 30 ms measured; the RTO floor applies.
+            assert_eq!(t.rto(), c.rto_min_ns);
+        } else {
+            assert_eq!(t.rto(), 2 * c.rto_initial_ns);
+        }
+    }
+    // The passive side: its SYN-ACK went twice; the ACK's echo times the second.
+    let c = TcpConfig::default();
+    let syn = with_ts(seg(TcpFlags::SYN, Seq(77), Seq(0), 1000, &[]), 5, 0);
+    let mut t = Tcb::accept(&c, EP, &syn, Seq(4000), T0);
+    assert_eq!(tx(&mut t, T0).len(), 1);
+    t.input(&syn, T0 + 900 * MS);
+    let out = tx(&mut t, T0 + 900 * MS);
+    assert_eq!(out[0].0.flags, TcpFlags::SYN | TcpFlags::ACK);
+    let ecr = out[0].0.options.timestamp.unwrap().0;
+    let ack = with_ts(seg(TcpFlags::ACK, Seq(78), Seq(4001), 1000, &[]), 6, ecr);
+    assert!(t.input(&ack, T0 + 920 * MS).established);
+    assert_eq!(t.rto(), c.rto_min_ns);
+}
