@@ -178,6 +178,10 @@ policy = "round-robin"
 mode = "tunnel"
 add_header = "X-Forwarded-For"
 connect_timeout_ms = 10000
+# Under the loss test's 5% each way, a client whose SYN-ACK was lost once measures a 1 s
+# RTT and sends its head at an RTO of about 2 s (0, 2, 6 s): the default 10 s left three
+# tries, and about one such connection in 8,000 got a 408.
+request_timeout_ms = 30000
 max_clients = 4096
 splice = true
 "#,
