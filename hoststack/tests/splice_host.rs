@@ -291,3 +291,68 @@ fn a_pairs_ports_are_not_reused_until_its_closure_report() {
     assert_eq!(net.a.splices_active(), 0);
     assert_eq!(connect(&mut net), (Err(Errno::InProgress), Some(spliced)));
 }
+
+/// The drain waits for TCP's own retransmissions: a head that needs four tries to reach the
+/// server still gets there. The proxy's SYN to the server was lost and, without timestamps
+/// to time the retransmitted one (Karn's rule), the connection starts at a backed-off RTO of
+/// 2 s, so the head goes at 0, 2, 6 and 14 s (RFC 6298 §5.5), past 10 s.
+#[test]
+fn a_head_that_needs_four_tries_still_drains() {
+    let mut ca = common::cfg(A);
+    ca.tcp.timestamps = false;
+    let mut net = Net::with(ca, common::cfg(B));
+    // (SYNs lost, data segments lost) towards the server's port.
+    let lost = Arc::new(Mutex::new((0u32, 0u32)));
+    let l2 = lost.clone();
+    net.a.link_mut().drop_if = Some(Box::new(move |f: &[u8]| {
+        // Ethernet (14) and an IPv4 header without options (20), then TCP.
+        let tcp = &f[34..];
+        if u16::from_be_bytes([tcp[2], tcp[3]]) != 8080 {
+            return false;
+        }
+        let ip_len = u16::from_be_bytes([f[16], f[17]]) as usize;
+        let payload = ip_len - 20 - usize::from(tcp[12] >> 4) * 4;
+        let mut l = l2.lock().unwrap();
+        if tcp[13] & 0x02 != 0 && l.0 == 0 {
+            l.0 += 1;
+            return true;
+        }
+        if payload > 0 && l.1 < 3 {
+            l.1 += 1;
+            return true;
+        }
+        false
+    }));
+    let (client, pc, up, srv) = proxy_pair(&mut net);
+    let head = pattern(100, 7);
+    assert_eq!(net.b.write(client, &head), Ok(100));
+    let mut got = Vec::new();
+    assert!(net.run_until(100_000, |n| {
+        read_all(&mut n.a, pc, &mut got).unwrap();
+        got.len() == 100
+    }));
+    assert_eq!(net.a.write(up, &got), Ok(100));
+    let (reports, cb) = recorder();
+    net.a.nsplice(pc, up, cb).unwrap();
+    let start = net.clock.load(std::sync::atomic::Ordering::Relaxed);
+    let mut at_server = Vec::new();
+    assert!(
+        net.run_until(3_000_000, |n| {
+            read_all(&mut n.b, srv, &mut at_server).unwrap();
+            at_server.len() >= 100 || !reports.lock().unwrap().is_empty()
+        }),
+        "neither the head nor a report"
+    );
+    let took = net.clock.load(std::sync::atomic::Ordering::Relaxed) - start;
+    assert_eq!(*lost.lock().unwrap(), (1, 3));
+    assert!(
+        reports.lock().unwrap().is_empty(),
+        "{:?}",
+        reports.lock().unwrap()
+    );
+    assert_eq!(at_server, head);
+    assert!(
+        took > 12_000_000_000,
+        "the fourth try, at about 14 s: {took} ns"
+    );
+}
