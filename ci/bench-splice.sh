@@ -11,6 +11,10 @@
 #   ci/bench-splice.sh                      # --no-huge
 #   HUGE=1 ROUNDS=5 SECONDS_EACH=5 ci/bench-splice.sh
 #   HUGE=1 LCORES=2 ci/bench-splice.sh      # two NIC lcores sharing the splice table (RSS)
+#   MISS=1 ci/bench-splice.sh               # also `--splice --splice-miss`: the same pairs
+#                                           # installed, every frame a segment of no pair
+#                                           # (received, looked up, passed on and dropped
+#                                           # for want of a host: Mpps received)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-3}
@@ -35,7 +39,9 @@ mpps() { awk '$1=="p0"||$1=="p1" {s+=$3} END {printf "%.3f", s}'; }
 cpp() { sed -n 's/.*: \([0-9.]*\) cycles\/pkt.*/\1/p' | head -1; }
 
 echo "mode: ${MEM[*]}, ${ROUNDS} rounds of ${SECS} s, ${LCORES:-1} lcore(s) from core ${CORE}, $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
-printf '%-6s %12s %12s %8s %10s %10s\n' round "fwd-tcp" "splice" ratio "cyc/pkt" "cyc/pkt-sp"
+printf '%-6s %12s %12s %8s %10s %10s' round "fwd-tcp" "splice" ratio "cyc/pkt" "cyc/pkt-sp"
+[ "${MISS:-0}" = 1 ] && printf ' %12s %10s' "miss-rx" "cyc/pkt-mi"
+echo
 sum=0
 for r in $(seq 1 "$ROUNDS"); do
   out=$("$NICEMU" fwd -c "$cfg" -d "$SECS" --template tcp 2>&1) || { echo "$out" >&2; exit 1; }
@@ -45,6 +51,11 @@ for r in $(seq 1 "$ROUNDS"); do
   [ -n "${VERBOSE:-}" ] && echo "$out"
   ratio=$(awk -v a="$s" -v b="$f" 'BEGIN {printf "%.3f", a/b}')
   sum=$(awk -v s="$sum" -v x="$ratio" 'BEGIN {print s+x}')
-  printf '%-6s %12s %12s %8s %10s %10s\n' "$r" "$f" "$s" "$ratio" "$fc" "$sc"
+  printf '%-6s %12s %12s %8s %10s %10s' "$r" "$f" "$s" "$ratio" "$fc" "$sc"
+  if [ "${MISS:-0}" = 1 ]; then
+    out=$("$NICEMU" fwd -c "$cfg" -d "$SECS" --splice --splice-miss 2>&1) || { echo "$out" >&2; exit 1; }
+    printf ' %12s %10s' "$(echo "$out" | mpps)" "$(echo "$out" | cpp)"
+  fi
+  echo
 done
 awk -v s="$sum" -v n="$ROUNDS" 'BEGIN {printf "mean ratio splice/forward: %.3f\n", s/n}'

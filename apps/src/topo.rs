@@ -117,6 +117,20 @@ pub fn splice_bench_pairs() -> Vec<offload_api::msg::SpliceInstallRepr> {
     ]
 }
 
+/// [`splice_bench_pairs`] moved to other ports (their side A's client port and side B's
+/// ports one higher), so that no pair covers the template's 4-tuple: `nicemu fwd --splice
+/// --splice-miss`, where every frame is a segment of no pair while two pairs are installed.
+pub fn splice_miss_pairs() -> Vec<offload_api::msg::SpliceInstallRepr> {
+    let mut pairs = splice_bench_pairs();
+    for r in &mut pairs {
+        for s in [&mut r.a, &mut r.b] {
+            s.tuple.local_port += 1;
+            s.tuple.remote_port += 1;
+        }
+    }
+    pairs
+}
+
 /// The cores this process may use, as an error string on failure.
 fn allowed() -> Result<Vec<usize>, String> {
     dataplane::sys::allowed_cores()
@@ -188,7 +202,7 @@ fn options(
     args: &CommonArgs,
     cfg: &Config,
     mode: Mode,
-    splice: bool,
+    splice_pairs: Vec<offload_api::msg::SpliceInstallRepr>,
 ) -> Result<RunOptions, String> {
     let stats = crate::cli::nic::secs(
         args.stats_interval.or(Some(cfg.runtime.stats_interval_s)),
@@ -206,11 +220,7 @@ fn options(
         pcap: args.pcap.clone(),
         pin: !args.no_pin,
         host_channels: false,
-        splice_pairs: if splice {
-            splice_bench_pairs()
-        } else {
-            Vec::new()
-        },
+        splice_pairs,
         ..RunOptions::default()
     })
 }
@@ -222,19 +232,20 @@ fn install_ctrlc(stop: &Arc<AtomicBool>) {
     }
 }
 
-/// `nicemu run` and `nicemu fwd`; `splice`: `nicemu fwd --splice` (the lcores run as NIC
-/// lcores with [`splice_bench_pairs`] installed, so every frame is translated rather than
-/// forwarded).
+/// `nicemu run` and `nicemu fwd`; `splice_pairs`: pairs installed before the start, for
+/// `nicemu fwd --splice` (the lcores run as NIC lcores with [`splice_bench_pairs`]
+/// installed, so every frame is translated rather than forwarded; with `--splice-miss`,
+/// [`splice_miss_pairs`], so every frame misses the table).
 pub fn run(
     args: &CommonArgs,
     mode: Mode,
     template: Option<Vec<u8>>,
     frame_size: usize,
-    splice: bool,
+    splice_pairs: Vec<offload_api::msg::SpliceInstallRepr>,
 ) -> Result<(), String> {
     let cfg = Config::load(&args.config).map_err(|e| e.to_string())?;
     cfg.check_cores(&allowed()?).map_err(|e| e.to_string())?;
-    let opts = options(args, &cfg, mode, splice)?;
+    let opts = options(args, &cfg, mode, splice_pairs)?;
     let stop = Arc::new(AtomicBool::new(false));
     install_ctrlc(&stop);
     match cfg.ports[0].driver {
