@@ -83,6 +83,14 @@ fn unrelated_traffic_passes_to_the_host() {
     spin(&mut r);
     assert_eq!(from_host(&mut r).len(), 1);
     assert!(wire_out(&mut r.right).is_empty());
+    // The table's presence filter ruled it out: no shard lock taken.
+    assert_eq!(counter(&mut r, "table_lookups"), 0);
+    // The pair's own segments: looked up in the table once, then from the lcore's cache.
+    for _ in 0..3 {
+        from_client(&mut r, hdr(TcpFlags::ACK, 100, 900), b"y");
+    }
+    assert_eq!(wire_out(&mut r.right).len(), 3);
+    assert_eq!(counter(&mut r, "table_lookups"), 1);
 }
 
 #[test]

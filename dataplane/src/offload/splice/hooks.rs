@@ -237,6 +237,7 @@ impl<B: PacketBuf> Offload<B> for SpliceOffload {
             ("reopen_syn_dropped", s.reopen_syn_dropped),
             ("reports_sent", s.reports_sent),
             ("send_failed", s.send_failed),
+            ("table_lookups", s.table_lookups),
         ];
         for (n, v) in all {
             out(n, v);

@@ -41,12 +41,19 @@
 //! ends and their acknowledgement, the RST side, the last activity), plain loads and stores
 //! on the per-segment path. Only an install holds two shard locks, taken in index order.
 //!
+//! A segment of no pair (most of a proxy's traffic while pairs are installed) misses the
+//! cache, and the table's *presence filter* answers it without a lock: one count per slot of
+//! the keys in the table that hash there (a counting Bloom filter with one hash), read with
+//! one atomic load. Only a key whose slot is taken (by it, or by a colliding key) is looked
+//! up under its shard's lock.
+//!
 //! The cache's invariant (why an install ack may go out as soon as the entries are in the
 //! shards): the cache holds only *positive* entries, copied under the shard's lock from an
 //! entry that was in the table, and a key the cache lacks is always looked up in the shared
-//! table under its lock. So once [`SpliceTable`]'s insert has returned — before the ack is
-//! written — every lcore finds the pair on its next segment of it, whether its cache was
-//! warm or not. Staleness can only be a removed pair: every removal bumps the table's
+//! table under its lock unless the filter shows it absent; the filter counts a key in
+//! before its entry enters the shard and out after it left. So once [`SpliceTable`]'s
+//! insert has returned — before the ack is written — every lcore finds the pair on its next
+//! segment of it, whether its cache was warm or not. Staleness can only be a removed pair: every removal bumps the table's
 //! *epoch* (release) after taking the entries out, and every lookup first compares the
 //! epoch (acquire; one plain load on x86) with the one its cache was filled under, clearing
 //! the cache when they differ. A segment that an lcore translates concurrently with the
@@ -56,7 +63,7 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crossbeam::queue::SegQueue;
@@ -151,6 +158,11 @@ pub struct SpliceStats {
     pub reports_sent: u64,
     /// Install acks or reports the link did not take (reports are retried).
     pub send_failed: u64,
+    /// Segments missing from this lcore's cache that were looked up in the shared table
+    /// (one shard lock each): the first of a pair on this lcore, and segments of no pair
+    /// that the table's presence filter could not rule out. The other segments of no pair
+    /// took no lock.
+    pub table_lookups: u64,
 }
 
 /// What happened to a segment offered to a pair.
@@ -427,6 +439,11 @@ impl SpliceOffload {
                 )
             }
             None => {
+                // A segment of no pair, the common case, ends at the presence filter.
+                if !self.table.may_contain(k) {
+                    return None;
+                }
+                self.stats.table_lookups += 1;
                 let stack = &mut *cx.stack;
                 let e = self.table.fetch(k, |d| {
                     stack.arp_lookup(usize::from(d.out_port), d.out_dst_ip, now)
