@@ -546,12 +546,30 @@ mod dpdk_run {
         let queues = roles.len();
         // Which host core a flow's replies reach: with RSS on a device that hashes (a
         // physical NIC), the Toeplitz queue of the reversed tuple, and `connect` picks
-        // source ports for it (mTCP's `mtcp_init_rss`). Virtual devices steer by queue
-        // instead (net_memif: client queue i is server queue i; net_af_packet: the kernel's
-        // fanout), and with RSS off nothing hashes: any source port works, so no map.
+        // source ports for it (mTCP's `mtcp_init_rss`). net_memif pairs client queue i with
+        // server queue i, so any source port works (no map); net_af_packet is steered
+        // (below).
         let hashes = cfg.ports[0].rss.key().is_some() && cfg.ports[0].is_physical();
-        let flow_core = (queues > 1 && hashes)
-            .then(|| apps::node::rss_flow_core(cfg.ports[0].rss, queues as u16));
+        // net_af_packet with several queue pairs: the kernel's fanout hashes each flow with
+        // a secret, so no source port can aim replies at a queue; the lcores hand frames of
+        // each other's outgoing connections over instead, by the residue of the local port
+        // (`dataplane::steer`), and each context picks ports of its own residue.
+        let steer = (!hashes)
+            .then(|| {
+                let mut probe = HostConfig::new(ip, 0);
+                host_cfg(0, &mut probe);
+                dataplane::steer::for_config(cfg, &mut topo.lcores, probe.ephemeral)
+            })
+            .flatten();
+        let flow_core: Option<hoststack::stack::FlowCore> = if queues > 1 && hashes {
+            Some(apps::node::rss_flow_core(cfg.ports[0].rss, queues as u16))
+        } else {
+            steer.map(|st| -> hoststack::stack::FlowCore {
+                Arc::new(move |ep: &hoststack::tcp::tcb::Endpoints| {
+                    st.owner_of_port(ep.local_port).unwrap_or(0)
+                })
+            })
+        };
         let host_cfg = Arc::new(host_cfg);
         let make = Arc::new(make);
         let mk_cfg = {

@@ -81,6 +81,7 @@ pub fn summary(reports: &[LcoreReport], elapsed: Duration, tsc_hz: u64) -> Strin
     let mut stack = dataplane::net::stack::StackCounters::default();
     let (mut fwd, mut to_host, mut to_host_drop, mut from_host, mut from_host_drop) =
         (0, 0, 0, 0, 0);
+    let (mut steered, mut steer_drop) = (0, 0);
     for r in reports {
         stack.add(&r.stack);
         fwd += r.forwarded;
@@ -88,6 +89,8 @@ pub fn summary(reports: &[LcoreReport], elapsed: Duration, tsc_hz: u64) -> Strin
         to_host_drop += r.to_host_dropped;
         from_host += r.from_host;
         from_host_drop += r.from_host_dropped;
+        steered += r.steered_out;
+        steer_drop += r.steer_dropped;
     }
     let _ = writeln!(
         s,
@@ -95,6 +98,13 @@ pub fn summary(reports: &[LcoreReport], elapsed: Duration, tsc_hz: u64) -> Strin
          (dropped {from_host_drop}), host tx {} (tso segments {})",
         stack.host_tx_packets, stack.tso_segments
     );
+    if steered + steer_drop > 0 {
+        let _ = writeln!(
+            s,
+            "steering: {steered} frames handed to the lcore of their connection (dropped \
+             {steer_drop})"
+        );
+    }
     let _ = writeln!(
         s,
         "arp: requests in {} / replies out {}, requests out {} / replies in {}, unresolved {}; \

@@ -198,6 +198,17 @@ impl PortConfig {
                 .as_deref()
                 .is_some_and(|d| !d.starts_with("net_"))
     }
+
+    /// Whether the port is a `net_af_packet` vdev, whose queues (`qpairs=N`) the kernel's
+    /// packet fanout fills by a flow hash with a per-boot secret: no source port can aim an
+    /// outgoing connection's replies at a queue ([`crate::steer`]).
+    pub fn is_af_packet(&self) -> bool {
+        self.driver == Driver::Dpdk
+            && self
+                .device
+                .as_deref()
+                .is_some_and(|d| d.starts_with("net_af_packet"))
+    }
 }
 
 fn default_mtu() -> u16 {

@@ -23,6 +23,7 @@ pub mod rss;
 pub mod runtime;
 #[cfg(feature = "dpdk")]
 pub mod runtime_dpdk;
+pub mod steer;
 pub mod sys;
 pub mod tonic;
 #[cfg(target_os = "linux")]

@@ -260,7 +260,24 @@ mod dpdk {
         let roles: Vec<Role> = nic.iter().map(|l| l.role).collect();
         let queues = roles.len();
         let hashes = cfg.ports[0].rss.key().is_some() && cfg.ports[0].is_physical();
-        let flow = (queues > 1 && hashes).then(|| flow_core(cfg.ports[0].rss, queues as u16));
+        // net_af_packet with several queue pairs: the lcores steer each other's outgoing
+        // connections by the residue of the local port (`dataplane::steer`), and each
+        // context picks ports of its own residue.
+        let steer = (!hashes)
+            .then(|| {
+                let eph = HostConfig::new(cfg.ports[0].ipv4[0].0, 0).ephemeral;
+                dataplane::steer::for_config(&cfg, &mut topo.lcores, eph)
+            })
+            .flatten();
+        let flow = if queues > 1 && hashes {
+            Some(flow_core(cfg.ports[0].rss, queues as u16))
+        } else {
+            steer.map(|st| -> FlowCore {
+                Arc::new(move |ep: &hoststack::tcp::tcb::Endpoints| {
+                    st.owner_of_port(ep.local_port).unwrap_or(0)
+                })
+            })
+        };
         let mut slots = VecDeque::new();
         let mut nic_only = Vec::new();
         let lcores = std::mem::take(&mut topo.lcores);

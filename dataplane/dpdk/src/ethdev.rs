@@ -323,7 +323,9 @@ impl EthDev {
                 rc.rss_hf = rss_hf;
                 eth_conf.rxmode.mq_mode = sys::rte_eth_rx_mq_mode::RTE_ETH_MQ_RX_RSS;
             }
-        } else if conf.rx_queues > 1 {
+        } else if conf.rx_queues > 1 && driver != "net_af_packet" && driver != "net_memif" {
+            // (net_af_packet's queues are the kernel's packet fanout, by flow hash; a
+            // net_memif queue receives what the peer sends on its queue of the same index.)
             tracing::warn!(
                 port,
                 "several rx queues without RSS: all traffic arrives on rx queue 0"

@@ -38,6 +38,7 @@ use crate::net::parse::{parse_headers, DropReason};
 use crate::net::stack::NicStack;
 use crate::offload::{BurstVerdicts, HostTcp, Offload, OffloadChain, OffloadCtx, RxFrame, Verdict};
 use crate::port::Port;
+use crate::steer::Steer;
 
 pub use io::PortSlot;
 use io::{capture, LcorePorts};
@@ -115,6 +116,9 @@ pub struct NicLcore<P: Port> {
     last_busy: bool,
     /// What [`Self::run`] does between idle iterations.
     backoff: crate::idle::Backoff,
+    /// The port's steering among lcores and this lcore's index in it, when the device
+    /// spreads flows by a hash the host cannot aim at ([`crate::steer`]).
+    steer: Option<(Arc<Steer<P::Buf>>, usize)>,
 }
 
 /// The time of one iteration, read from the clock on first need (a burst that is all
@@ -175,7 +179,15 @@ impl<P: Port> NicLcore<P> {
                 crate::idle::PollMode::Spin,
                 crate::idle::IdlePolicy::default(),
             ),
+            steer: None,
         }
+    }
+
+    /// Joins the lcores of `steer` as lcore `me`: frames for the host that belong to
+    /// another lcore's connections go to it, and what the others hand this lcore is
+    /// received in its next iteration ([`crate::steer`]).
+    pub fn set_steer(&mut self, steer: Arc<Steer<P::Buf>>, me: usize) {
+        self.steer = Some((steer, me));
     }
 
     /// How [`Self::run`] polls: `mode` (resolved; `Auto` spins) with `policy`. An adaptive
@@ -348,14 +360,61 @@ impl<P: Port> NicLcore<P> {
         received
     }
 
-    /// Step `rx`: one receive burst from every port queue.
+    /// Step `rx`: one receive burst from every port queue, then up to a burst of the frames
+    /// other lcores steered here, each with the frames of the port it arrived on.
     #[inline(always)]
     fn rx_step(&mut self) -> usize {
         let mut received = 0;
         for (slot, rx) in self.ports.slots.iter_mut().zip(self.rx.iter_mut()) {
             received += slot.port.rx_burst(rx, self.burst);
         }
+        if let Some((st, me)) = &self.steer {
+            if !st.is_empty(*me) {
+                received += self.steered_rx();
+            }
+        }
         received
+    }
+
+    /// Takes up to a burst of the frames other lcores steered to this one into the receive
+    /// vectors of their ports. Out of line: it runs only when some are waiting.
+    #[inline(never)]
+    fn steered_rx(&mut self) -> usize {
+        let Some((st, me)) = &self.steer else {
+            return 0;
+        };
+        let mut took = 0;
+        while took < self.burst {
+            let Some((port, buf)) = st.pop(*me) else {
+                break;
+            };
+            took += 1;
+            self.report.steered_in += 1;
+            match self.ports.slot_of(port) {
+                Some(i) => self.rx[i].push(buf),
+                None => self.report.steer_dropped += 1,
+            }
+        }
+        took
+    }
+
+    /// Hands `buf`, a frame for the host received on port `index`, to the lcore that owns
+    /// its connection when that is another one; gives it back otherwise.
+    #[inline(always)]
+    fn steer_away(&mut self, index: usize, buf: P::Buf) -> Option<P::Buf> {
+        let Some((st, me)) = &self.steer else {
+            return Some(buf);
+        };
+        match st.owner(buf.data()) {
+            Some(o) if o != *me => {
+                match st.push(o, index, buf) {
+                    Ok(()) => self.report.steered_out += 1,
+                    Err(_) => self.report.steer_dropped += 1,
+                }
+                None
+            }
+            _ => Some(buf),
+        }
     }
 
     /// Step `classify` for the frames received on slot `i`: captured, offered to the
@@ -500,6 +559,15 @@ impl<P: Port> NicLcore<P> {
                 }
                 Some(v) => v,
                 None => Verdict::Drop(DropReason::Unsupported),
+            };
+            let buf = match v {
+                Verdict::Pass | Verdict::ToHost if self.steer.is_some() => {
+                    match self.steer_away(index, buf) {
+                        Some(b) => b,
+                        None => continue,
+                    }
+                }
+                _ => buf,
             };
             self.ports.deliver(&mut self.report, i, buf, v);
         }

@@ -58,6 +58,14 @@ pub struct LcoreReport {
     /// Frames from the host for a port this lcore does not serve (the stack's counters hold
     /// the other drops: no buffer, unresolved, too large, ...).
     pub from_host_dropped: u64,
+    /// Frames for the host that belonged to another lcore's connection and were handed to
+    /// it ([`crate::steer`]).
+    pub steered_out: u64,
+    /// Frames other lcores handed to this one.
+    pub steered_in: u64,
+    /// Frames to steer that the other lcore's inbox had no room for (or, taken from the
+    /// inbox, whose port this lcore does not serve): dropped.
+    pub steer_dropped: u64,
     /// Frames capture failed to write.
     pub pcap_errors: u64,
     /// Loop iterations.

@@ -82,7 +82,10 @@ fn the_presence_filter_counts_exactly_the_keys_in_the_table() {
     let passed = (0..1000u16)
         .filter(|i| t.may_contain(Key::new([10, 0, 0, 9], 30_000 + i, [10, 0, 0, 1], 80)))
         .count();
-    assert!(passed < 20, "{passed} of 1000 keys of no pair got past the filter");
+    assert!(
+        passed < 20,
+        "{passed} of 1000 keys of no pair got past the filter"
+    );
     // A pair that is not in the table removes nothing; the installed ones go.
     t.remove(&dup);
     assert_eq!(counted(&t), 6);
