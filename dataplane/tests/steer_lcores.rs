@@ -37,12 +37,15 @@ struct Side {
     host: HostEnd,
 }
 
-fn side(clock: &Clock) -> Side {
+fn side(clock: &Clock, pcap: Option<&std::path::Path>) -> Side {
     let cfg = Config::parse(CFG, "test").unwrap();
     let opts = RunOptions {
         mode: Mode::Nic,
         pin: false,
         host_channels: true,
+        pcap: pcap
+            .map(|p| vec![("p0".to_string(), p.to_path_buf())])
+            .unwrap_or_default(),
         ..RunOptions::default()
     };
     let mut topo = build_wire(&cfg, &opts, clock.clone()).unwrap();
@@ -75,6 +78,19 @@ fn host_frames(h: &mut HostEnd) -> Vec<Vec<u8>> {
     v
 }
 
+/// Frames in the capture file at `path` (the 24-byte file header, then records with their
+/// captured length at offset 8 of each 16-byte record header).
+fn pcap_records(path: &std::path::Path) -> usize {
+    let b = std::fs::read(path).unwrap();
+    let (mut at, mut n) = (24, 0);
+    while at + 16 <= b.len() {
+        let len = u32::from_le_bytes(b[at + 8..at + 12].try_into().unwrap()) as usize;
+        at += 16 + len;
+        n += 1;
+    }
+    n
+}
+
 fn dst_port_seq(f: &[u8]) -> (u16, u32) {
     (
         u16::from_be_bytes([f[36], f[37]]),
@@ -85,7 +101,10 @@ fn dst_port_seq(f: &[u8]) -> (u16, u32) {
 #[test]
 fn frames_of_the_other_lcores_connections_reach_its_host() {
     let clock = Clock::virtual_clock();
-    let (mut a, mut b) = (side(&clock), side(&clock));
+    let dir = std::env::temp_dir().join(format!("nicemu-steer-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (pa, pb) = (dir.join("a.pcap"), dir.join("b.pcap"));
+    let (mut a, mut b) = (side(&clock, Some(&pa)), side(&clock, Some(&pb)));
     let steer = Steer::new(vec![a.lcore.doorbell(), b.lcore.doorbell()], (32768, 60999));
     a.lcore.set_steer(steer.clone(), 0);
     b.lcore.set_steer(steer.clone(), 1);
@@ -127,12 +146,15 @@ fn frames_of_the_other_lcores_connections_reach_its_host() {
         0
     );
     assert!(steer.is_empty(0) && steer.is_empty(1));
+    // Each frame is captured once, where it arrived.
+    assert_eq!((pcap_records(&pa), pcap_records(&pb)), (5, 0));
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn without_steering_every_frame_stays_on_the_lcore_it_reached() {
     let clock = Clock::virtual_clock();
-    let mut a = side(&clock);
+    let mut a = side(&clock, None);
     let mut burst: Vec<HeapBuf> = [seg(40_000, 1), seg(40_001, 2)]
         .iter()
         .map(|f| HeapBuf::from_frame(f))

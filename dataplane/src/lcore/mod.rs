@@ -119,6 +119,9 @@ pub struct NicLcore<P: Port> {
     /// The port's steering among lcores and this lcore's index in it, when the device
     /// spreads flows by a hash the host cannot aim at ([`crate::steer`]).
     steer: Option<(Arc<Steer<P::Buf>>, usize)>,
+    /// Per slot: how many frames at the end of `rx` other lcores steered here this
+    /// iteration (captured already where they arrived).
+    steered: Vec<usize>,
 }
 
 /// The time of one iteration, read from the clock on first need (a burst that is all
@@ -180,6 +183,7 @@ impl<P: Port> NicLcore<P> {
                 crate::idle::IdlePolicy::default(),
             ),
             steer: None,
+            steered: vec![0; n],
         }
     }
 
@@ -391,7 +395,10 @@ impl<P: Port> NicLcore<P> {
             took += 1;
             self.report.steered_in += 1;
             match self.ports.slot_of(port) {
-                Some(i) => self.rx[i].push(buf),
+                Some(i) => {
+                    self.rx[i].push(buf);
+                    self.steered[i] += 1;
+                }
                 None => self.report.steer_dropped += 1,
             }
         }
@@ -422,6 +429,8 @@ impl<P: Port> NicLcore<P> {
     #[inline(always)]
     fn classify(&mut self, i: usize, now: &mut Now) {
         let mut rx = std::mem::take(&mut self.rx[i]);
+        // Steered frames were captured on the lcore they arrived at.
+        let steered = std::mem::take(&mut self.steered[i]);
         let peer = self.ports.slots[i].peer;
         if let (Mode::Io, Some(p)) = (self.mode, peer) {
             self.report.forwarded += rx.len() as u64;
@@ -431,7 +440,7 @@ impl<P: Port> NicLcore<P> {
         }
         if self.ports.slots[i].pcap.is_some() {
             let slot = &self.ports.slots[i];
-            for buf in &rx {
+            for buf in &rx[..rx.len() - steered] {
                 capture(&slot.pcap, &mut self.report.pcap_errors, buf.data());
             }
         }
