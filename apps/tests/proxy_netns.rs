@@ -14,7 +14,8 @@
 //!
 //! [`proxy_netns_relay`] runs with `--no-splice` (the host relays), with one `shared` lcore;
 //! [`proxy_netns_relay_host_lcore`] the same with a `nic` and a `host` lcore (two threads).
-//! [`proxy_netns_splice`] runs with splicing and checks that the closing exchanges with a
+//! [`proxy_netns_splice`] runs with splicing ([`proxy_netns_splice_two_queues`] the same on
+//! two queue pairs with a `shared` lcore each) and checks that the closing exchanges with a
 //! body still to come (100 KB, 1 MB, 10 MB) were spliced (`spliced pairs N`, N >= 3); the
 //! proxy is in its default `http` mode, so every request is parsed and no pair is relayed
 //! as a tunnel. [`proxy_netns_silent_and_closing_backends`] puts two misbehaving python
@@ -106,7 +107,18 @@ fn proxy_toml(ports: &str, lcores: &str, proxy: &str) -> String {
     format!("\n{ports}{lcores}\n[proxy]\nlisten = 80\n{proxy}")
 }
 
-fn run(splice: bool, tag: char, host_lcore: bool) {
+/// How the proxy's threads are laid out.
+#[derive(Clone, Copy, PartialEq)]
+enum Layout {
+    /// One `shared` lcore.
+    Shared,
+    /// A `nic` lcore and a `host` lcore.
+    NicHost,
+    /// Two `shared` lcores on two queue pairs of the port (`qpairs=2`).
+    TwoQueues,
+}
+
+fn run(splice: bool, tag: char, layout: Layout) {
     let started = Instant::now();
     let topo = ProxyTopo::new(tag);
     let tmp = TempDir::new(&format!("proxy-{tag}"));
@@ -177,9 +189,12 @@ fn run(splice: bool, tag: char, host_lcore: bool) {
     let core = cores[0];
     // One lcore for both sides, or the NIC on one core and the host (with the proxy) on
     // another.
-    let lcores = match cores.get(1) {
-        Some(host) if host_lcore => {
+    let lcores = match (cores.get(1), layout) {
+        (Some(host), Layout::NicHost) => {
             format!("[[lcore]]\ncore = {core}\nrole = \"nic\"\n[[lcore]]\ncore = {host}\nrole = \"host\"")
+        }
+        (Some(other), Layout::TwoQueues) => {
+            format!("[[lcore]]\ncore = {core}\nrole = \"shared\"\n[[lcore]]\ncore = {other}\nrole = \"shared\"")
         }
         _ => format!("[[lcore]]\ncore = {core}\nrole = \"shared\""),
     };
@@ -194,7 +209,11 @@ down_ms = 300
 splice = true
 "#
     );
-    let ports = port_config(core, &prefix, topo.proxy_iface());
+    let mut ports = port_config(core, &prefix, topo.proxy_iface());
+    if layout == Layout::TwoQueues {
+        let iface = format!("iface={}", topo.proxy_iface());
+        ports = ports.replace(&iface, &format!("{iface},qpairs=2"));
+    }
     std::fs::write(&cfg, proxy_toml(&ports, &lcores, &table)).unwrap();
     let mut args = vec!["proxy", "-c", cfg.as_str()];
     if !splice {
@@ -312,8 +331,15 @@ splice = true
         proxy.describe()
     );
     println!("{text}");
-    let c = |line: &str, key: &str| {
-        counter(&text, line, key).unwrap_or_else(|| panic!("no `{key}` in `{line}`:\n{text}"))
+    // Summed over the host contexts' sections (one per lcore).
+    let c = |line: &str, key: &str| -> u64 {
+        let found: Vec<u64> = text
+            .lines()
+            .filter(|l| l.starts_with(line))
+            .filter_map(|l| counter(l, line, key))
+            .collect();
+        assert!(!found.is_empty(), "no `{key}` in `{line}`:\n{text}");
+        found.iter().sum()
     };
     // Heads forwarded: the probes, 1 + 5 from curl, 1 + 5 from python.
     assert!(c("proxy: accepted", "requests") >= 13, "{text}");
@@ -344,6 +370,15 @@ splice = true
         assert!(c("proxy: relayed pairs", "s2c") >= 4 * 11_101_001, "{text}");
     }
     assert!(text.contains("== nicemu summary"), "{text}");
+    if layout == Layout::TwoQueues {
+        // The backends' replies that the kernel's fanout brought to the other lcore were
+        // handed to the one that opened the connection, none dropped.
+        assert_eq!(
+            counter(&text, "steering:", "(dropped").unwrap_or(0),
+            0,
+            "{text}"
+        );
+    }
     println!(
         "proxy_netns ({}) took {:?}",
         if splice { "splice" } else { "relay" },
@@ -354,19 +389,28 @@ splice = true
 /// `nicemu proxy --no-splice`: the host relays every pair.
 #[test]
 fn proxy_netns_relay() {
-    run(false, 'p', false);
+    run(false, 'p', Layout::Shared);
 }
 
 /// The same with the NIC lcore and the host (stack and proxy) on two cores.
 #[test]
 fn proxy_netns_relay_host_lcore() {
-    run(false, 'h', true);
+    run(false, 'h', Layout::NicHost);
 }
 
 /// `nicemu proxy` with splicing: pairs are handed to `nsplice` and the summary counts them.
 #[test]
 fn proxy_netns_splice() {
-    run(true, 'q', false);
+    run(true, 'q', Layout::Shared);
+}
+
+/// The same with two `shared` lcores on two queue pairs: the kernel's packet fanout spreads
+/// clients and backends' replies over both; the backend connections' replies are steered to
+/// the lcore whose context opened them, and pairs installed by one lcore are translated by
+/// either.
+#[test]
+fn proxy_netns_splice_two_queues() {
+    run(true, 'w', Layout::TwoQueues);
 }
 
 /// Two backends that misbehave, on the server side: 8083 reads the request and never
