@@ -2,21 +2,18 @@
 
 use super::*;
 
-/// Kernel clients to `nicemu echo` on net_af_packet with two queue pairs and a `shared`
-/// lcore on each: Linux's packet fanout hands every ARP frame to one of the two sockets, so
-/// only one lcore hears the kernel's ARP; the lcores share what they learn, and every
-/// connection is answered whichever lcore its flow lands on (before they shared, about half
-/// timed out: the other lcore could not resolve the client).
-#[test]
-fn procs_af_packet_two_queue_pairs_answer_every_kernel_client() {
+/// A namespace for the kernel peer and a nicemu configuration on its outer veth as
+/// net_af_packet with two queue pairs and a `shared` lcore on each of two cores: (namespace,
+/// scratch directory, DPDK file prefix, configuration path).
+fn two_queue_pairs(tag: &str, id: &str) -> (Netns, TempDir, String, String) {
     let cores = dataplane::sys::allowed_cores().unwrap();
     assert!(
         cores.len() >= 2,
         "this test needs two usable cores, found {cores:?}"
     );
-    let net = namespace("q2");
-    let tmp = TempDir::new("procs-afq2");
-    let prefix = format!("nicemu-test-afq2-{}", std::process::id());
+    let net = namespace(tag);
+    let tmp = TempDir::new(&format!("procs-{id}"));
+    let prefix = format!("nicemu-test-{id}-{}", std::process::id());
     let lcores = format!(
         "[[lcore]]\ncore = {}\nrole = \"shared\"\n[[lcore]]\ncore = {}\nrole = \"shared\"",
         cores[0], cores[1]
@@ -35,6 +32,17 @@ fn procs_af_packet_two_queue_pairs_answer_every_kernel_client() {
         ),
     )
     .unwrap();
+    (net, tmp, prefix, cfg)
+}
+
+/// Kernel clients to `nicemu echo` on net_af_packet with two queue pairs and a `shared`
+/// lcore on each: Linux's packet fanout hands every ARP frame to one of the two sockets, so
+/// only one lcore hears the kernel's ARP; the lcores share what they learn, and every
+/// connection is answered whichever lcore its flow lands on (before they shared, about half
+/// timed out: the other lcore could not resolve the client).
+#[test]
+fn procs_af_packet_two_queue_pairs_answer_every_kernel_client() {
+    let (net, _tmp, prefix, cfg) = two_queue_pairs("q2", "afq2");
     let mut echo = start_echo(&["echo", "-c", &cfg, "--no-pin"], &prefix);
     let client = r#"
 import socket, sys, concurrent.futures as cf
@@ -73,32 +81,7 @@ print("echoed", sum(r))
 /// of connections it never opened with a RST, and about half the connects failed.)
 #[test]
 fn procs_af_packet_two_queue_pairs_serve_every_outgoing_connection() {
-    let cores = dataplane::sys::allowed_cores().unwrap();
-    assert!(
-        cores.len() >= 2,
-        "this test needs two usable cores, found {cores:?}"
-    );
-    let net = namespace("q2c");
-    let tmp = TempDir::new("procs-afq2c");
-    let prefix = format!("nicemu-test-afq2c-{}", std::process::id());
-    let lcores = format!(
-        "[[lcore]]\ncore = {}\nrole = \"shared\"\n[[lcore]]\ncore = {}\nrole = \"shared\"",
-        cores[0], cores[1]
-    );
-    let cfg = tmp.path("nicemu.toml");
-    std::fs::write(
-        &cfg,
-        config_with(
-            &prefix,
-            &format!("net_af_packet0,iface={},qpairs=2", net.outer()),
-            "net_af_packet0",
-            &format!("{NIC_IP}/24"),
-            (lcores, cores[0]),
-            256,
-            "stats_interval_s = 0.0",
-        ),
-    )
-    .unwrap();
+    let (net, _tmp, prefix, cfg) = two_queue_pairs("q2c", "afq2c");
     let _py = start_py_echo(&net, "7");
     let (ok, out) = run_nicemu(
         &[
