@@ -62,11 +62,6 @@ impl<B: PacketBuf> Steer<B> {
         })
     }
 
-    /// Number of lcores.
-    pub fn lcores(&self) -> usize {
-        self.inboxes.len()
-    }
-
     /// The lcore whose host context owns local port `port`: `port % N` inside the
     /// ephemeral range, `None` outside it.
     #[inline]
