@@ -8,7 +8,9 @@ use dataplane::tonic::module::{
     CreditScheme, CtxPriority, HookOutput, IncomingInput, IncomingPkt, ModuleConfig, PeriodicInput,
     SegRange, TonicModule,
 };
-use dataplane::tonic::{EngineParams, TonicEngine, TonicError, TxSegment};
+use dataplane::tonic::modules::ModuleParams;
+use dataplane::tonic::registry::Registry;
+use dataplane::tonic::{Ack, EngineParams, TonicEngine, TonicError, TxSegment};
 use proptest::prelude::*;
 
 /// A module that does what each packet's data words say: `data[0..2]` a range to mark for
@@ -728,4 +730,170 @@ fn check_invariants_has_no_side_effects() {
     assert_eq!(e.flow_view(0).unwrap(), view);
     assert!(e.next_segment(50_000).is_some());
     assert_eq!(e.stats().rate_timers, 1);
+}
+
+/// What [`run_burst_vs_single`] does between comparisons.
+#[derive(Clone, Debug)]
+enum BurstOp {
+    /// Any single-call operation of [`op`] (done on both engines alike).
+    One(Op),
+    /// `next_segments` of up to `n` decisions against `n` `next_segment` calls (stopping at
+    /// the first that finds nothing).
+    Decide(u8),
+    /// `incoming_acks` of these `(flow, wnd_start + k, grant)` acks against `incoming` of
+    /// each one's packet.
+    Acks(Vec<(u32, i64, u16)>),
+}
+
+fn burst_op() -> impl Strategy<Value = BurstOp> {
+    let ack = (0u32..4, -2i64..10, prop_oneof![Just(0u16), 0u16..3000]);
+    prop_oneof![
+        3 => op().prop_map(BurstOp::One),
+        2 => (0u8..40).prop_map(BurstOp::Decide),
+        2 => prop::collection::vec(ack, 0..12).prop_map(BurstOp::Acks),
+    ]
+}
+
+/// Runs `ops` on two engines built by `make` with four flows: one takes decisions and acks in
+/// bursts (`next_segments`, `incoming_acks`), the other one call at a time; every output,
+/// the counters, each flow's state and user context, ring and both sets must stay identical.
+fn run_burst_vs_single(
+    make: &dyn Fn() -> TonicEngine,
+    ops: &[BurstOp],
+) -> Result<(), TestCaseError> {
+    let (mut a, mut b) = (make(), make());
+    let mut now = 1u64;
+    let mut tail = [0u64; 4];
+    for f in 0..4 {
+        a.add_flow(f, 1000, now).unwrap();
+        b.add_flow(f, 1000, now).unwrap();
+        tail[f as usize] = 40_000 + 500 * f as u64;
+        a.update_tail(f, tail[f as usize]).unwrap();
+        b.update_tail(f, tail[f as usize]).unwrap();
+    }
+    let mut buf = [TxSegment::default(); 40];
+    for op in ops {
+        let ws = |e: &TonicEngine, f: u32| e.flow_view(f).unwrap().wnd_start;
+        match op {
+            BurstOp::One(o) => match *o {
+                Op::Ack(f, k) => {
+                    let cum = (ws(&a, f) as i64 + k).max(0) as u64;
+                    let p = pkt(cum, (0, 0), 0, k > 0);
+                    prop_assert_eq!(a.incoming(f, &p, now), b.incoming(f, &p, now));
+                }
+                Op::Sack(f, x, l) => {
+                    let w = ws(&a, f);
+                    let r = SegRange::new(w + x as u64, w + (x + l) as u64);
+                    let p = IncomingPkt::sack(w, &[r]);
+                    prop_assert_eq!(a.incoming(f, &p, now), b.incoming(f, &p, now));
+                }
+                Op::Mark(f, x, y) => {
+                    let w = ws(&a, f) as u32;
+                    let p = pkt(0, (w + x as u32, w + y as u32), 0, false);
+                    prop_assert_eq!(a.incoming(f, &p, now), b.incoming(f, &p, now));
+                }
+                Op::Wnd(f, w) => {
+                    let p = pkt(0, (0, 0), w as u32, false);
+                    prop_assert_eq!(a.incoming(f, &p, now), b.incoming(f, &p, now));
+                }
+                Op::Tail(f, n) => {
+                    tail[f as usize] += n as u64;
+                    let r = a.update_tail(f, tail[f as usize]);
+                    prop_assert_eq!(&r, &b.update_tail(f, tail[f as usize]));
+                    if r.is_err() {
+                        tail[f as usize] -= n as u64;
+                    }
+                }
+                Op::Generate => prop_assert_eq!(a.generate_step(now), b.generate_step(now)),
+                Op::Transmit => {
+                    let t = a.transmit_step(now);
+                    prop_assert_eq!(t, b.transmit_step(now));
+                    if let Some(t) = t {
+                        a.segment_transmitted(t.flow);
+                        b.segment_transmitted(t.flow);
+                    }
+                }
+                Op::Decide => prop_assert_eq!(a.next_segment(now), b.next_segment(now)),
+                Op::Periodic(k) => {
+                    prop_assert_eq!(a.periodic(now, k as u32), b.periodic(now, k as u32))
+                }
+                Op::Grant(f, n) => {
+                    let p = IncomingPkt::grant(n as u32);
+                    prop_assert_eq!(a.incoming(f, &p, now), b.incoming(f, &p, now));
+                }
+                Op::Time(dt) => now += dt as u64,
+            },
+            BurstOp::Decide(n) => {
+                let n = *n as usize;
+                let made = a.next_segments(now, &mut buf[..n]);
+                let single: Vec<TxSegment> = (0..n).map_while(|_| b.next_segment(now)).collect();
+                prop_assert_eq!(&buf[..made], &single[..]);
+            }
+            BurstOp::Acks(list) => {
+                let acks: Vec<Ack> = list
+                    .iter()
+                    .map(|&(f, k, g)| Ack {
+                        flow: f,
+                        cumulative_ack: (ws(&a, f) as i64 + k).max(0) as u64,
+                        grant_bytes: g as u32,
+                    })
+                    .collect();
+                let mut got = Vec::new();
+                a.incoming_acks(&acks, now, |i, r| got.push((i, r)));
+                let want: Vec<_> = acks
+                    .iter()
+                    .enumerate()
+                    .map(|(i, k)| (i, b.incoming(k.flow, &k.pkt(), now)))
+                    .collect();
+                prop_assert_eq!(got, want);
+            }
+        }
+        prop_assert_eq!(a.stats(), b.stats(), "after {:?}", op);
+        for f in 0..4 {
+            prop_assert_eq!(a.flow_view(f).unwrap(), b.flow_view(f).unwrap());
+            prop_assert_eq!(a.dd().ctx(f), b.dd().ctx(f));
+            prop_assert_eq!(a.ce().ring_len(f), b.ce().ring_len(f));
+            prop_assert_eq!(a.ce().credit(f, now), b.ce().credit(f, now));
+            prop_assert_eq!(a.priority(f), b.priority(f));
+        }
+        let sets = |e: &TonicEngine| {
+            let active: Vec<u32> = e.dd().active_set().iter().collect();
+            let ready: Vec<u32> = e.ce().ready_set().iter().collect();
+            (active, ready)
+        };
+        prop_assert_eq!(sets(&a), sets(&b), "after {:?}", op);
+        prop_assert_eq!(a.check_invariants(now), Ok(()));
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// Bursts decide and ack exactly as single calls, with the scripted module in every
+    /// credit scheme (§3.3: window, rate, grant) and ring depth.
+    #[test]
+    fn bursts_match_single_calls_in_every_credit_scheme(
+        ops in prop::collection::vec(burst_op(), 1..120),
+        scheme in prop::sample::select(vec![CreditScheme::Window, CreditScheme::Rate, CreditScheme::Grant]),
+        ring in 1u32..=4,
+    ) {
+        run_burst_vs_single(&|| engine(scheme, 4, 64, ring), &ops)?;
+    }
+
+    /// Bursts decide and ack exactly as single calls with every built-in module.
+    #[test]
+    fn bursts_match_single_calls_for_every_builtin_module(
+        ops in prop::collection::vec(burst_op(), 1..120),
+        module in prop::sample::select(
+            Registry::builtin().list().map(|m| m.name.clone()).collect::<Vec<_>>()
+        ),
+    ) {
+        let make = || {
+            let m = Registry::builtin().create(&module, &ModuleParams::default()).unwrap();
+            let p = EngineParams { max_flows: 4, ..EngineParams::default() };
+            TonicEngine::new(m, p).unwrap()
+        };
+        run_burst_vs_single(&make, &ops)?;
+    }
 }

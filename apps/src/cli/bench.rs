@@ -50,6 +50,7 @@ pub fn run(cmd: BenchCmd) -> Result<(), String> {
             let opts = dataplane::tonic::bench::BenchOptions {
                 ack_every: a.ack_every,
                 memory_order: a.memory_order,
+                burst: a.burst,
             };
             apps::tonic_cmd::bench(&a.module, &a.flows, a.seconds, opts)
         }
@@ -85,6 +86,10 @@ pub struct TonicBenchArgs {
     /// follow) instead of the default seeded random order.
     #[arg(long)]
     pub memory_order: bool,
+    /// Decisions per burst: `next_segments` and `incoming_acks` take this many at once, as
+    /// a NIC lcore's tx burst (1: one `next_segment` and one `incoming` call per decision).
+    #[arg(long, default_value_t = dataplane::tonic::bench::DEFAULT_BURST)]
+    pub burst: usize,
 }
 
 #[derive(Args, Debug)]

@@ -16,12 +16,16 @@
 //!    for 64 flows), the hardware's one visit per cycle.
 //!
 //! So a "decision" here carries the whole per-segment transport work, not only the set
-//! operations. Virtual time advances 10 ns per decision; wall time is measured. Nothing is
-//! allocated per decision.
+//! operations. By default the loop works in bursts of [`DEFAULT_BURST`] decisions, as a NIC
+//! lcore's tx and rx bursts do: [`TonicEngine::next_segments`] makes the burst's decisions
+//! and [`TonicEngine::incoming_acks`] feeds back their acks, each one as the single calls
+//! would; `burst = 1` runs the single calls ([`TonicEngine::next_segment`],
+//! [`TonicEngine::incoming`]). Virtual time advances 10 ns per decision (per burst, by the
+//! burst's ticks at once); wall time is measured. Nothing is allocated per decision.
 
 use std::time::Instant;
 
-use super::engine::{EngineParams, TonicEngine};
+use super::engine::{Ack, EngineParams, TonicEngine, TxSegment};
 use super::module::{CreditScheme, IncomingPkt};
 use super::modules::ModuleParams;
 use super::registry::Registry;
@@ -44,13 +48,22 @@ pub struct BenchOptions {
     /// state. Off (the default), they join in a seeded random order, as flows do after
     /// connection churn, and every flow visited is a cache miss with many flows.
     pub memory_order: bool,
+    /// Decisions per burst: the loop asks [`TonicEngine::next_segments`] for this many at
+    /// once and feeds their acks back through one [`TonicEngine::incoming_acks`], as a NIC
+    /// lcore's tx and rx bursts do (virtual time then advances by the burst's ticks at once).
+    /// 1: one [`TonicEngine::next_segment`] and one [`TonicEngine::incoming`] per decision.
+    pub burst: usize,
 }
+
+/// The default [`BenchOptions::burst`]: the NIC lcore's default tx burst.
+pub const DEFAULT_BURST: usize = 32;
 
 impl Default for BenchOptions {
     fn default() -> Self {
         BenchOptions {
             ack_every: 1,
             memory_order: false,
+            burst: DEFAULT_BURST,
         }
     }
 }
@@ -90,11 +103,12 @@ impl std::fmt::Display for BenchResult {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{:>8} flows {:>9} {} ack/{}: {:>7.2} M decisions/s ({:>6.1} ns each; {} decisions in {:.2} s",
+            "{:>8} flows {:>9} {} ack/{} burst {}: {:>7.2} M decisions/s ({:>6.1} ns each; {} decisions in {:.2} s",
             self.module,
             self.flows,
             if self.options.memory_order { "in-order" } else { "shuffled" },
             self.options.ack_every,
+            self.options.burst,
             self.decisions_per_sec / 1e6,
             self.ns_per_decision,
             self.decisions,
@@ -168,31 +182,13 @@ pub fn bench_decisions_with(
         e.update_tail(f, 1 << 50)?;
     }
     let mut now = 0u64;
+    let burst = options.burst.clamp(1, MAX_BURST);
     let run = |e: &mut TonicEngine, n: u64, now: &mut u64| {
-        let (mut done, mut idle) = (0u64, 0u64);
-        // The receiver's answer, reused: only the cumulative ack and the grant change.
-        let mut pkt = IncomingPkt::ack(0);
-        for i in 0..n {
-            *now += TICK_NS;
-            match e.next_segment(*now) {
-                Some(tx) => {
-                    done += 1;
-                    if (tx.seg + 1) % ack_every == 0 {
-                        pkt.cumulative_ack = tx.seg + 1;
-                        if grant {
-                            pkt.grant_bytes = tx.len * ack_every as u32;
-                        }
-                        // The flow exists: ignore the (impossible) error rather than branch.
-                        let _ = e.incoming(tx.flow, &pkt, *now);
-                    }
-                }
-                None => idle += 1,
-            }
-            if i % 64 == 63 {
-                e.periodic(*now, 64);
-            }
+        if burst == 1 {
+            run_single(e, n, now, ack_every, grant)
+        } else {
+            run_bursts(e, n, now, ack_every, grant, burst)
         }
-        (done, idle)
     };
     // Warm-up: every flow through generation, ring and ack a few times (capped).
     let warm = (flows as u64 * 4).min(20_000_000);
@@ -237,6 +233,88 @@ pub fn bench_decisions_with(
     })
 }
 
+/// Largest [`BenchOptions::burst`] (longer ones are cut to it).
+pub const MAX_BURST: usize = 256;
+
+/// `n` decisions one call at a time: [`TonicEngine::next_segment`], the ack through
+/// [`TonicEngine::incoming`], and [`TonicEngine::periodic`] for 64 flows every 64 decisions.
+/// Returns (decisions made, calls that found nothing to send).
+fn run_single(
+    e: &mut TonicEngine,
+    n: u64,
+    now: &mut u64,
+    ack_every: u64,
+    grant: bool,
+) -> (u64, u64) {
+    let (mut done, mut idle) = (0u64, 0u64);
+    // The receiver's answer, reused: only the cumulative ack and the grant change.
+    let mut pkt = IncomingPkt::ack(0);
+    for i in 0..n {
+        *now += TICK_NS;
+        match e.next_segment(*now) {
+            Some(tx) => {
+                done += 1;
+                if (tx.seg + 1) % ack_every == 0 {
+                    pkt.cumulative_ack = tx.seg + 1;
+                    if grant {
+                        pkt.grant_bytes = tx.len * ack_every as u32;
+                    }
+                    // The flow exists: ignore the (impossible) error rather than branch.
+                    let _ = e.incoming(tx.flow, &pkt, *now);
+                }
+            }
+            None => idle += 1,
+        }
+        if i % 64 == 63 {
+            e.periodic(*now, 64);
+        }
+    }
+    (done, idle)
+}
+
+/// `n` decisions in bursts of `burst`: [`TonicEngine::next_segments`] at the burst's last
+/// tick, the acks of what it sent through one [`TonicEngine::incoming_acks`], and
+/// [`TonicEngine::periodic`] for 64 flows each time the decision count passes a multiple of
+/// 64. Returns (decisions made, decisions asked for and not made).
+fn run_bursts(
+    e: &mut TonicEngine,
+    n: u64,
+    now: &mut u64,
+    ack_every: u64,
+    grant: bool,
+    burst: usize,
+) -> (u64, u64) {
+    let (mut done, mut idle) = (0u64, 0u64);
+    let mut txs = [TxSegment::default(); MAX_BURST];
+    let mut acks = [Ack::default(); MAX_BURST];
+    let mut i = 0u64;
+    while i < n {
+        let want = (n - i).min(burst as u64);
+        *now += TICK_NS * want;
+        let made = e.next_segments(*now, &mut txs[..want as usize]);
+        done += made as u64;
+        idle += want - made as u64;
+        let mut k = 0;
+        for tx in &txs[..made] {
+            if ack_every == 1 || (tx.seg + 1) % ack_every == 0 {
+                acks[k] = Ack {
+                    flow: tx.flow,
+                    cumulative_ack: tx.seg + 1,
+                    grant_bytes: if grant { tx.len * ack_every as u32 } else { 0 },
+                };
+                k += 1;
+            }
+        }
+        // The flows exist: the (impossible) errors are ignored.
+        e.incoming_acks(&acks[..k], *now, |_, _| {});
+        if (i + want) / 64 > i / 64 {
+            e.periodic(*now, 64);
+        }
+        i += want;
+    }
+    (done, idle)
+}
+
 /// Nanoseconds this thread has run on a CPU (Linux `/proc/thread-self/schedstat`, first
 /// field), if available.
 fn thread_cpu_ns() -> Option<u64> {
@@ -258,13 +336,23 @@ mod tests {
             assert_eq!(r.idle, 0, "{r}");
             assert_eq!(r.incoming, r.decisions);
             assert_eq!(r.flows_served, 64, "{r}");
-            let opts = BenchOptions {
-                ack_every: 2,
-                memory_order: true,
+            for burst in [1, 7, DEFAULT_BURST] {
+                let opts = BenchOptions {
+                    ack_every: 2,
+                    memory_order: true,
+                    burst,
+                };
+                let r = bench_decisions_with(64, 0.0, m, opts).unwrap();
+                assert_eq!(r.idle, 0, "{r}");
+                assert_eq!(r.incoming * 2, r.decisions, "{r}");
+                assert_eq!(r.flows_served, 64, "{r}");
+            }
+            let single = BenchOptions {
+                burst: 1,
+                ..BenchOptions::default()
             };
-            let r = bench_decisions_with(64, 0.0, m, opts).unwrap();
-            assert_eq!(r.idle, 0, "{r}");
-            assert_eq!(r.incoming * 2, r.decisions, "{r}");
+            let r = bench_decisions_with(64, 0.0, m, single).unwrap();
+            assert_eq!((r.idle, r.incoming), (0, r.decisions), "{r}");
         }
         assert!(try_bench_decisions(8, 0.0, "cubic").is_err());
     }

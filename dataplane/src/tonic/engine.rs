@@ -63,7 +63,7 @@ impl Default for EngineParams {
 
 /// One scheduling decision: the segment to transmit now (§3.1 step 7's output, the address a
 /// DMA pipeline would fetch).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct TxSegment {
     /// The flow.
     pub flow: FlowId,
@@ -79,6 +79,30 @@ pub struct TxSegment {
     /// [`ModuleConfig::init_priority`], then what its module set with
     /// [`HookOutput::OUT_PRIORITY`](super::module::HookOutput::OUT_PRIORITY)).
     pub priority: u8,
+}
+
+/// A plain cumulative acknowledgment for [`TonicEngine::incoming_acks`]: the packet
+/// [`Ack::pkt`] for `flow` (an ACK with neither selective blocks nor a receiver window, as
+/// most control packets of a backlogged TCP-style flow are).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Ack {
+    /// The flow.
+    pub flow: FlowId,
+    /// The cumulative ack: every segment below it is acknowledged (Tonic App. D
+    /// `cumulative_ack`).
+    pub cumulative_ack: SegId,
+    /// Grant tokens in bytes carried with it (grant scheme, §3.3.2; 0 for none).
+    pub grant_bytes: u32,
+}
+
+impl Ack {
+    /// The packet this ack stands for: [`IncomingPkt::ack`] with [`grant_bytes`](Self::grant_bytes).
+    pub fn pkt(&self) -> IncomingPkt {
+        IncomingPkt {
+            grant_bytes: self.grant_bytes,
+            ..IncomingPkt::ack(self.cumulative_ack)
+        }
+    }
 }
 
 /// What one [`TonicEngine::periodic`] call did.
@@ -325,6 +349,37 @@ impl<M: TonicModule + ?Sized> TonicEngine<M> {
         self.forward_credit(f, rep.credit, now);
     }
 
+    /// A burst of plain cumulative acks at `now` (a NIC's receive burst): for each `acks[i]`,
+    /// in order, exactly what [`incoming`](Self::incoming) of [`Ack::pkt`] does (the fixed
+    /// Incoming stage, the module's hook, grant tokens and parameter updates to the credit
+    /// engine, §3.2.3, §3.3.2–3), and `report(i, result)` with its result. Cheaper than
+    /// separate calls: no packet is built or copied into the hook's input, and the counters
+    /// and the credit scheme are read once per burst.
+    #[inline]
+    pub fn incoming_acks(
+        &mut self,
+        acks: &[Ack],
+        now: Nanos,
+        mut report: impl FnMut(usize, Result<IncomingReport, TonicError>),
+    ) {
+        let grant = self.cfg.credit_scheme == CreditScheme::Grant;
+        let mut done = 0u64;
+        for (i, a) in acks.iter().enumerate() {
+            let r =
+                self.dd
+                    .incoming_ack(&*self.module, a.flow, a.cumulative_ack, a.grant_bytes, now);
+            if let Ok(rep) = &r {
+                done += 1;
+                if a.grant_bytes > 0 && grant {
+                    self.ce.add_credit(a.flow, a.grant_bytes, now);
+                }
+                self.forward_credit(a.flow, rep.credit, now);
+            }
+            report(i, r);
+        }
+        self.stats.incoming += done;
+    }
+
     /// Periodic Updates for up to `budget` flows of the sweep (§3.2.3: the hardware visits one
     /// flow per cycle; an lcore passes how many it can afford), plus the credit engine's rate
     /// timers.
@@ -445,6 +500,85 @@ impl<M: TonicModule + ?Sized> TonicEngine<M> {
         let tx = self.transmit_step(now)?;
         self.dd.transmitted(tx.flow, now);
         Some(tx)
+    }
+
+    /// Up to `out.len()` scheduling decisions at `now` (a tx burst), written to the front of
+    /// `out`; returns how many were made. The same decisions, in the same order and leaving
+    /// the same state, as that many [`next_segment`](Self::next_segment) calls at `now`,
+    /// stopping after the first one that finds nothing to send (each is Tonic §3.1 steps
+    /// 1–9). In the window scheme with nothing ready (every decision of a backlogged window
+    /// flow) the burst's per-call work is done once: the rate-timer clock, the counters, the
+    /// engine's flags.
+    pub fn next_segments(&mut self, now: Nanos, out: &mut [TxSegment]) -> usize {
+        let Some((first, rest)) = out.split_first_mut() else {
+            return 0;
+        };
+        let Some(tx) = self.next_segment(now) else {
+            return 0;
+        };
+        *first = tx;
+        let mut n = 1;
+        if self.cfg.credit_scheme == CreditScheme::Window {
+            let (made, stopped) = self.next_segments_direct(now, rest);
+            n += made;
+            if stopped {
+                return n;
+            }
+        }
+        for slot in &mut out[n..] {
+            let Some(tx) = self.next_segment(now) else {
+                break;
+            };
+            *slot = tx;
+            n += 1;
+        }
+        n
+    }
+
+    /// The direct path of [`next_segment`](Self::next_segment) (window scheme, ready-to-tx
+    /// empty) repeated into `out` after a first decision at the same `now`, while
+    /// ready-to-tx stays empty; returns how many it made and whether it stopped because no
+    /// flow could send (as `next_segment` returning `None`). After a decision at `now` the
+    /// rate-timer wheel's clock is past `now`, so the `advance_timers(now)` of the decisions
+    /// that follow would fire nothing and change nothing: it is left out, and the counters
+    /// are added once.
+    #[inline(always)]
+    fn next_segments_direct(&mut self, now: Nanos, out: &mut [TxSegment]) -> (usize, bool) {
+        let prefetching = self.dd.prefetching();
+        let (mut n, mut rtx, mut stale) = (0usize, 0u64, 0u64);
+        let mut stopped = false;
+        for slot in out.iter_mut() {
+            if !self.ce.ready_set().is_empty() {
+                break;
+            }
+            if prefetching {
+                if let Some(k) = self.dd.active_ahead(PREFETCH_AHEAD) {
+                    self.prefetch_flow(k);
+                }
+            }
+            let Some((g, offset, st)) = self.dd.generate_transmitted(now) else {
+                stopped = true;
+                break;
+            };
+            let s = self.ce.pass_through(&g);
+            rtx += s.rtx as u64;
+            stale += st as u64;
+            *slot = TxSegment {
+                flow: g.flow,
+                seg: g.seg,
+                offset,
+                len: s.len,
+                rtx: s.rtx,
+                priority: self.priority(g.flow),
+            };
+            n += 1;
+        }
+        let st = &mut self.stats;
+        st.generated += n as u64;
+        st.transmitted += n as u64;
+        st.retransmitted += rtx;
+        st.stale += stale;
+        (n, stopped)
     }
 
     /// [`next_segment`](Self::next_segment) in the window scheme with ready-to-tx empty:

@@ -48,7 +48,7 @@ pub mod testbench;
 pub mod timer;
 
 pub use dd::IncomingReport;
-pub use engine::{EngineParams, EngineStats, PeriodicReport, TonicEngine, TxSegment};
+pub use engine::{Ack, EngineParams, EngineStats, PeriodicReport, TonicEngine, TxSegment};
 
 /// A flow id, dense in `[0, max_flows)` (Tonic §2.1, §5: the rest of the stack maps each
 /// established connection to an id).

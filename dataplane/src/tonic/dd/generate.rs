@@ -4,6 +4,7 @@
 
 use super::super::bitmap;
 use super::super::{FlowId, Nanos, SegId};
+use super::view::can_generate_rec;
 use super::{
     Bm, Cold, DataDelivery, GenView, Generated, A_ANY, LIVE, M_ANY, PERSIST, SMALL_PENDING, X_ANY,
 };
@@ -140,6 +141,74 @@ impl DataDelivery {
     #[inline(always)]
     pub(crate) fn generate_transmitted(&mut self, now: Nanos) -> Option<(Generated, u64, bool)> {
         let f = self.active.front()?;
+        if self.flows[f as usize].flags & M_ANY != 0 {
+            return Some(self.generate_transmitted_marked(f, now));
+        }
+        // No segment is marked for retransmission, so the one generated is
+        // `highest-sent + 1`; the flow's record and slab are looked up once, from split
+        // borrows, and the set operations come last (they touch no flow state).
+        let DataDelivery {
+            p,
+            flows,
+            slab,
+            lay,
+            active,
+            ..
+        } = self;
+        let rec = &mut flows[f as usize];
+        debug_assert!(rec.flags & LIVE != 0);
+        let seg = rec.next_new;
+        rec.next_new = seg + 1;
+        let len = if rec.flags & SMALL_PENDING != 0 && seg + 1 == rec.tail {
+            rec.small_len as u32
+        } else {
+            rec.mss
+        };
+        // Generation counts it outstanding and decides whether the flow stays active
+        // (step 3; no marks, so no bitmap is read); transmission takes it back at once.
+        let out0 = rec.outstanding;
+        rec.outstanding = out0 + 1;
+        let stays = can_generate_rec(p, rec, || None);
+        rec.outstanding = out0;
+        // Where it lies (`locate`).
+        let offset = (seg as i64 * rec.mss as i64 + rec.byte_delta) as u64;
+        let acked = seg < rec.wnd_start
+            || (rec.flags & A_ANY != 0 && seg < rec.next_new && {
+                let words = lay.words;
+                let at = lay.bits_at(f) + Bm::Acked as usize * words;
+                let pos = (seg & (p.window as u64 - 1)) as u32;
+                bitmap::get(&slab[at..at + words], pos)
+            });
+        // Transmitted (`transmitted`).
+        if rec.wnd_start + (rec.outstanding as u64) < rec.next_new
+            && (rec.rtx_deadline == 0 || rec.flags & PERSIST != 0)
+        {
+            rec.rtx_deadline = now + rec.rtx_amount;
+            rec.flags &= !PERSIST;
+        }
+        slab[lay.cold_at(f, Cold::TotalSent)] += 1;
+        if stays {
+            active.rotate();
+        } else {
+            // It left the active set at generation and rejoins if it can generate again.
+            active.pop_front();
+            if can_generate_rec(p, rec, || None) {
+                active.push_back(f);
+            }
+        }
+        let g = Generated {
+            flow: f,
+            seg,
+            rtx: false,
+            len,
+        };
+        Some((g, offset, acked))
+    }
+
+    /// [`generate_transmitted`](Self::generate_transmitted) of `f`, the front of the active
+    /// set, when it has segments marked for retransmission.
+    #[inline(never)]
+    fn generate_transmitted_marked(&mut self, f: FlowId, now: Nanos) -> (Generated, u64, bool) {
         let (g, active) = self.generate_front(f);
         let seg = g.seg;
         let rec = &mut self.flows[f as usize];
@@ -166,7 +235,7 @@ impl DataDelivery {
         if !active {
             self.join_if_able(f);
         }
-        Some((g, offset, acked))
+        (g, offset, acked)
     }
 
     /// The segment `seg` of `f` as seen at transmit time: its byte offset and whether it was

@@ -8,9 +8,10 @@ use super::super::module::{
     WINDOW_WORDS,
 };
 use super::super::{FlowId, Nanos, SegId, TonicError};
+use super::view::{can_generate_rec, first_marked_in};
 use super::{
-    flip, split_slab_mut, Cold, CreditUpdate, DataDelivery, GenView, IncomingReport, ViewSrc,
-    A_ANY, M_ANY, PERSIST, SMALL_PENDING, X_ANY,
+    flip, split_slab_mut, Cold, CreditUpdate, DataDelivery, DdFlow, GenView, IncomingReport,
+    ViewSrc, A_ANY, M_ANY, PERSIST, SMALL_PENDING, X_ANY,
 };
 
 impl DataDelivery {
@@ -111,53 +112,107 @@ impl DataDelivery {
     ) -> Result<IncomingReport, TonicError> {
         self.check(f)?;
         let (old, newly) = self.incoming_fixed(f, pkt);
+        self.scratch.pkt = *pkt;
+        self.scratch_ack = false;
+        Ok(self.incoming_module(module, f, old, newly, now))
+    }
+
+    /// [`incoming`](Self::incoming) of the plain cumulative ack
+    /// `IncomingPkt { grant_bytes, ..IncomingPkt::ack(cumulative_ack) }` (Tonic §3.2.3): the
+    /// same fixed stage, hook input and outputs, without building the packet. The hook's
+    /// input keeps such a packet between calls (`scratch_ack`), so that only its ack and
+    /// grant are written per call.
+    #[inline(always)]
+    pub(crate) fn incoming_ack<M: TonicModule + ?Sized>(
+        &mut self,
+        module: &M,
+        f: FlowId,
+        cumulative_ack: SegId,
+        grant_bytes: u32,
+        now: Nanos,
+    ) -> Result<IncomingReport, TonicError> {
+        self.check(f)?;
+        // The fixed stage of `incoming_fixed` for a packet without selective acks or a
+        // receiver window.
+        let old = self.flows[f as usize].wnd_start;
+        let newly = self.advance_window(f, cumulative_ack);
+        if !self.scratch_ack {
+            self.scratch.pkt = IncomingPkt::ack(0);
+            self.scratch_ack = true;
+        }
+        self.scratch.pkt.cumulative_ack = cumulative_ack;
+        self.scratch.pkt.grant_bytes = grant_bytes;
+        Ok(self.incoming_module(module, f, old, newly, now))
+    }
+
+    /// The module's stage of Incoming and the write-back (§3.2.3 stage 2) for `f`, after the
+    /// fixed stage moved `wnd-start` from `old` and acknowledged `newly` segments; the packet
+    /// is already in the hook's input.
+    #[inline(always)]
+    fn incoming_module<M: TonicModule + ?Sized>(
+        &mut self,
+        module: &M,
+        f: FlowId,
+        old: SegId,
+        newly: u32,
+        now: Nanos,
+    ) -> IncomingReport {
+        const MARKS: u32 =
+            HookOutput::OUT_MARK_ACKED | HookOutput::OUT_CUM_ACK | HookOutput::OUT_MARK_RTX;
+        // The flow's record and slab are looked up once, from separate borrows of the
+        // engine's parts.
+        let DataDelivery {
+            p,
+            flows,
+            slab,
+            lay,
+            active,
+            scratch,
+            scratch_zeroed,
+            ctx_words,
+            ..
+        } = self;
+        let rec = &mut flows[f as usize];
+        let o = lay.slab_at(f);
+        let (cold, rest) = split_slab_mut(&mut slab[o..o + lay.stride]);
+        let (ctx, bits) = rest.split_at_mut(*ctx_words);
         // The hook's input is built in a scratch buffer kept between calls, so that empty
         // bitmaps need not be rewritten each time.
-        let input = &mut *self.scratch;
+        let input = &mut **scratch;
         input.now = now;
-        input.pkt = *pkt;
         input.newly_acked_cnt = newly;
         input.old_wnd_start = old;
-        let r = &self.flows[f as usize];
-        input.new_wnd_start = r.wnd_start;
-        let o = self.lay.slab_at(f);
-        let (cold, rest) = split_slab_mut(&mut self.slab[o..o + self.lay.stride]);
-        let (ctx, bits) = rest.split_at_mut(self.ctx_words);
+        input.new_wnd_start = rec.wnd_start;
         let src = ViewSrc {
-            r,
+            r: rec,
             cold,
             bits,
-            words: self.lay.words,
-            window: self.p.window,
+            words: lay.words,
+            window: p.window,
         };
-        self.scratch_zeroed = src.fill(&mut input.flow, self.scratch_zeroed);
+        *scratch_zeroed = src.fill(&mut input.flow, *scratch_zeroed);
         let mut out = HookOutput::default();
         module.incoming(input, ctx, &mut out);
-        let credit = self.apply(f, &out, now);
-        Ok(self.finish_incoming(f, newly, credit))
+        if out.set & MARKS != 0 {
+            // Marks touch the bitmaps and the window: the general write-back.
+            let credit = self.apply(f, &out, now);
+            return self.finish_incoming(f, newly, credit);
+        }
+        // `apply` without marks, then `finish_incoming`, on the record at hand.
+        let credit = write_back(rec, &mut cold[Cold::RateBps as usize], &out, now);
+        let words = lay.words;
+        let marked = || first_marked_in(rec, &bits[words..2 * words], p.window);
+        if can_generate_rec(p, rec, marked) != active.contains(f) {
+            flip(active, f);
+        }
+        report(rec, cold[Cold::TailBytes as usize], newly, credit)
     }
 
     /// The report after an incoming packet; handles small-segment delivery (§5).
     #[inline]
     fn finish_incoming(&mut self, f: FlowId, newly: u32, credit: CreditUpdate) -> IncomingReport {
-        let r = self.flows[f as usize];
-        let mut small_delivered = false;
-        if r.flags & SMALL_PENDING != 0 && r.wnd_start >= r.tail {
-            // Segmentation restarts at the byte after the small segment.
-            let tail_bytes = self.cold(f, Cold::TailBytes);
-            let rec = &mut self.flows[f as usize];
-            rec.flags &= !SMALL_PENDING;
-            rec.byte_delta = tail_bytes as i64 - (r.tail * r.mss as u64) as i64;
-            rec.small_len = 0;
-            small_delivered = true;
-        }
-        IncomingReport {
-            newly_acked: newly,
-            wnd_start: self.flows[f as usize].wnd_start,
-            acked_bytes: self.acked_bytes(f),
-            small_delivered,
-            credit,
-        }
+        let tail_bytes = self.cold(f, Cold::TailBytes);
+        report(&mut self.flows[f as usize], tail_bytes, newly, credit)
     }
 
     /// Applies a hook's outputs to `f` (the write-back of §3.2.3) and refreshes its active
@@ -169,47 +224,9 @@ impl DataDelivery {
         if out.set & MARKS != 0 {
             self.apply_marks(f, out);
         }
+        let rate = &mut self.slab[self.lay.cold_at(f, Cold::RateBps)];
         let rec = &mut self.flows[f as usize];
-        if out.has(HookOutput::OUT_WND_SIZE) {
-            rec.wnd_size = out.wnd_size;
-        }
-        if out.has(HookOutput::OUT_RTX_TIMER_AMOUNT) {
-            rec.rtx_amount = out.rtx_timer_amount.max(1);
-        }
-        if out.has(HookOutput::OUT_STOP_RTX_TIMER) {
-            rec.rtx_deadline = 0;
-        } else if out.has(HookOutput::OUT_RESET_RTX_TIMER) {
-            rec.rtx_deadline = now + rec.rtx_amount;
-        }
-        if rec.wnd_start + rec.outstanding as u64 >= rec.next_new {
-            // Nothing in flight (`wnd-start` has reached `FlowView::transmitted_end`: what is
-            // not acknowledged still waits in the credit engine's ring): no retransmission
-            // timer (RFC 6298 5.2). It starts again when the next segment is transmitted.
-            // With the peer's window shut, the persist timer runs instead (RFC 9293
-            // §3.8.6.1), so that a lost window update cannot stall the flow.
-            if rec.rcv_wnd == 0 {
-                if rec.flags & PERSIST == 0 {
-                    rec.rtx_deadline = now + rec.rtx_amount;
-                    rec.flags |= PERSIST;
-                }
-            } else {
-                rec.rtx_deadline = 0;
-                rec.flags &= !PERSIST;
-            }
-        }
-        let mut credit = CreditUpdate::default();
-        if out.has(HookOutput::OUT_PRIORITY) {
-            credit.priority = Some(out.priority);
-        }
-        if out.set & (HookOutput::OUT_RATE | HookOutput::OUT_ADD_CREDIT) != 0 {
-            if out.has(HookOutput::OUT_RATE) {
-                self.slab[self.lay.cold_at(f, Cold::RateBps)] = out.rate_bps;
-                credit.rate_bps = Some(out.rate_bps);
-            }
-            if out.has(HookOutput::OUT_ADD_CREDIT) {
-                credit.add_credit = out.add_credit;
-            }
-        }
+        let credit = write_back(rec, rate, out, now);
         // The active-set membership (`refresh`), on the record at hand.
         let g = GenView {
             p: &self.p,
@@ -311,6 +328,80 @@ impl DataDelivery {
         let credit = self.apply(f, &out, now);
         Ok(self.finish_incoming(f, newly, credit))
     }
+}
+
+/// The report after an incoming packet for the flow with record `rec`, whose host made
+/// `tail_bytes` available, that acknowledged `newly` segments: handles small-segment
+/// delivery (§5: segmentation restarts at the byte after the small segment).
+#[inline(always)]
+fn report(rec: &mut DdFlow, tail_bytes: u64, newly: u32, credit: CreditUpdate) -> IncomingReport {
+    let mut small_delivered = false;
+    if rec.flags & SMALL_PENDING != 0 && rec.wnd_start >= rec.tail {
+        rec.flags &= !SMALL_PENDING;
+        rec.byte_delta = tail_bytes as i64 - (rec.tail * rec.mss as u64) as i64;
+        rec.small_len = 0;
+        small_delivered = true;
+    }
+    // Bytes acknowledged cumulatively: the offset of `wnd-start`.
+    let acked_bytes = if rec.wnd_start >= rec.tail {
+        tail_bytes
+    } else {
+        (rec.wnd_start as i64 * rec.mss as i64 + rec.byte_delta) as u64
+    };
+    IncomingReport {
+        newly_acked: newly,
+        wnd_start: rec.wnd_start,
+        acked_bytes,
+        small_delivered,
+        credit,
+    }
+}
+
+/// The write-back of a hook's outputs other than the marks (§3.2.3) to a flow's record `rec`
+/// and its rate word `rate`; returns the credit-engine side (§3.3.3).
+#[inline(always)]
+fn write_back(rec: &mut DdFlow, rate: &mut u64, out: &HookOutput, now: Nanos) -> CreditUpdate {
+    if out.has(HookOutput::OUT_WND_SIZE) {
+        rec.wnd_size = out.wnd_size;
+    }
+    if out.has(HookOutput::OUT_RTX_TIMER_AMOUNT) {
+        rec.rtx_amount = out.rtx_timer_amount.max(1);
+    }
+    if out.has(HookOutput::OUT_STOP_RTX_TIMER) {
+        rec.rtx_deadline = 0;
+    } else if out.has(HookOutput::OUT_RESET_RTX_TIMER) {
+        rec.rtx_deadline = now + rec.rtx_amount;
+    }
+    if rec.wnd_start + rec.outstanding as u64 >= rec.next_new {
+        // Nothing in flight (`wnd-start` has reached `FlowView::transmitted_end`: what is
+        // not acknowledged still waits in the credit engine's ring): no retransmission
+        // timer (RFC 6298 5.2). It starts again when the next segment is transmitted.
+        // With the peer's window shut, the persist timer runs instead (RFC 9293
+        // §3.8.6.1), so that a lost window update cannot stall the flow.
+        if rec.rcv_wnd == 0 {
+            if rec.flags & PERSIST == 0 {
+                rec.rtx_deadline = now + rec.rtx_amount;
+                rec.flags |= PERSIST;
+            }
+        } else {
+            rec.rtx_deadline = 0;
+            rec.flags &= !PERSIST;
+        }
+    }
+    let mut credit = CreditUpdate::default();
+    if out.has(HookOutput::OUT_PRIORITY) {
+        credit.priority = Some(out.priority);
+    }
+    if out.set & (HookOutput::OUT_RATE | HookOutput::OUT_ADD_CREDIT) != 0 {
+        if out.has(HookOutput::OUT_RATE) {
+            *rate = out.rate_bps;
+            credit.rate_bps = Some(out.rate_bps);
+        }
+        if out.has(HookOutput::OUT_ADD_CREDIT) {
+            credit.add_credit = out.add_credit;
+        }
+    }
+    credit
 }
 
 /// Merges two hook outputs of one cycle (§3.4): returns (merged, the other hook's marks). The

@@ -229,9 +229,11 @@ pub struct DataDelivery {
     sweep: usize,
     /// Prefetch upcoming flows' state (only worth it when it does not fit in cache).
     prefetching: bool,
-    /// Reused Incoming hook input; `scratch_zeroed`: its bitmaps are all zero.
+    /// Reused Incoming hook input; `scratch_zeroed`: its bitmaps are all zero;
+    /// `scratch_ack`: its packet is `IncomingPkt::ack` but for the ack and the grant.
     scratch: Box<IncomingInput>,
     scratch_zeroed: bool,
+    scratch_ack: bool,
 }
 
 /// Which of a flow's three bitmaps.
@@ -283,6 +285,7 @@ impl DataDelivery {
             prefetching: p.max_flows >= PREFETCH_MIN_FLOWS,
             scratch: Box::default(),
             scratch_zeroed: true,
+            scratch_ack: false,
         })
     }
 
@@ -568,16 +571,6 @@ impl DataDelivery {
             rel / mss
         };
         s.min(r.tail)
-    }
-
-    /// Bytes acknowledged cumulatively: the offset of `wnd-start`.
-    fn acked_bytes(&self, f: FlowId) -> u64 {
-        let r = &self.flows[f as usize];
-        if r.wnd_start >= r.tail {
-            self.cold(f, Cold::TailBytes)
-        } else {
-            self.offset_of(f, r.wnd_start)
-        }
     }
 
     /// The module's view of `f` (Table 2 with window-relative bitmaps).

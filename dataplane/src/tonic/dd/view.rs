@@ -32,24 +32,43 @@ impl GenView<'_> {
         if r.flags & M_ANY == 0 {
             return None;
         }
-        let w = self.p.window;
-        let head = (r.wnd_start & (w as u64 - 1)) as u32;
         let words = self.lay.words;
         let at = self.lay.bits_at(f) + Bm::Marked as usize * words;
-        bitmap::find_first_after(&self.slab[at..at + words], w, head)
-            .map(|p| (p + w - head) & (w - 1))
+        first_marked_in(r, &self.slab[at..at + words], self.p.window)
     }
 
     /// [`DataDelivery::can_generate`](super::DataDelivery::can_generate) of flow `f` with record `r`.
     #[inline(always)]
     pub(super) fn can_generate(&self, f: FlowId, r: &DdFlow) -> bool {
-        if r.flags & LIVE == 0 || (r.outstanding as u32) >= self.p.ring_depth {
-            return false;
-        }
-        let wnd = r.wnd_size.min(r.rcv_wnd).min(self.p.window) as u64;
-        (r.next_new < r.tail && r.next_new < r.wnd_start + wnd)
-            || self.first_marked(f, r).is_some_and(|o| (o as u64) < wnd)
+        can_generate_rec(self.p, r, || self.first_marked(f, r))
     }
+}
+
+/// The first segment marked for retransmission after the head of the flow with record `r`
+/// whose `marked-for-rtx` ring of `window` bits is `marked`, as an offset from `wnd-start`
+/// (App. C's find-first-set after the head).
+#[inline(always)]
+pub(super) fn first_marked_in(r: &DdFlow, marked: &[u64], window: u32) -> Option<u32> {
+    let head = (r.wnd_start & (window as u64 - 1)) as u32;
+    bitmap::find_first_after(marked, window, head).map(|p| (p + window - head) & (window - 1))
+}
+
+/// The active-set predicate (§3.1) on a flow's record `r`: live, fewer than N outstanding,
+/// and new data or a segment marked for retransmission inside the window; `first_marked`
+/// gives the latter's offset from `wnd-start` (called only when `r` has marks, so that the
+/// loss-free path touches no bitmap).
+#[inline(always)]
+pub(super) fn can_generate_rec(
+    p: &DdParams,
+    r: &DdFlow,
+    first_marked: impl FnOnce() -> Option<u32>,
+) -> bool {
+    if r.flags & LIVE == 0 || (r.outstanding as u32) >= p.ring_depth {
+        return false;
+    }
+    let wnd = r.wnd_size.min(r.rcv_wnd).min(p.window) as u64;
+    (r.next_new < r.tail && r.next_new < r.wnd_start + wnd)
+        || (r.flags & M_ANY != 0 && first_marked().is_some_and(|o| (o as u64) < wnd))
 }
 
 /// What a [`FlowView`] of one flow is built from: its hot record and the read-only parts of
