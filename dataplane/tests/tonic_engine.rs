@@ -87,7 +87,7 @@ fn pkt(cum: u64, mark: (u32, u32), wnd: u32, reset: bool) -> IncomingPkt {
     p
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 enum Op {
     /// Cumulative ack of `wnd_start + k` (k may point past what was sent, or behind).
     Ack(u32, i64),
@@ -233,6 +233,68 @@ fn decide_general(e: &mut TonicEngine, now: u64) -> Option<TxSegment> {
     Some(tx)
 }
 
+/// Applies `op` to both engines and checks that each call returns the same on both; `b`
+/// decides with `decide_b` (`Op::Decide`), `a` with `next_segment`. `tail` holds each flow's
+/// data tail (grown by `Op::Tail`), `now` the time (advanced by `Op::Time`).
+fn apply_op(
+    a: &mut TonicEngine,
+    b: &mut TonicEngine,
+    op: Op,
+    now: &mut u64,
+    tail: &mut [u64; 4],
+    decide_b: fn(&mut TonicEngine, u64) -> Option<TxSegment>,
+) -> Result<(), TestCaseError> {
+    let ws = |e: &TonicEngine, f: u32| e.flow_view(f).unwrap().wnd_start;
+    match op {
+        Op::Ack(f, k) => {
+            let cum = (ws(a, f) as i64 + k).max(0) as u64;
+            let p = pkt(cum, (0, 0), 0, k > 0);
+            prop_assert_eq!(a.incoming(f, &p, *now), b.incoming(f, &p, *now));
+        }
+        Op::Sack(f, x, l) => {
+            let w = ws(a, f);
+            let p = IncomingPkt::sack(w, &[SegRange::new(w + x as u64, w + (x + l) as u64)]);
+            prop_assert_eq!(a.incoming(f, &p, *now), b.incoming(f, &p, *now));
+        }
+        Op::Mark(f, x, y) => {
+            let w = ws(a, f) as u32;
+            let p = pkt(0, (w + x as u32, w + y as u32), 0, false);
+            prop_assert_eq!(a.incoming(f, &p, *now), b.incoming(f, &p, *now));
+        }
+        Op::Wnd(f, w) => {
+            let p = pkt(0, (0, 0), w as u32, false);
+            prop_assert_eq!(a.incoming(f, &p, *now), b.incoming(f, &p, *now));
+        }
+        Op::Tail(f, n) => {
+            tail[f as usize] += n as u64;
+            let r = a.update_tail(f, tail[f as usize]);
+            prop_assert_eq!(&r, &b.update_tail(f, tail[f as usize]));
+            if r.is_err() {
+                tail[f as usize] -= n as u64;
+            }
+        }
+        Op::Generate => prop_assert_eq!(a.generate_step(*now), b.generate_step(*now)),
+        Op::Transmit => {
+            let t = a.transmit_step(*now);
+            prop_assert_eq!(t, b.transmit_step(*now));
+            if let Some(t) = t {
+                a.segment_transmitted(t.flow);
+                b.segment_transmitted(t.flow);
+            }
+        }
+        Op::Decide => prop_assert_eq!(a.next_segment(*now), decide_b(b, *now)),
+        Op::Periodic(k) => {
+            prop_assert_eq!(a.periodic(*now, k as u32), b.periodic(*now, k as u32))
+        }
+        Op::Grant(f, n) => {
+            let p = IncomingPkt::grant(n as u32);
+            prop_assert_eq!(a.incoming(f, &p, *now), b.incoming(f, &p, *now));
+        }
+        Op::Time(dt) => *now += dt as u64,
+    }
+    Ok(())
+}
+
 /// Runs `ops` on two engines, deciding with `next_segment` on one and with
 /// [`decide_general`] on the other, and checks that they stay identical: `next_segment`'s
 /// direct path (window scheme, nothing ready: the generated address goes straight out)
@@ -246,54 +308,7 @@ fn run_both(scheme: CreditScheme, ring: u32, ops: &[Op]) -> Result<(), TestCaseE
         b.add_flow(f, 1000, now).unwrap();
     }
     for op in ops {
-        let ws = |e: &TonicEngine, f: u32| e.flow_view(f).unwrap().wnd_start;
-        match *op {
-            Op::Ack(f, k) => {
-                let cum = (ws(&a, f) as i64 + k).max(0) as u64;
-                let p = pkt(cum, (0, 0), 0, k > 0);
-                prop_assert_eq!(a.incoming(f, &p, now), b.incoming(f, &p, now));
-            }
-            Op::Sack(f, x, l) => {
-                let w = ws(&a, f);
-                let p = IncomingPkt::sack(w, &[SegRange::new(w + x as u64, w + (x + l) as u64)]);
-                prop_assert_eq!(a.incoming(f, &p, now), b.incoming(f, &p, now));
-            }
-            Op::Mark(f, x, y) => {
-                let w = ws(&a, f) as u32;
-                let p = pkt(0, (w + x as u32, w + y as u32), 0, false);
-                prop_assert_eq!(a.incoming(f, &p, now), b.incoming(f, &p, now));
-            }
-            Op::Wnd(f, w) => {
-                let p = pkt(0, (0, 0), w as u32, false);
-                prop_assert_eq!(a.incoming(f, &p, now), b.incoming(f, &p, now));
-            }
-            Op::Tail(f, n) => {
-                tail[f as usize] += n as u64;
-                let r = a.update_tail(f, tail[f as usize]);
-                prop_assert_eq!(&r, &b.update_tail(f, tail[f as usize]));
-                if r.is_err() {
-                    tail[f as usize] -= n as u64;
-                }
-            }
-            Op::Generate => prop_assert_eq!(a.generate_step(now), b.generate_step(now)),
-            Op::Transmit => {
-                let t = a.transmit_step(now);
-                prop_assert_eq!(t, b.transmit_step(now));
-                if let Some(t) = t {
-                    a.segment_transmitted(t.flow);
-                    b.segment_transmitted(t.flow);
-                }
-            }
-            Op::Decide => prop_assert_eq!(a.next_segment(now), decide_general(&mut b, now)),
-            Op::Periodic(k) => {
-                prop_assert_eq!(a.periodic(now, k as u32), b.periodic(now, k as u32))
-            }
-            Op::Grant(f, n) => {
-                let p = IncomingPkt::grant(n as u32);
-                prop_assert_eq!(a.incoming(f, &p, now), b.incoming(f, &p, now));
-            }
-            Op::Time(dt) => now += dt as u64,
-        }
+        apply_op(&mut a, &mut b, *op, &mut now, &mut tail, decide_general)?;
         prop_assert_eq!(a.stats(), b.stats(), "after {:?}", op);
         for f in 0..4 {
             prop_assert_eq!(a.flow_view(f).unwrap(), b.flow_view(f).unwrap());
@@ -775,54 +790,9 @@ fn run_burst_vs_single(
     for op in ops {
         let ws = |e: &TonicEngine, f: u32| e.flow_view(f).unwrap().wnd_start;
         match op {
-            BurstOp::One(o) => match *o {
-                Op::Ack(f, k) => {
-                    let cum = (ws(&a, f) as i64 + k).max(0) as u64;
-                    let p = pkt(cum, (0, 0), 0, k > 0);
-                    prop_assert_eq!(a.incoming(f, &p, now), b.incoming(f, &p, now));
-                }
-                Op::Sack(f, x, l) => {
-                    let w = ws(&a, f);
-                    let r = SegRange::new(w + x as u64, w + (x + l) as u64);
-                    let p = IncomingPkt::sack(w, &[r]);
-                    prop_assert_eq!(a.incoming(f, &p, now), b.incoming(f, &p, now));
-                }
-                Op::Mark(f, x, y) => {
-                    let w = ws(&a, f) as u32;
-                    let p = pkt(0, (w + x as u32, w + y as u32), 0, false);
-                    prop_assert_eq!(a.incoming(f, &p, now), b.incoming(f, &p, now));
-                }
-                Op::Wnd(f, w) => {
-                    let p = pkt(0, (0, 0), w as u32, false);
-                    prop_assert_eq!(a.incoming(f, &p, now), b.incoming(f, &p, now));
-                }
-                Op::Tail(f, n) => {
-                    tail[f as usize] += n as u64;
-                    let r = a.update_tail(f, tail[f as usize]);
-                    prop_assert_eq!(&r, &b.update_tail(f, tail[f as usize]));
-                    if r.is_err() {
-                        tail[f as usize] -= n as u64;
-                    }
-                }
-                Op::Generate => prop_assert_eq!(a.generate_step(now), b.generate_step(now)),
-                Op::Transmit => {
-                    let t = a.transmit_step(now);
-                    prop_assert_eq!(t, b.transmit_step(now));
-                    if let Some(t) = t {
-                        a.segment_transmitted(t.flow);
-                        b.segment_transmitted(t.flow);
-                    }
-                }
-                Op::Decide => prop_assert_eq!(a.next_segment(now), b.next_segment(now)),
-                Op::Periodic(k) => {
-                    prop_assert_eq!(a.periodic(now, k as u32), b.periodic(now, k as u32))
-                }
-                Op::Grant(f, n) => {
-                    let p = IncomingPkt::grant(n as u32);
-                    prop_assert_eq!(a.incoming(f, &p, now), b.incoming(f, &p, now));
-                }
-                Op::Time(dt) => now += dt as u64,
-            },
+            BurstOp::One(o) => apply_op(&mut a, &mut b, *o, &mut now, &mut tail, |e, now| {
+                e.next_segment(now)
+            })?,
             BurstOp::Decide(n) => {
                 let n = *n as usize;
                 let made = a.next_segments(now, &mut buf[..n]);

@@ -28,7 +28,7 @@
 use std::collections::VecDeque;
 
 use super::credit::{CeParams, CreditEngine, Sent};
-use super::dd::{CreditUpdate, DataDelivery, DdParams, IncomingReport, PREFETCH_AHEAD};
+use super::dd::{CreditUpdate, DataDelivery, DdParams, Generated, IncomingReport, PREFETCH_AHEAD};
 use super::module::{
     CreditScheme, FlowView, IncomingPkt, ModuleConfig, TonicModule, DEFAULT_WINDOW_SEGMENTS,
 };
@@ -563,14 +563,7 @@ impl<M: TonicModule + ?Sized> TonicEngine<M> {
             let s = self.ce.pass_through(&g);
             rtx += s.rtx as u64;
             stale += st as u64;
-            *slot = TxSegment {
-                flow: g.flow,
-                seg: g.seg,
-                offset,
-                len: s.len,
-                rtx: s.rtx,
-                priority: self.priority(g.flow),
-            };
+            *slot = self.direct_tx(&g, offset, &s);
             n += 1;
         }
         let st = &mut self.stats;
@@ -608,14 +601,21 @@ impl<M: TonicModule + ?Sized> TonicEngine<M> {
         self.stats.stale += stale as u64;
         // `Sent::seg` against `wnd-start` gives back `g.seg`: it lies in the window.
         debug_assert_eq!(s.seg(self.dd.wnd_start(g.flow)), g.seg);
-        Some(TxSegment {
+        Some(self.direct_tx(&g, offset, &s))
+    }
+
+    /// The decision of the direct path: generated address `g` at ring `offset`, passed
+    /// through the credit engine as `s`.
+    #[inline(always)]
+    fn direct_tx(&self, g: &Generated, offset: u64, s: &Sent) -> TxSegment {
+        TxSegment {
             flow: g.flow,
             seg: g.seg,
             offset,
             len: s.len,
             rtx: s.rtx,
             priority: self.priority(g.flow),
-        })
+        }
     }
 
     /// One hardware cycle (§3.4): at most one incoming event, one Periodic Updates visit, one
