@@ -867,3 +867,52 @@ proptest! {
         run_burst_vs_single(&make, &ops)?;
     }
 }
+
+/// A final small segment acknowledged while its address still waits for credit in the ring
+/// (a grant scheme, an ack ahead of transmission): segmentation restarts after it (§5), the
+/// stale address is dropped unsent, and the next small segment goes out on the credit that
+/// is there. Left queued, the stale address would block the ring and take the new small
+/// segment's length, so the flow would hold credit without being ready (§3.1).
+#[test]
+fn a_delivered_small_segment_leaves_no_stale_address_behind() {
+    let params = ModuleParams {
+        init_credit_bytes: 2000,
+        ..ModuleParams::default()
+    };
+    let m = Registry::builtin().create("ndp", &params).unwrap();
+    let p = EngineParams {
+        max_flows: 1,
+        ..EngineParams::default()
+    };
+    let mut e = TonicEngine::new(m, p).unwrap();
+    e.add_flow(0, 1000, 1).unwrap();
+    e.update_tail(0, 2500).unwrap();
+    let sent: Vec<(u64, u32)> = (0..4)
+        .map_while(|_| e.next_segment(1))
+        .map(|s| (s.seg, s.len))
+        .collect();
+    assert_eq!(
+        sent,
+        [(0, 1000), (1, 1000)],
+        "the small segment waits for credit"
+    );
+    assert_eq!(e.ce().ring_len(0), 1);
+    let ack = Ack {
+        flow: 0,
+        cumulative_ack: 3,
+        grant_bytes: 100,
+    };
+    let rep = e.incoming(0, &ack.pkt(), 2).unwrap();
+    assert!(rep.small_delivered);
+    assert_eq!(e.ce().ring_len(0), 0);
+    assert_eq!(e.flow_view(0).unwrap().outstanding_cnt, 0);
+    assert_eq!(e.stats().voided, 1);
+    e.check_invariants(2).unwrap();
+    e.update_tail(0, 2501).unwrap();
+    let s = e
+        .next_segment(3)
+        .expect("100 B of credit send the 1-byte segment");
+    assert_eq!((s.seg, s.offset, s.len, s.rtx), (3, 2500, 1, false));
+    assert_eq!(e.stats().stale, 0);
+    e.check_invariants(3).unwrap();
+}

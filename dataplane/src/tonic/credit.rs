@@ -179,6 +179,21 @@ impl CreditEngine {
         self.flows[f as usize] = CeFlow::default();
     }
 
+    /// Empties `f`'s ring (its addresses void: see `TonicEngine`'s small-segment delivery),
+    /// leaving its credit as it is; `f` leaves ready-to-tx and its rate timer is cancelled,
+    /// so the ready-to-tx invariant holds. Returns how many addresses were dropped.
+    pub fn clear_ring(&mut self, f: FlowId) -> u32 {
+        let r = &mut self.flows[f as usize];
+        let n = r.len as u32;
+        if n == 0 {
+            return 0;
+        }
+        r.len = 0;
+        self.ready.remove(f);
+        self.wheel.cancel(f);
+        n
+    }
+
     /// Segment addresses in `f`'s ring.
     pub fn ring_len(&self, f: FlowId) -> u32 {
         self.flows[f as usize].len as u32

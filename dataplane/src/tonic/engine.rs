@@ -156,6 +156,9 @@ pub struct EngineStats {
     pub rate_timers: u64,
     /// Persist timers fired: window probes asked for (peer's window shut, nothing in flight).
     pub probes: u64,
+    /// Addresses dropped unsent from a ring when the flow's final small segment was
+    /// delivered (they named segments of the old segmentation, all acknowledged; §5).
+    pub voided: u64,
 }
 
 /// A Tonic sender: the fixed data delivery and credit engines plus a protocol module `M`
@@ -347,6 +350,23 @@ impl<M: TonicModule + ?Sized> TonicEngine<M> {
             self.ce.add_credit(f, pkt.grant_bytes, now);
         }
         self.forward_credit(f, rep.credit, now);
+        if rep.small_delivered {
+            self.void_ring(f);
+        }
+    }
+
+    /// After `f`'s final small segment was delivered: every address still in its ring names
+    /// an acknowledged segment (all are below `tail`, and `wnd-start` reached it), and
+    /// segmentation restarts at the next byte (§5), so those ids no longer map to the bytes
+    /// they were generated for. They are dropped unsent. Left in the ring, the next small
+    /// segment would also change the length the credit engine charges for the stale small
+    /// one at its head, breaking the ready-to-tx invariant (§3.1) in the grant and rate
+    /// schemes.
+    #[cold]
+    fn void_ring(&mut self, f: FlowId) {
+        let k = self.ce.clear_ring(f);
+        self.dd.forget_queued(f, k);
+        self.stats.voided += k as u64;
     }
 
     /// A burst of plain cumulative acks at `now` (a NIC's receive burst): for each `acks[i]`,
@@ -374,6 +394,9 @@ impl<M: TonicModule + ?Sized> TonicEngine<M> {
                     self.ce.add_credit(a.flow, a.grant_bytes, now);
                 }
                 self.forward_credit(a.flow, rep.credit, now);
+                if rep.small_delivered {
+                    self.void_ring(a.flow);
+                }
             }
             report(i, r);
         }

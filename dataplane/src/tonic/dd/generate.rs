@@ -123,6 +123,21 @@ impl DataDelivery {
         }
     }
 
+    /// `k` of `f`'s outstanding addresses will never be transmitted (the credit engine
+    /// dropped them from its ring): `outstanding-cnt − k`, and `f` re-enters the active set
+    /// if that re-enabled generation. Nothing is counted as sent and no timer starts.
+    pub fn forget_queued(&mut self, f: FlowId, k: u32) {
+        let rec = &mut self.flows[f as usize];
+        if rec.flags & LIVE == 0 || k == 0 {
+            return;
+        }
+        debug_assert!(rec.outstanding as u32 >= k);
+        rec.outstanding = rec.outstanding.saturating_sub(k.min(u8::MAX as u32) as u8);
+        if !self.active.contains(f) {
+            self.join_if_able(f);
+        }
+    }
+
     /// Puts `f`, not in the active set, into it if it can generate (out of line: most flows
     /// transmitted are still active).
     #[inline(never)]
