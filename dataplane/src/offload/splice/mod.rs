@@ -10,8 +10,9 @@
 //!
 //! - [`SpliceTable`]: the pairs, shared by every NIC lcore of a process (RSS may bring a
 //!   pair's segments to any lcore): two entries per pair keyed by the arriving 4-tuple, in
-//!   [`SHARDS`] independently locked hash maps, so that lcores rarely meet on a lock and a
-//!   lookup is one multiply-hash and one probe. Made once per process
+//!   a chained hash index that lookups read without a lock (read-copy-update with epoch
+//!   reclamation, `rcu`) and installs and removals change under one of [`SHARDS`] locks,
+//!   so a lookup is one multiply-hash and a short chain walk. Made once per process
 //!   ([`SharedOffloads::new`](super::SharedOffloads::new)) and handed to every lcore's
 //!   [`SpliceOffload`].
 //! - [`SpliceOffload`]: one lcore's view. `host_control` installs pairs and answers install
@@ -29,11 +30,13 @@
 //! (`SpliceOffload::reopen`). Idle timeouts run on the owner's timer heap, re-armed lazily
 //! from the pair's last activity.
 //!
-//! No lock per segment: each direction's entry (its translation parameters) lives in its
-//! shard, written only under that shard's lock (install, removal, the neighbour's MAC once
-//! resolved); every lcore keeps a private cache of the entries it has used (direct-mapped:
-//! a hit is one index and one key compare), and a segment whose key is in that cache is
-//! translated without touching a lock. What a segment changes is in the pair: per
+//! No lock on the read path: each direction's entry (its translation parameters) is linked
+//! into the index by an install and unlinked by a removal, each under its shard's lock, and
+//! never changed while linked (the neighbour's MAC, once an lcore resolved it, sits beside
+//! it in an atomic word). A lookup pins the epoch and walks the key's chain, no store to a
+//! shared line. Every lcore also keeps a private cache of the entries it has used
+//! (direct-mapped: a hit is one index and one key compare), and a segment whose key is in
+//! that cache is translated without even that walk. What a segment changes is in the pair: per
 //! direction its byte and packet counters (each direction on its own cache line; the
 //! lcore's fast path counts packets in its cache and adds them once per pair and burst, a
 //! relaxed atomic add, and the high-water byte mark pays a read-modify-write
@@ -42,29 +45,29 @@
 //! on the per-segment path. Only an install holds two shard locks, taken in index order.
 //!
 //! A segment of no pair (most of a proxy's traffic while pairs are installed) misses the
-//! cache, and the table's *presence filter* answers it without a lock: one count per slot of
-//! the keys in the table that hash there (a counting Bloom filter with one hash), read with
-//! one atomic load. Only a key whose slot is taken (by it, or by a colliding key) is looked
-//! up under its shard's lock.
+//! cache, and the table's *presence filter* answers it: one count per slot of the keys in
+//! the table that hash there (a counting Bloom filter with one hash), read with one atomic
+//! load. Only a key whose slot is taken (by it, or by a colliding key) is looked up in the
+//! index.
 //!
 //! The cache's invariant (why an install ack may go out as soon as the entries are in the
-//! shards): the cache holds only *positive* entries, copied under the shard's lock from an
-//! entry that was in the table, and a key the cache lacks is always looked up in the shared
-//! table under its lock unless the filter shows it absent; the filter counts a key in
+//! index): the cache holds only *positive* entries, copied from an entry that was linked in
+//! the index, and a key the cache lacks is always looked up in the index unless the filter
+//! shows it absent; the filter counts a key in
 //! before its entry enters the shard and out after it left. So once [`SpliceTable`]'s
 //! insert has returned — before the ack is written — every lcore finds the pair on its next
 //! segment of it, whether its cache was warm or not. Staleness can only be a removed pair: every removal bumps the table's
-//! *epoch* (release) after taking the entries out, and every lookup first compares the
+//! *epoch* (release) after unlinking the entries, and every lookup first compares the
 //! epoch (acquire; one plain load on x86) with the one its cache was filled under, clearing
-//! the cache when they differ. A segment that an lcore translates concurrently with the
+//! the cache when they differ; a lookup after that acquire no longer finds the unlinked
+//! entries (the unlink happened before the bump). A segment that an lcore translates concurrently with the
 //! removal (it read the epoch just before the bump) is the same race as that segment
 //! arriving a moment earlier; its counts may miss the closure report.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
-use std::hash::{BuildHasherDefault, Hasher};
+use std::collections::{BinaryHeap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
 use crossbeam::queue::SegQueue;
 use offload_api::msg::{
@@ -79,11 +82,13 @@ use crate::net::csum;
 use crate::offload::{BurstVerdicts, CounterSink, HostTcp, Offload, OffloadCtx, RxFrame, Verdict};
 
 mod hooks;
+mod rcu;
 mod table;
 use table::*;
 pub use table::{SpliceTable, CACHE_SLOTS};
 
-/// Number of independently locked shards of the [`SpliceTable`] (a power of two).
+/// Number of independently locked shards of the [`SpliceTable`]'s writers (a power of two;
+/// lookups take no lock).
 pub const SHARDS: usize = 64;
 
 /// Settings of the splice table (`[offloads]` `splice_*`).
@@ -159,9 +164,9 @@ pub struct SpliceStats {
     /// Install acks or reports the link did not take (reports are retried).
     pub send_failed: u64,
     /// Segments missing from this lcore's cache that were looked up in the shared table
-    /// (one shard lock each): the first of a pair on this lcore, and segments of no pair
+    /// (a chain walk, no lock): the first of a pair on this lcore, and segments of no pair
     /// that the table's presence filter could not rule out. The other segments of no pair
-    /// took no lock.
+    /// ended at the filter.
     pub table_lookups: u64,
 }
 
@@ -403,8 +408,8 @@ impl SpliceOffload {
     }
 
     /// Offers a segment with arriving 4-tuple `k` to the table: from this lcore's cache
-    /// when it holds `k` (no lock), else from the shared table (one shard lock; the entry
-    /// is then cached once its out MAC is known). `from_host`: without the out side's MAC,
+    /// when it holds `k`, else from the shared table (no lock either; the entry is then
+    /// cached once its out MAC is known). `from_host`: without the out side's MAC,
     /// send with a zero MAC for the host path to resolve rather than drop (wire frames).
     #[inline(always)]
     fn offer<B: PacketBuf>(

@@ -1,7 +1,13 @@
 //! The splice table: the pairs shared by every NIC lcore of a process, keyed by the
-//! arriving 4-tuple in independently locked shards, and each pair's state (AccelTCP §4.3).
+//! arriving 4-tuple in an index that lcores read without a lock and writers change under
+//! one of [`SHARDS`] locks, and each pair's state (AccelTCP §4.3).
 
+use super::rcu::RcuIndex;
 use super::*;
+
+/// The hash bits that pick an entry's bucket (and so its shard) start here: above the
+/// lcore cache's slot bits and the presence filter's.
+const BUCKET_SHIFT: u32 = 40;
 
 /// A table key: an arriving 4-tuple (source IP and port, destination IP and port).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,9 +39,10 @@ impl Key {
         h ^ (h >> 29)
     }
 
+    /// The shard whose lock a change of this key's entry takes (its bucket's).
     #[inline(always)]
     pub(super) fn shard(self) -> usize {
-        (self.hash() >> 40) as usize & (SHARDS - 1)
+        (self.hash() >> BUCKET_SHIFT) as usize & (SHARDS - 1)
     }
 
     /// The key's slot in a presence filter of `slots` counts (a power of two): hash bits
@@ -57,29 +64,13 @@ fn filter_slots(max_pairs: usize) -> usize {
         .next_power_of_two()
 }
 
-impl std::hash::Hash for Key {
-    #[inline(always)]
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        state.write_u64(Key::hash(*self));
-    }
-}
-
-/// Passes the key's own mix through (it already is a good hash).
-#[derive(Default)]
-pub(super) struct KeyHasher(u64);
-
-impl Hasher for KeyHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = v;
-    }
+/// Buckets of the index of a table for `max_pairs` pairs: one per key (two per pair), a
+/// power of two from 1,024 to 2^21 (16 MiB of heads; a larger table has longer chains).
+fn index_buckets(max_pairs: usize) -> usize {
+    max_pairs
+        .saturating_mul(2)
+        .clamp(1 << 10, 1 << 21)
+        .next_power_of_two()
 }
 
 /// One direction of a pair in its shard (and, copied, in an lcore's cache): how its segments
@@ -113,7 +104,27 @@ pub(super) struct DirCount {
     pub(super) packets: AtomicU64,
 }
 
-pub(super) type Shard = HashMap<Key, Entry, BuildHasherDefault<KeyHasher>>;
+/// An entry in the table's index: the key, the entry, and the out side's neighbour MAC once
+/// some lcore resolved it (`0` until then; the MAC in the low 48 bits and bit 48 set), so
+/// that every lcore's next copy has it without a lock.
+pub(super) struct Indexed {
+    key: Key,
+    entry: Entry,
+    mac: AtomicU64,
+}
+
+const MAC_KNOWN: u64 = 1 << 48;
+
+fn mac_word(m: [u8; 6]) -> u64 {
+    let mut b = [0u8; 8];
+    b[..6].copy_from_slice(&m);
+    u64::from_le_bytes(b) | MAC_KNOWN
+}
+
+fn mac_of(w: u64) -> [u8; 6] {
+    let b = w.to_le_bytes();
+    [b[0], b[1], b[2], b[3], b[4], b[5]]
+}
 
 /// No FIN seen (FIN ends are 32-bit, so this value never is one).
 pub(super) const NO_FIN: u64 = u64::MAX;
@@ -277,9 +288,10 @@ impl Pair {
 ///
 /// Invariant: `len` counts pairs whose entries are (being) in the table, at most
 /// `cfg.max_pairs`; a key maps to at most one pair.
-#[derive(Debug)]
 pub struct SpliceTable {
-    pub(super) shards: Box<[Mutex<Shard>]>,
+    /// The entries by key: lookups take no lock; installs and removals take the lock of
+    /// each key's shard ([`Key::shard`]), so a key's presence is decided under one lock.
+    pub(super) index: RcuIndex<Indexed>,
     /// Shared with every lcore's chain ([`Offload::shared_activity`]).
     pub(super) len: Arc<AtomicUsize>,
     /// Bumped (release) after every removal: lcores' caches filled under an older value are
@@ -295,11 +307,21 @@ pub struct SpliceTable {
     pub(super) cfg: SpliceConfig,
 }
 
+impl std::fmt::Debug for SpliceTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SpliceTable")
+            .field("pairs", &self.len())
+            .field("epoch", &self.epoch.load(Ordering::Relaxed))
+            .field("cfg", &self.cfg)
+            .finish_non_exhaustive()
+    }
+}
+
 impl SpliceTable {
     /// An empty table.
     pub fn new(cfg: SpliceConfig) -> Arc<SpliceTable> {
         Arc::new(SpliceTable {
-            shards: (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect(),
+            index: RcuIndex::new(index_buckets(cfg.max_pairs), SHARDS, BUCKET_SHIFT),
             len: Arc::new(AtomicUsize::new(0)),
             epoch: AtomicU64::new(0),
             filter: (0..filter_slots(cfg.max_pairs))
@@ -345,14 +367,15 @@ impl SpliceTable {
         self.len() == 0
     }
 
-    pub(super) fn shard(&self, i: usize) -> MutexGuard<'_, Shard> {
-        self.shards[i].lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// True when a segment from `src:sport` to `dst:dport` belongs to an installed pair.
+    /// True when a segment from `src:sport` to `dst:dport` belongs to an installed pair
+    /// (no lock).
     pub fn contains(&self, src: [u8; 4], sport: u16, dst: [u8; 4], dport: u16) -> bool {
         let k = Key::new(src, sport, dst, dport);
-        self.may_contain(k) && self.shard(k.shard()).contains_key(&k)
+        self.may_contain(k)
+            && self
+                .index
+                .read(k.hash(), |e| (e.key == k).then_some(()))
+                .is_some()
     }
 
     /// Installs pair `r` owned by no lcore (benchmarks: `nicemu fwd --splice`): it never
@@ -379,36 +402,38 @@ impl SpliceTable {
         }
         // Counted in before either entry can be found (see `filter`).
         self.filter_count(&p.keys, true);
-        let [e0, e1] = [(Side::A, dirs.0), (Side::B, dirs.1)].map(|(side, dir)| Entry {
-            dir,
-            side,
-            start: p.starts[side.index()],
-            unflushed: 0,
-            pair: p.clone(),
+        let [e0, e1] = [(Side::A, dirs.0), (Side::B, dirs.1)].map(|(side, dir)| Indexed {
+            key: p.keys[side.index()],
+            mac: AtomicU64::new(0),
+            entry: Entry {
+                dir,
+                side,
+                start: p.starts[side.index()],
+                unflushed: 0,
+                pair: p.clone(),
+            },
         });
+        let has = |w: &super::rcu::Writer<'_, Indexed>, k: Key| w.any(k.hash(), |e| e.key == k);
         let status = if s0 == s1 {
-            let mut g = self.shard(s0);
-            if g.contains_key(&k0) || g.contains_key(&k1) {
+            let mut w = self.index.lock(s0);
+            if has(&w, k0) || has(&w, k1) {
                 AckStatus::Exists
             } else {
-                g.insert(k0, e0);
-                g.insert(k1, e1);
+                w.insert(k0.hash(), e0);
+                w.insert(k1.hash(), e1);
                 AckStatus::Ok
             }
         } else {
+            // Two locks, taken in index order.
             let (lo, hi) = (s0.min(s1), s0.max(s1));
-            let mut gl = self.shard(lo);
-            let mut gh = self.shard(hi);
-            let (g0, g1) = if s0 < s1 {
-                (&mut gl, &mut gh)
-            } else {
-                (&mut gh, &mut gl)
-            };
-            if g0.contains_key(&k0) || g1.contains_key(&k1) {
+            let wl = self.index.lock(lo);
+            let wh = self.index.lock(hi);
+            let (mut w0, mut w1) = if s0 < s1 { (wl, wh) } else { (wh, wl) };
+            if has(&w0, k0) || has(&w1, k1) {
                 AckStatus::Exists
             } else {
-                g0.insert(k0, e0);
-                g1.insert(k1, e1);
+                w0.insert(k0.hash(), e0);
+                w1.insert(k1.hash(), e1);
                 AckStatus::Ok
             }
         };
@@ -424,18 +449,15 @@ impl SpliceTable {
     pub(super) fn remove(&self, p: &Arc<Pair>) {
         let mut gone = false;
         for k in p.keys {
-            let e = {
-                let mut g = self.shard(k.shard());
-                match g.get(&k) {
-                    Some(e) if Arc::ptr_eq(&e.pair, p) => g.remove(&k),
-                    _ => None,
-                }
-            };
-            // Counted out once the entry has left its shard (see `filter`).
-            if e.is_some() {
+            let removed = self
+                .index
+                .lock(k.shard())
+                .remove(k.hash(), |e| e.key == k && Arc::ptr_eq(&e.entry.pair, p));
+            // Counted out once the entry has left the index (see `filter`).
+            if removed {
                 self.filter_count(&[k], false);
             }
-            gone |= e.is_some();
+            gone |= removed;
         }
         if gone {
             self.epoch.fetch_add(1, Ordering::Release);
@@ -443,19 +465,29 @@ impl SpliceTable {
         }
     }
 
-    /// A copy of the entry of `k`, under its shard's lock; its `dst_mac`, when still zero,
-    /// is filled from `mac` (and so for every lcore) when that finds one. Callers ask
-    /// [`may_contain`](Self::may_contain) first.
+    /// A copy of the entry of `k`, read without a lock; its `dst_mac`, when the install
+    /// left it zero, is the one an lcore already resolved for the entry, or else what `mac`
+    /// finds (then kept for every lcore). Callers ask [`may_contain`](Self::may_contain)
+    /// first.
     #[inline(never)]
     pub(super) fn fetch(&self, k: Key, mac: impl FnOnce(&Dir) -> Option<[u8; 6]>) -> Option<Entry> {
-        let mut g = self.shard(k.shard());
-        let e = g.get_mut(&k)?;
-        if e.dir.dst_mac == [0; 6] {
-            if let Some(m) = mac(&e.dir) {
-                e.dir.dst_mac = m;
+        let mut mac = Some(mac);
+        self.index.read(k.hash(), |x| {
+            if x.key != k {
+                return None;
             }
-        }
-        Some(e.clone())
+            let mut e = x.entry.clone();
+            if e.dir.dst_mac == [0; 6] {
+                let w = x.mac.load(Ordering::Acquire);
+                if w & MAC_KNOWN != 0 {
+                    e.dir.dst_mac = mac_of(w);
+                } else if let Some(m) = mac.take().and_then(|f| f(&e.dir)) {
+                    x.mac.store(mac_word(m), Ordering::Release);
+                    e.dir.dst_mac = m;
+                }
+            }
+            Some(e)
+        })
     }
 }
 

@@ -98,3 +98,112 @@ fn the_presence_filter_counts_exactly_the_keys_in_the_table() {
         assert!(p.keys.iter().all(|&k| !t.may_contain(k)));
     }
 }
+
+/// Lookups never wait for a writer: with the lock of a key's shard held (as an install or a
+/// removal on another lcore holds it), another thread still finds the key's entry at once.
+#[test]
+fn lookups_do_not_wait_for_a_writer_of_the_shard() {
+    let t = SpliceTable::new(SpliceConfig::default());
+    let (p, dirs) = pair_of(&pair_repr(1, 40_000, 50_000));
+    assert_eq!(t.insert(&p, dirs), AckStatus::Ok);
+    let k = p.keys[0];
+    let held = t.index.lock(k.shard());
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = t.clone();
+    std::thread::spawn(move || {
+        let found = reader.fetch(k, |_| None).map(|e| e.pair.request_id);
+        let _ = tx.send(found);
+    });
+    let got = rx.recv_timeout(std::time::Duration::from_secs(10));
+    drop(held);
+    assert_eq!(
+        got,
+        Ok(Some(1)),
+        "the lookup waited for the shard's writer lock"
+    );
+}
+
+/// A neighbour MAC one lcore resolved for an entry installed without it is what every later
+/// lookup of that entry gets, without resolving again.
+#[test]
+fn a_resolved_mac_is_shared_by_later_lookups() {
+    let t = SpliceTable::new(SpliceConfig::default());
+    let mut r = pair_repr(1, 40_000, 50_000);
+    r.b.remote_mac = [0; 6];
+    let (p, dirs) = pair_of(&r);
+    assert_eq!(t.insert(&p, dirs), AckStatus::Ok);
+    // The A → B direction goes out on side B, whose neighbour MAC is unknown.
+    let k = p.keys[0];
+    assert_eq!(t.fetch(k, |_| None).unwrap().dir.dst_mac, [0; 6]);
+    let m = [2, 0, 0, 0, 0, 7];
+    assert_eq!(t.fetch(k, |_| Some(m)).unwrap().dir.dst_mac, m);
+    let asked = std::cell::Cell::new(false);
+    let e = t.fetch(k, |_| {
+        asked.set(true);
+        None
+    });
+    assert_eq!(e.unwrap().dir.dst_mac, m);
+    assert!(!asked.get(), "resolved again");
+}
+
+/// Installs and removals racing with lookups on another thread: a pair that stays is always
+/// found, with its own entry; a key is never found with another pair's entry; every pair
+/// installed and removed leaves nothing behind (bounded: 2,000 rounds).
+#[test]
+fn lookups_racing_installs_and_removals_see_only_whole_entries() {
+    let t = SpliceTable::new(SpliceConfig {
+        max_pairs: 64,
+        ..SpliceConfig::default()
+    });
+    let (stay, dirs) = pair_of(&pair_repr(7, 40_000, 50_000));
+    assert_eq!(t.insert(&stay, dirs), AckStatus::Ok);
+    let churn: Vec<_> = (0..16u16)
+        .map(|i| pair_of(&pair_repr(100 + u32::from(i), 41_000 + i, 51_000 + i)))
+        .collect();
+    let churn_keys: Vec<(Key, u32)> = churn
+        .iter()
+        .flat_map(|(p, _)| p.keys.map(|k| (k, p.request_id)))
+        .collect();
+    let done = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let (t, done, stay, churn_keys) =
+            (t.clone(), done.clone(), stay.clone(), churn_keys.clone());
+        std::thread::spawn(move || {
+            let mut rounds = 0u64;
+            let most = if cfg!(miri) { 200 } else { 5_000_000 };
+            while !done.load(Ordering::Acquire) && rounds < most {
+                rounds += 1;
+                for (i, k) in stay.keys.iter().enumerate() {
+                    let e = t
+                        .fetch(*k, |_| None)
+                        .expect("a pair that stays is always found");
+                    assert!(Arc::ptr_eq(&e.pair, &stay) && e.side.index() == i);
+                }
+                for &(k, id) in &churn_keys {
+                    if let Some(e) = t.fetch(k, |_| None) {
+                        assert_eq!(e.pair.request_id, id);
+                        assert_eq!(e.pair.keys[e.side.index()], k);
+                    }
+                }
+            }
+        })
+    };
+    // Fewer under Miri, which checks the same interleavings for undefined behaviour.
+    let rounds = if cfg!(miri) { 40 } else { 2_000 };
+    for round in 0..rounds {
+        let (p, dirs) = &churn[round % churn.len()];
+        assert_eq!(t.insert(p, *dirs), AckStatus::Ok);
+        if round % 3 == 0 {
+            std::thread::yield_now();
+        }
+        t.remove(p);
+    }
+    done.store(true, Ordering::Release);
+    reader.join().expect("reader");
+    assert_eq!(t.len(), 1);
+    for &(k, _) in &churn_keys {
+        assert!(t.fetch(k, |_| None).is_none());
+    }
+    let counted: u32 = t.filter.iter().map(|c| c.load(Ordering::Relaxed)).sum();
+    assert_eq!(counted, 2, "only the staying pair's keys are counted in");
+}
