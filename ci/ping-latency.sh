@@ -7,7 +7,8 @@
 #
 # Two namespaces joined by a veth pair, as `nicemu bench peers` makes them: the server's
 # (192.0.2.1, nicemu over net_af_packet on its veth end, or redis-server on the kernel's
-# stack) and the client's (192.0.2.2). Prints the python client's figures, then
+# stack) and the client's (192.0.2.2). Prints the python client's figures and the server's
+# CPU (its namespace's processes, from /proc) over that run, then
 # `redis-cli --latency --raw` over the same connection setup (min max avg samples, ms).
 # Needs root, python3, redis-server and redis-tools. Everything is removed on exit.
 set -u
@@ -50,6 +51,9 @@ for _ in $(seq 100); do
 done
 [ -n "$up" ] || { echo "ci/ping-latency.sh: $mode did not listen on 192.0.2.1:6379" >&2; cat /tmp/$P.log 2>/dev/null; exit 1; }
 sleep 1
+# CPU of the server's processes (everything in its namespace) over the python run.
+server_ticks() { ip netns pids $S | xargs -r -I{} awk '{print $14+$15}' /proc/{}/stat 2>/dev/null | awk '{s+=$1} END {print s+0}'; }
+ticks0=$(server_ticks); t0=$(date +%s%N)
 ip netns exec $C python3 - 192.0.2.1 6379 "$N" "$GAP" <<'PY'
 import socket, statistics, sys, time
 host, port, n, gap = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
@@ -69,4 +73,7 @@ q = lambda p: lat[min(len(lat) - 1, int(p * len(lat)))]
 print(f"python PING: n={n} mean={statistics.mean(lat):.0f} p10={q(.1):.0f} p50={q(.5):.0f} "
       f"p90={q(.9):.0f} p99={q(.99):.0f} us")
 PY
+ticks1=$(server_ticks); t1=$(date +%s%N)
+awk -v d=$((ticks1 - ticks0)) -v ns=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" \
+    'BEGIN {printf "server CPU over the python run: %.1f%% of a core\n", 100 * d / hz / (ns / 1e9)}'
 echo "redis-cli --latency (min max avg samples, ms): $(ip netns exec $C redis-cli -h 192.0.2.1 --latency -i 2 --raw)"
