@@ -12,8 +12,8 @@
 //!   reader standing on an unlinked node still follows its `next`, which a removal never
 //!   changes, so it sees every node that stayed linked.
 //!
-//! The only `unsafe` of the splice offload is here, in five dereferences and frees of epoch
-//! pointers whose conditions the comments state.
+//! The only `unsafe` of the splice offload is here: dereferences of epoch pointers and their
+//! frees, each with the conditions that make it sound stated beside it.
 #![allow(unsafe_code)]
 
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
