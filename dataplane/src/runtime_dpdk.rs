@@ -186,18 +186,21 @@ pub fn build_dpdk(
 
 /// Adaptive lcores over `net_af_packet` ports sleep on their interfaces
 /// ([`crate::wake::PacketWake`]): the first frame after a quiet spell wakes them within the
-/// kernel's wake-up latency instead of after the rest of a timed sleep. Where the wake
-/// sockets cannot be made (no `CAP_NET_RAW`), a warning says so and the lcore keeps timed
-/// sleeps.
+/// kernel's wake-up latency instead of after the rest of a timed sleep. Only when every port
+/// is such a port (each lcore polls a queue of every port): a frame on another driver would
+/// not end the sleep, and a loop with a wake-up skips the short sleeps and soon sleeps
+/// [`crate::idle::WAKE_DEEP_SLEEP`] at a time, so that frame would wait milliseconds. Where
+/// the wake sockets cannot be made (no `CAP_NET_RAW`), a warning says so and the lcore keeps
+/// timed sleeps.
 fn wake_on_af_packet(lcores: &mut [NicLcore<DpdkQueue>], devs: &[EthDev]) {
-    let ifs: Vec<u32> = devs
-        .iter()
-        .filter(|d| d.driver() == "net_af_packet" && d.if_index() != 0)
-        .map(|d| d.if_index())
-        .collect();
-    if ifs.is_empty() {
+    let Some(ifs) = wake_interfaces(devs.iter().map(|d| (d.driver(), d.if_index()))) else {
+        if devs.iter().any(|d| d.driver() == "net_af_packet") {
+            tracing::info!(
+                "not every port is on net_af_packet with a known interface: adaptive lcores keep timed sleeps (up to idle_sleep_max_us) instead of waking on arrivals"
+            );
+        }
         return;
-    }
+    };
     for l in lcores.iter_mut() {
         if !l.backoff_mut().adaptive() {
             continue;
@@ -210,6 +213,19 @@ fn wake_on_af_packet(lcores: &mut [NicLcore<DpdkQueue>], devs: &[EthDev]) {
             ),
         }
     }
+}
+
+/// The interfaces to wake on, given each port's `(driver, ifindex)`: all of them when every
+/// port is a `net_af_packet` port with a known interface, else none.
+fn wake_interfaces<'a>(ports: impl Iterator<Item = (&'a str, u32)>) -> Option<Vec<u32>> {
+    let mut ifs = Vec::new();
+    for (driver, ifindex) in ports {
+        if driver != "net_af_packet" || ifindex == 0 {
+            return None;
+        }
+        ifs.push(ifindex);
+    }
+    (!ifs.is_empty()).then_some(ifs)
 }
 
 /// The TSC frequency DPDK measured (0 before EAL init).
@@ -261,7 +277,23 @@ fn effective_uid_is_root() -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{af_packet_ring_default, file_prefix};
+    use super::{af_packet_ring_default, file_prefix, wake_interfaces};
+
+    #[test]
+    fn lcores_wake_on_arrivals_only_when_every_port_can_signal_one() {
+        let w = |p: &[(&'static str, u32)]| wake_interfaces(p.iter().copied());
+        assert_eq!(w(&[("net_af_packet", 7)]), Some(vec![7]));
+        assert_eq!(
+            w(&[("net_af_packet", 7), ("net_af_packet", 9)]),
+            Some(vec![7, 9])
+        );
+        // A memif or ring port's frames would not end the sleep.
+        assert_eq!(w(&[("net_af_packet", 7), ("net_memif", 0)]), None);
+        assert_eq!(w(&[("net_ring", 0), ("net_af_packet", 7)]), None);
+        // An af_packet port whose interface is unknown cannot be listened to either.
+        assert_eq!(w(&[("net_af_packet", 7), ("net_af_packet", 0)]), None);
+        assert_eq!(w(&[]), None);
+    }
 
     #[test]
     fn af_packet_rings_default_to_4096_frames_unless_sized() {
