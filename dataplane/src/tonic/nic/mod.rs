@@ -63,6 +63,7 @@ use crate::offload::{HostTcp, OffloadIo};
 use crate::tonic::module::{IncomingPkt, PktType, SegRange, MAX_SACK_BLOCKS};
 use crate::tonic::modules::{ModuleParams, TcpState};
 use crate::tonic::registry::Registry;
+use crate::tonic::TxSegment;
 use crate::tonic::{EngineParams, FlowId, Nanos, TonicEngine};
 
 mod offload;
@@ -242,6 +243,8 @@ pub struct TonicNic {
     live: usize,
     stats: TonicNicStats,
     scratch: Vec<u8>,
+    /// The decisions of one tx burst (`TonicEngine::next_segments`), `tx_burst` long.
+    decided: Vec<TxSegment>,
 }
 
 /// Flow-table key: remote address, remote port, local port (one host address per port).
@@ -273,6 +276,7 @@ impl TonicNic {
             live: 0,
             stats: TonicNicStats::default(),
             scratch: Vec::with_capacity(2048),
+            decided: Vec::new(),
         }
     }
 
@@ -555,13 +559,20 @@ impl TonicNic {
                 self.send_probe(ei, ef, now, stack, io);
             }
         }
+        // Up to `tx_burst` scheduling decisions, each engine's in one burst (the same
+        // decisions as one `next_segment` call after another).
+        if self.decided.len() != self.cfg.tx_burst {
+            self.decided.resize(self.cfg.tx_burst, TxSegment::default());
+        }
         let mut sent = 0;
         for ei in 0..self.engines.len() {
-            while sent < self.cfg.tx_burst {
-                let Some(tx) = self.engines[ei].engine.next_segment(now) else {
-                    break;
-                };
-                sent += 1;
+            let made = self.engines[ei]
+                .engine
+                .next_segments(now, &mut self.decided[sent..]);
+            let first = sent;
+            sent += made;
+            for i in first..sent {
+                let tx = self.decided[i];
                 let slot = self.engines[ei].slot_of[tx.flow as usize];
                 let Some(f) = self.flows.get_mut(slot).and_then(|f| f.as_mut()) else {
                     continue;
