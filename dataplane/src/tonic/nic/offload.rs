@@ -106,5 +106,11 @@ impl<B: PacketBuf> Offload<B> for TonicNic {
         for (name, v) in all {
             out(name, v);
         }
+        // Scheduled addresses dropped unsent when a flow's final small segment was
+        // delivered (the engines' count; see `EngineStats::voided`).
+        out(
+            "voided",
+            self.engines.iter().map(|e| e.engine.stats().voided).sum(),
+        );
     }
 }
