@@ -126,9 +126,9 @@ impl<V: Send + Sync> Writer<'_, V> {
     }
 
     /// Whether a value with hash `hash` satisfies `pred`.
-    pub(super) fn any(&self, hash: u64, pred: impl FnMut(&V) -> bool) -> bool {
-        self.head(hash);
-        let mut pred = pred;
+    pub(super) fn any(&self, hash: u64, mut pred: impl FnMut(&V) -> bool) -> bool {
+        // The bucket is this writer's (checked), so no other writer changes it meanwhile.
+        let _ = self.head(hash);
         self.index.read(hash, |v| pred(v).then_some(())).is_some()
     }
 
