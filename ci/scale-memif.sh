@@ -9,7 +9,7 @@
 # 2N..3N-1, so N pairs need 3N cores; where 3N exceeds the usable cores the server runs N
 # shared lcores (NIC and host in one loop, cores 0..N-1, client on N..2N-1) instead and the
 # row says so (LAYOUT=shared: shared lcores for every N). `nicemu kv` serves one keyspace
-# from one host context, so it runs only with N = 1. Every run polls
+# from its N host contexts (the engine under one lock: apps::kv::keyspace). Every run polls
 # (`poll = "spin"`, pinned): this measures dedicated cores.
 #
 # NICEMU: the binary (default target/release/nicemu; on a machine without DPDK, the devkit's

@@ -10,7 +10,8 @@
 //! - `loadgen`: [`LoadGen`](apps::loadgen::LoadGen) (echo, HTTP/1.1 GET, Redis SET+GET) with
 //!   a progress line every second and a final summary (transactions/s, latency percentiles,
 //!   errors by kind); fails when no transaction completed or any error happened.
-//! - `kv`: the RESP2 server [`KvServer`](apps::kv::server::KvServer) on one host context.
+//! - `kv`: the RESP2 server [`KvServer`](apps::kv::server::KvServer) on every host context,
+//!   one keyspace shared by all of them ([`apps::kv::keyspace`]).
 
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::path::PathBuf;
@@ -230,10 +231,13 @@ mod with_dpdk {
     use std::time::Duration;
 
     use apps::echo::{EchoServer, ServerOffloads};
+    use apps::kv::keyspace::{Keyspace, SharedKeyspace};
     use apps::kv::server::{KvConfig, KvServer, KvStats};
+    use apps::kv::Engine;
     use apps::loadgen::{LoadGen, LoadGenConfig, LoadStats, Proto};
     use hdrhistogram::Histogram;
     use hoststack::HostConfig;
+    use std::sync::Arc;
 
     use super::*;
     use crate::procs::{secs, HostApp, HostCtx, HostResult, Outcome, RunSpec};
@@ -565,6 +569,9 @@ mod with_dpdk {
             move |k, ctx| {
                 let mut c = lc.clone();
                 c.conns = share(conns, hosts, k) as usize;
+                // Slots numbered across the contexts: their Redis keys stay apart in a
+                // server that serves one keyspace to all of them.
+                c.first_slot = (0..k).map(|j| share(conns, hosts, j) as usize).sum();
                 c.max_transactions = count.map(|n| share(n, hosts, k));
                 let conns = c.conns as u64;
                 LoadGen::new(ctx, c)
@@ -668,9 +675,11 @@ mod with_dpdk {
         Ok(())
     }
 
-    /// The key-value server.
+    /// The key-value server (one of several sharing the keyspace when there are several
+    /// host contexts).
     struct KvApp {
         server: KvServer,
+        shared: Option<Arc<SharedKeyspace>>,
     }
 
     /// What the key-value server publishes.
@@ -694,26 +703,40 @@ mod with_dpdk {
         }
 
         fn stats(&self, _: &HostCtx) -> KvSnap {
-            let e = &self.server.engine().stats;
             KvSnap {
                 stats: self.server.stats.clone(),
-                commands: e.commands,
-                errors: e.errors,
+                commands: self.server.stats.commands,
+                errors: self.server.stats.error_replies,
                 connected: self.server.connections(),
             }
         }
+
+        fn set_waker(&mut self, wake: Arc<dyn Fn() + Send + Sync>) {
+            if let Some(s) = &self.shared {
+                s.set_waker(self.server.index(), wake);
+            }
+        }
+    }
+
+    /// A kv summary line's counters.
+    fn kv_line(s: &KvStats) -> String {
+        format!(
+            "commands {} error replies {}, accepted {} closed {} refused {}, bytes in {} out {}, output stalls {}, socket errors {}",
+            s.commands,
+            s.error_replies,
+            s.accepted,
+            s.closed,
+            s.refused,
+            s.bytes_in,
+            s.bytes_out,
+            s.output_stalls,
+            s.socket_errors
+        )
     }
 
     /// `nicemu kv`.
     pub fn kv(a: &KvCmd) -> Result<(), String> {
         let cfg = load(&a.common, "kv")?;
-        if cfg.nic_lcores().len() != 1 {
-            return Err(format!(
-                "{}: nicemu kv serves one keyspace from one host context: configure exactly one NIC lcore (role \"nic\" or \"shared\"), not {}",
-                cfg.source,
-                cfg.nic_lcores().len()
-            ));
-        }
         let stop = crate::procs::ctrl_c_flag();
         let interval = secs(
             Some(cfg.runtime.stats_interval_s),
@@ -729,9 +752,14 @@ mod with_dpdk {
         };
         kc.engine.maxmemory = a.maxmemory;
         kc.engine.port = a.port;
+        // Several host contexts serve one keyspace (each holds the connections its queue
+        // received; see `apps::kv::keyspace`).
+        let hosts = cfg.nic_lcores().len().max(1);
+        let shared = (hosts > 1)
+            .then(|| SharedKeyspace::new(Engine::new(KvServer::engine_config(&kc)), hosts));
         // Printed once the port is up and the listener bound.
         let ready = format!(
-            "nicemu kv: listening on {}:{}, offloads {}, maxmemory {}",
+            "nicemu kv: listening on {}:{}, offloads {}, maxmemory {}{}",
             Ipv4Addr::from(cfg.ports[0].ipv4[0].0),
             a.port,
             if a.no_offload {
@@ -739,16 +767,28 @@ mod with_dpdk {
             } else {
                 "setup+teardown"
             },
-            a.maxmemory
+            a.maxmemory,
+            if hosts > 1 {
+                format!(", one keyspace over {hosts} host contexts")
+            } else {
+                String::new()
+            }
         );
         let out = crate::procs::run(
             &cfg,
             &spec(&a.common, interval, None, Some(ready))?,
             stop,
             |_, _| {},
-            move |_, ctx| {
-                KvServer::new(ctx, kc.clone())
-                    .map(|server| KvApp { server })
+            move |k, ctx| {
+                let keyspace = match &shared {
+                    Some(s) => Keyspace::Shared(s.clone(), k),
+                    None => Keyspace::Own(Box::new(Engine::new(KvServer::engine_config(&kc)))),
+                };
+                KvServer::with_keyspace(ctx, kc.clone(), keyspace)
+                    .map(|server| KvApp {
+                        server,
+                        shared: shared.clone(),
+                    })
                     .map_err(|e| format!("cannot listen on port {}: {e}", kc.port))
             },
             |_, hosts: &[HostResult<KvSnap>], t| {
@@ -765,20 +805,16 @@ mod with_dpdk {
             },
         )?;
         print_common(&out);
+        // One line for the keyspace (all hosts), then one per host when several share it.
+        let mut total = KvStats::default();
         for h in &out.hosts {
-            let s = &h.app.stats;
-            println!(
-                "kv: commands {} error replies {}, accepted {} closed {} refused {}, bytes in {} out {}, output stalls {}, socket errors {}",
-                h.app.commands,
-                h.app.errors,
-                s.accepted,
-                s.closed,
-                s.refused,
-                s.bytes_in,
-                s.bytes_out,
-                s.output_stalls,
-                s.socket_errors
-            );
+            total.add(&h.app.stats);
+        }
+        println!("kv: {}", kv_line(&total));
+        if out.hosts.len() > 1 {
+            for (k, h) in out.hosts.iter().enumerate() {
+                println!("kv host {k}: {}", kv_line(&h.app.stats));
+            }
         }
         Ok(())
     }

@@ -97,6 +97,10 @@ pub trait HostApp {
     fn finished(&self) -> bool {
         false
     }
+    /// Takes how its context's loop is woken from another thread (the doorbell the loop
+    /// sleeps on), for applications whose contexts hand each other work. Ignored by
+    /// default.
+    fn set_waker(&mut self, _wake: std::sync::Arc<dyn Fn() + Send + Sync>) {}
 }
 
 /// Host-core cycles by component (see the module documentation).
@@ -636,6 +640,13 @@ mod dpdk_run {
             } else {
                 next_host_core.next().copied()
             };
+            // The doorbell this context's loop sleeps on: the host link's towards the NIC in
+            // a shared loop (the lcore's), the one towards the host on a host thread.
+            let bell = if shared {
+                lcore.doorbell()
+            } else {
+                Some(end.rx_doorbell())
+            };
             let mut nic_lcore = if shared {
                 Some(lcore)
             } else {
@@ -654,6 +665,9 @@ mod dpdk_run {
                             dataplane::runtime_dpdk::thread_init()()?;
                         }
                         let mut h = host_loop(hc, end, clock, k, &*make, snap, (poll, idle))?;
+                        if let Some(b) = bell {
+                            h.app.set_waker(Arc::new(move || b.ring()));
+                        }
                         made.fetch_add(1, Ordering::Relaxed);
                         let mut nic = |call: NicCall| {
                             let l = nic_lcore.as_mut()?;

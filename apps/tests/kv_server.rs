@@ -136,7 +136,7 @@ fn kv_server_answers_pipelined_requests_over_the_host_stack() {
     assert_eq!(c.got.len(), want.len());
     assert!(c.got == want, "replies differ from the engine's");
     assert!(c.got.ends_with(b"+OK\r\n"));
-    let st = server.engine().stats.clone();
+    let st = server.inspect(|e| e.stats.clone());
     assert_eq!(st.commands, n as u64);
     assert_eq!(st.errors_by_kind.get("WRONGTYPE"), Some(&100));
     assert_eq!(server.stats.accepted, 1);
@@ -206,8 +206,8 @@ fn kv_server_one_request_per_connection_with_offloads() {
     assert_eq!(host.teardown.offloaded, 2 * n as u64, "{:?}", host.teardown);
     assert_eq!(server.stats.accepted, 2 * n as u64);
     assert_eq!(server.stats.closed, 2 * n as u64);
-    assert_eq!(server.engine().store().len(), 2 * n);
-    assert_eq!(server.engine().stats.errors, 0);
+    assert_eq!(server.inspect(|e| e.store().len()), 2 * n);
+    assert_eq!(server.inspect(|e| e.stats.errors), 0);
     assert_eq!(p.a.host.connections(), 0);
 }
 
@@ -253,7 +253,7 @@ fn kv_server_bounds_a_client_that_does_not_read() {
     );
     assert!(worst.0 <= max_in);
     assert!(server.stats.output_stalls > 0);
-    let executed = server.engine().stats.commands;
+    let executed = server.inspect(|e| e.stats.commands);
     eprintln!(
         "not reading: worst input {} B, output {} B, {executed} of {} requests ran, {:?}",
         worst.0,
@@ -294,7 +294,7 @@ fn kv_server_closes_after_a_protocol_error() {
         c.got,
         b"+PONG\r\n-ERR Protocol error: invalid bulk length\r\n"
     );
-    assert_eq!(server.engine().stats.protocol_errors, 1);
+    assert_eq!(server.inspect(|e| e.stats.protocol_errors), 1);
 }
 
 /// Steps the server and `c` until the server closes `c`'s connection.
@@ -340,4 +340,142 @@ fn kv_server_refuses_past_max_clients_with_redis_error() {
     assert!(serve_until_eof(&mut p, &mut server, &mut next));
     assert_eq!(next.got, b"+PONG\r\n+OK\r\n");
     assert_eq!(server.stats.refused, 1, "{:?}", server.stats);
+}
+
+/// Steps two nodes (each pair in its own virtual time) with their servers and clients
+/// until `done`, at most `steps` rounds.
+fn run_two(
+    (p1, p2): (&mut Pair, &mut Pair),
+    (s1, s2): (&mut KvServer, &mut KvServer),
+    xs: &mut [Client],
+    ys: &mut [Client],
+    steps: usize,
+    done: impl Fn(&[Client], &[Client]) -> bool,
+) -> bool {
+    for _ in 0..steps {
+        p1.run_until(1, 20_000, |p| {
+            let now = now_ms(p);
+            s1.step(&mut p.a.host, now);
+            xs.iter_mut().for_each(|c| c.step(p));
+            false
+        });
+        p2.run_until(1, 20_000, |p| {
+            let now = now_ms(p);
+            s2.step(&mut p.a.host, now);
+            ys.iter_mut().for_each(|c| c.step(p));
+            false
+        });
+        if done(xs, ys) {
+            return true;
+        }
+    }
+    false
+}
+
+fn has(c: &Client, want: &[u8]) -> bool {
+    c.got.windows(want.len()).any(|w| w == want)
+}
+
+/// Two servers on two host contexts (two nodes here, clients on each) sharing one engine
+/// (`SharedKeyspace`), as `nicemu kv` runs with several NIC lcores: a key set through one is
+/// read through the other, a PUBLISH through one reaches a subscriber on the other, an RPUSH
+/// through one answers a BLPOP blocked on the other, and the other's loop is woken for each
+/// push it must deliver.
+#[test]
+fn kv_servers_of_two_contexts_share_one_keyspace() {
+    use apps::kv::keyspace::{Keyspace, SharedKeyspace};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    let (mut p1, mut p2) = (pair(), pair());
+    let cfg = KvConfig::default();
+    let shared = SharedKeyspace::new(Engine::new(KvServer::engine_config(&cfg)), 2);
+    let wakes = Arc::new(AtomicUsize::new(0));
+    let w = wakes.clone();
+    shared.set_waker(
+        1,
+        Arc::new(move || {
+            w.fetch_add(1, Ordering::Relaxed);
+        }),
+    );
+    let ks = |k| Keyspace::Shared(shared.clone(), k);
+    let mut s1 = KvServer::with_keyspace(&mut p1.a.host, cfg.clone(), ks(0)).unwrap();
+    let mut s2 = KvServer::with_keyspace(&mut p2.a.host, cfg, ks(1)).unwrap();
+    let mut xs = [
+        Client::open(&mut p1, Vec::new()),
+        Client::open(&mut p1, Vec::new()),
+    ];
+    let mut ys = [
+        Client::open(&mut p2, Vec::new()),
+        Client::open(&mut p2, Vec::new()),
+    ];
+    let text = |c: &Client| String::from_utf8_lossy(&c.got).to_string();
+    macro_rules! run {
+        ($steps:expr, $done:expr) => {
+            run_two(
+                (&mut p1, &mut p2),
+                (&mut s1, &mut s2),
+                &mut xs,
+                &mut ys,
+                $steps,
+                $done,
+            )
+        };
+    }
+
+    // A key set on one context is the other's.
+    xs[0].out.extend(cmd(&[b"SET", b"k", b"shared-value"]));
+    assert!(run!(200_000, |x, _| has(&x[0], b"+OK\r\n")));
+    ys[0].out.extend(cmd(&[b"GET", b"k"]));
+    assert!(
+        run!(200_000, |_, y| has(&y[0], b"$12\r\nshared-value\r\n")),
+        "{}",
+        text(&ys[0])
+    );
+
+    // PUBLISH on context 0 reaches the subscribers on both contexts (each delivers its
+    // own), and wakes context 1.
+    ys[0].got.clear();
+    ys[0].out.extend(cmd(&[b"SUBSCRIBE", b"ch"]));
+    xs[1].out.extend(cmd(&[b"SUBSCRIBE", b"ch"]));
+    assert!(run!(200_000, |x, y| y[0].replies() == 1 && x[1].replies() == 1));
+    xs[0].got.clear();
+    let before = wakes.load(Ordering::Relaxed);
+    xs[0].out.extend(cmd(&[b"PUBLISH", b"ch", b"hello"]));
+    let msg: &[u8] = b"*3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$5\r\nhello\r\n";
+    assert!(
+        run!(200_000, |x, y| has(&x[0], b":2\r\n")
+            && has(&y[0], msg)
+            && has(&x[1], msg)),
+        "x {} y {}",
+        text(&xs[0]),
+        text(&ys[0])
+    );
+    assert!(
+        wakes.load(Ordering::Relaxed) > before,
+        "context 1 was not woken"
+    );
+
+    // A BLPOP on context 1 blocks (nothing comes back for 2,000 rounds) until an RPUSH on
+    // context 0 answers it.
+    ys[1].out.extend(cmd(&[b"BLPOP", b"q", b"0"]));
+    assert!(
+        !run!(2_000, |_, y| !y[1].got.is_empty()),
+        "{}",
+        text(&ys[1])
+    );
+    xs[0].got.clear();
+    xs[0].out.extend(cmd(&[b"RPUSH", b"q", b"item"]));
+    assert!(
+        run!(200_000, |x, y| has(&x[0], b":1\r\n")
+            && has(&y[1], b"*2\r\n$1\r\nq\r\n$4\r\nitem\r\n")),
+        "y {}",
+        text(&ys[1])
+    );
+    // Every command counted once, by the server whose client sent it.
+    assert_eq!(s1.stats.commands, 4, "{:?}", s1.stats);
+    assert_eq!(s2.stats.commands, 3, "{:?}", s2.stats);
+    assert_eq!(shared.lock().stats.commands, 7);
+    assert_eq!(shared.lock().stats.connected, 4);
+    assert_eq!((s1.connections(), s2.connections()), (2, 2));
 }

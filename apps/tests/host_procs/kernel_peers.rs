@@ -346,3 +346,99 @@ fn procs_loadgen_client_addresses() {
         started.elapsed()
     );
 }
+
+/// `nicemu kv` on net_af_packet with two queue pairs and a `shared` lcore on each: the two
+/// host contexts serve one keyspace. 40 kernel clients each set a key and read their
+/// neighbour's (set through whichever context the neighbour's flow landed on), 20 of them
+/// subscribe to a channel and each gets the message published through one connection,
+/// redis-benchmark runs SET and GET with 50 connections without an error, and both contexts
+/// ran commands. (Before, `nicemu kv` refused more than one NIC lcore.)
+#[test]
+fn procs_kv_two_queue_pairs_share_one_keyspace() {
+    let (net, _tmp, prefix, cfg) = two_queue_pairs("q2k", "afq2k");
+    let mut kv = NicemuProc::spawn(&["kv", "-c", &cfg, "--no-pin"], &prefix);
+    assert!(
+        wait_for(Duration::from_secs(20), || kv
+            .stdout()
+            .contains("one keyspace over 2 host contexts")
+            || kv.exited().is_some()),
+        "kv did not start: {}",
+        kv.describe()
+    );
+    let client = r#"
+import socket, sys, time
+def cmd(*a):
+    b = b"*%d\r\n" % len(a)
+    for x in a:
+        x = x.encode() if isinstance(x, str) else x
+        b += b"$%d\r\n%s\r\n" % (len(x), x)
+    return b
+def reply(s, want):
+    got = b""
+    s.settimeout(10)
+    while not got.endswith(want) and len(got) < 4096:
+        c = s.recv(4096)
+        if not c: break
+        got += c
+    return got
+n = 40
+conns = [socket.create_connection((sys.argv[1], 6379), timeout=10) for _ in range(n)]
+for i, s in enumerate(conns):
+    s.sendall(cmd("SET", "key%d" % i, "value%d" % i))
+ok_set = sum(reply(s, b"+OK\r\n") == b"+OK\r\n" for s in conns)
+ok_get = 0
+for i, s in enumerate(conns):
+    j = (i + 1) % n
+    v = b"value%d" % j
+    s.sendall(cmd("GET", "key%d" % j))
+    ok_get += reply(s, v + b"\r\n") == b"$%d\r\n%s\r\n" % (len(v), v)
+subs = conns[:20]
+for s in subs:
+    s.sendall(cmd("SUBSCRIBE", "news"))
+    reply(s, b":1\r\n")
+pub = conns[-1]
+pub.sendall(cmd("PUBLISH", "news", "hello"))
+count = reply(pub, b"\r\n")
+msg = b"*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$5\r\nhello\r\n"
+ok_msg = sum(reply(s, msg) == msg for s in subs)
+print("set", ok_set, "get", ok_get, "published", count.decode().strip(), "messages", ok_msg)
+"#;
+    let out = net.run(&["python3", "-c", client, NIC_IP]);
+    let bench = net.run(&[
+        "timeout",
+        "120",
+        "redis-benchmark",
+        "-h",
+        NIC_IP,
+        "-t",
+        "set,get",
+        "-n",
+        "5000",
+        "-c",
+        "50",
+        "-q",
+    ]);
+    kv.interrupt_and_wait(Duration::from_secs(20));
+    let kt = kv.describe();
+    let out = out.unwrap_or_else(|e| panic!("client: {e}\n{kt}"));
+    let bench = bench.unwrap_or_else(|e| panic!("redis-benchmark: {e}\n{kt}"));
+    println!("{out}\n{bench}\n{kt}");
+    assert!(
+        out.contains("set 40 get 40 published :20 messages 20"),
+        "{out}\n{kt}"
+    );
+    let lower = bench.to_lowercase();
+    assert!(!lower.contains("error"), "{bench}");
+    let results = bench
+        .split(['\r', '\n'])
+        .filter(|l| l.contains("requests per second"))
+        .count();
+    assert_eq!(results, 2, "{bench}");
+    // Both contexts accepted connections and ran commands.
+    for k in 0..2 {
+        let commands = counter(&kt, &format!("kv host {k}:"), "commands").unwrap_or(0);
+        assert!(commands > 0, "host {k} ran no command:\n{kt}");
+        let opens = counter(&kt, &format!("host {k}:"), "passive opens").unwrap_or(0);
+        assert!(opens > 0, "host {k} accepted none:\n{kt}");
+    }
+}

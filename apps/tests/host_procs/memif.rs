@@ -23,10 +23,9 @@ fn procs_memif_loadgen_echo() {
     println!("procs_memif_loadgen_echo took {:?}", started.elapsed());
 }
 
-/// Two queue pairs on one memif port (client queue i is server queue i), two `shared` lcores
-/// per process: flows stay on the core that opened them, with no RSS to steer them.
-#[test]
-fn procs_memif_two_queue_pairs() {
+/// A [`MemifPair`] (file prefixes with `tag`) with two `shared` lcores on each side, on the
+/// first two usable cores, each with its own queue pair of the one memif port.
+fn two_queue_pairs(tag: &str) -> MemifPair {
     let cores = dataplane::sys::allowed_cores().unwrap();
     assert!(
         cores.len() >= 2,
@@ -36,7 +35,7 @@ fn procs_memif_two_queue_pairs() {
         "[[lcore]]\ncore = {}\nrole = \"shared\"\n[[lcore]]\ncore = {}\nrole = \"shared\"",
         cores[0], cores[1]
     );
-    let pair = memif_pair("q", "", |prefix, vdev, ip, _| {
+    memif_pair(tag, "", |prefix, vdev, ip, _| {
         config_with(
             prefix,
             vdev,
@@ -46,7 +45,14 @@ fn procs_memif_two_queue_pairs() {
             256,
             "stats_interval_s = 0.0",
         )
-    });
+    })
+}
+
+/// Two queue pairs on one memif port (client queue i is server queue i), two `shared` lcores
+/// per process: flows stay on the core that opened them, with no RSS to steer them.
+#[test]
+fn procs_memif_two_queue_pairs() {
+    let pair = two_queue_pairs("q");
     let count = 2000;
     let (lg, et) = memif_echo_round(&pair, &[], "64", "16", count);
     println!("--- loadgen:\n{lg}\n--- echo:\n{et}");
@@ -68,6 +74,72 @@ fn procs_memif_two_queue_pairs() {
             let opens = counter(out, &format!("host {k}:"), what);
             assert_eq!(opens, Some(8), "host {k} {what}:\n{out}");
         }
+    }
+}
+
+/// `nicemu kv` and `nicemu loadgen --proto redis` over one memif port with two queue pairs
+/// and two `shared` lcores on each side: the server's two host contexts serve one keyspace,
+/// every transaction (a SET and the GET that checks it) succeeds, and both server contexts
+/// carry load. (Before, `nicemu kv` refused more than one NIC lcore.)
+#[test]
+fn procs_memif_two_queue_pairs_kv() {
+    let pair = two_queue_pairs("qk");
+    let mut kv = NicemuProc::spawn(
+        &["kv", "-c", &pair.echo_cfg, "--port", "6379", "-d", "120"],
+        &pair.echo_prefix,
+    );
+    assert!(
+        wait_for(Duration::from_secs(20), || kv
+            .stdout()
+            .contains("one keyspace over 2 host contexts")
+            || kv.exited().is_some()),
+        "{}",
+        kv.describe()
+    );
+    let count = "2000";
+    let (ok, lg) = run_nicemu(
+        &[
+            "loadgen",
+            "-c",
+            &pair.lg_cfg,
+            "--server",
+            "10.99.0.1:6379",
+            "--proto",
+            "redis",
+            "--size",
+            "32",
+            "--conns",
+            "16",
+            "--count",
+            count,
+            "--connect-timeout-ms",
+            "10000",
+        ],
+        &pair.lg_prefix,
+        Duration::from_secs(90),
+    );
+    let status = kv.interrupt_and_wait(Duration::from_secs(15));
+    let kt = kv.describe();
+    println!("--- loadgen:\n{lg}\n--- kv:\n{kt}");
+    assert_eq!(ok, Some(true), "loadgen:\n{lg}\nkv:\n{kt}");
+    assert!(status.is_some_and(|s| s.success()), "{kt}");
+    assert_eq!(counter(&lg, "loadgen: errors", "errors"), Some(0), "{lg}");
+    assert_eq!(
+        counter(&lg, "loadgen: transactions", "transactions"),
+        Some(2000),
+        "{lg}"
+    );
+    // A transaction is one command (SET, then the GET that checks it, in turn).
+    assert_eq!(counter(&kt, "kv: commands", "commands"), Some(2000), "{kt}");
+    // Client queue i is server queue i: eight connections, and commands, on each context.
+    for k in 0..2 {
+        assert_eq!(
+            counter(&kt, &format!("host {k}:"), "passive opens"),
+            Some(8),
+            "{kt}"
+        );
+        let c = counter(&kt, &format!("kv host {k}:"), "commands").unwrap_or(0);
+        assert!(c > 0, "kv host {k} ran no command:\n{kt}");
     }
 }
 

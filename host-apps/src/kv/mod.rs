@@ -14,9 +14,11 @@
 //!   (docs/redis-compat.md lists what is supported and what differs);
 //! - [`Connection`]: parser + session of one client, the unit both the TCP server and the
 //!   differential test drive;
-//! - [`server`]: [`server::KvServer`], the epoll server over `hoststack::Context`.
+//! - [`server`]: [`server::KvServer`], the epoll server over `hoststack::Context`;
+//! - [`keyspace`]: one engine shared by the servers of several host contexts.
 
 pub mod commands;
+pub mod keyspace;
 pub mod resp;
 pub mod server;
 pub mod store;

@@ -18,6 +18,7 @@ use hoststack::frame::HostLink;
 use hoststack::stack::{EpollEvent, EpollOp, SockOpt, EPOLLERR, EPOLLHUP, EPOLLIN, EPOLLOUT};
 use hoststack::{Context, Errno, Fd};
 
+use super::keyspace::Keyspace;
 use super::{Connection, Engine, EngineConfig, ProtoLimits, RunState};
 use crate::listener::ServerOffloads;
 
@@ -79,6 +80,37 @@ pub struct KvStats {
     pub output_stalls: u64,
     /// Connections closed because of a socket error.
     pub socket_errors: u64,
+    /// Commands this server's connections ran (the engine's count while this server held
+    /// it: with an engine of its own, all of them).
+    pub commands: u64,
+    /// Error replies among them.
+    pub error_replies: u64,
+}
+
+impl KvStats {
+    /// Adds `o`'s counts (totals over the servers of a shared engine).
+    pub fn add(&mut self, o: &KvStats) {
+        self.accepted += o.accepted;
+        self.closed += o.closed;
+        self.refused += o.refused;
+        self.bytes_in += o.bytes_in;
+        self.bytes_out += o.bytes_out;
+        self.output_stalls += o.output_stalls;
+        self.socket_errors += o.socket_errors;
+        self.commands += o.commands;
+        self.error_replies += o.error_replies;
+    }
+
+    /// Adds what `e` counted since `before` (its commands and errors then).
+    fn count(&mut self, e: &Engine, before: (u64, u64)) {
+        self.commands += e.stats.commands - before.0;
+        self.error_replies += e.stats.errors - before.1;
+    }
+}
+
+/// The engine's command and error counts now (for [`KvStats::count`]).
+fn counts(e: &Engine) -> (u64, u64) {
+    (e.stats.commands, e.stats.errors)
 }
 
 struct Client {
@@ -116,23 +148,45 @@ pub struct KvServer {
     clients: HashMap<Fd, Client>,
     /// Client id → descriptor, to deliver what the engine left in outboxes.
     ids: HashMap<u64, Fd>,
-    engine: Engine,
+    keyspace: Keyspace,
     last_expire: i64,
+    /// When blocked clients' timeouts were last checked (Unix ms; a shared engine is
+    /// locked for it at most once per millisecond).
+    last_blocked: i64,
     /// Counters.
     pub stats: KvStats,
 }
 
 impl KvServer {
-    /// Listens on `cfg.port` of `ctx` (with the offloads of `cfg.offloads`).
+    /// Listens on `cfg.port` of `ctx` (with the offloads of `cfg.offloads`), with an engine
+    /// of its own.
     pub fn new<L: HostLink>(ctx: &mut Context<L>, cfg: KvConfig) -> Result<Self, Errno> {
-        let ep = ctx.epoll_create()?;
-        let listener =
-            crate::listener::listen(ctx, ep, cfg.port, cfg.backlog, cfg.offloads, LISTENER)?;
+        let engine = Engine::new(Self::engine_config(&cfg));
+        Self::with_keyspace(ctx, cfg, Keyspace::Own(Box::new(engine)))
+    }
+
+    /// The engine settings `cfg` gives (port, limits, `maxclients`): for an engine that
+    /// several servers share ([`super::keyspace::SharedKeyspace`]).
+    pub fn engine_config(cfg: &KvConfig) -> EngineConfig {
         let mut ecfg = cfg.engine.clone();
         ecfg.port = cfg.port;
         ecfg.max_bulk_len = cfg.limits.max_bulk_len;
         ecfg.max_query_buffer = cfg.limits.max_query_buffer;
         ecfg.maxclients = cfg.max_connections;
+        ecfg
+    }
+
+    /// Listens on `cfg.port` of `ctx` (with the offloads of `cfg.offloads`), serving
+    /// `keyspace` (one of several servers of a shared engine: see
+    /// [`super::keyspace`]; `cfg.engine` is then the shared engine's business).
+    pub fn with_keyspace<L: HostLink>(
+        ctx: &mut Context<L>,
+        cfg: KvConfig,
+        keyspace: Keyspace,
+    ) -> Result<Self, Errno> {
+        let ep = ctx.epoll_create()?;
+        let listener =
+            crate::listener::listen(ctx, ep, cfg.port, cfg.backlog, cfg.offloads, LISTENER)?;
         Ok(KvServer {
             listener,
             ep,
@@ -140,16 +194,28 @@ impl KvServer {
             buf: vec![0; cfg.read_chunk.max(1)],
             clients: HashMap::new(),
             ids: HashMap::new(),
-            engine: Engine::new(ecfg),
+            keyspace,
             last_expire: i64::MIN,
+            last_blocked: i64::MIN,
             stats: KvStats::default(),
             cfg,
         })
     }
 
-    /// The engine (keyspace, command and error counters).
-    pub fn engine(&self) -> &Engine {
-        &self.engine
+    /// Runs `f` on the engine (keyspace, command and error counters; shared by every
+    /// server of a [`super::keyspace::SharedKeyspace`], locked while `f` runs).
+    pub fn with_engine<R>(&mut self, f: impl FnOnce(&mut Engine) -> R) -> R {
+        self.keyspace.with(f)
+    }
+
+    /// Reads the engine (locked while `f` runs, when shared).
+    pub fn inspect<R>(&self, f: impl FnOnce(&Engine) -> R) -> R {
+        self.keyspace.read(f)
+    }
+
+    /// This server's index among those sharing its engine (0 with an engine of its own).
+    pub fn index(&self) -> usize {
+        self.keyspace.index()
     }
 
     /// The settings.
@@ -179,16 +245,26 @@ impl KvServer {
     /// ...): `epoll_wait` (which runs the stack), accept, read, execute, write; and active
     /// expiry every 100 ms. Returns the number of events handled.
     pub fn step<L: HostLink>(&mut self, ctx: &mut Context<L>, now_ms: i64) -> usize {
+        // With a shared engine, server 0 keeps the engine's clock and its active expiry.
+        let first = self.keyspace.index() == 0;
         if self.last_expire == i64::MIN {
-            self.engine.set_start(now_ms);
+            if first {
+                self.keyspace.with(|e| e.set_start(now_ms));
+            }
             self.last_expire = now_ms;
         }
         if now_ms - self.last_expire >= EXPIRE_PERIOD_MS {
             self.last_expire = now_ms;
-            self.engine.active_expire(now_ms);
+            if first {
+                self.keyspace.with(|e| e.active_expire(now_ms));
+            }
             self.close_idle(ctx, now_ms);
         }
-        self.engine.expire_blocked(now_ms);
+        // Timeouts are in milliseconds: once per millisecond sees them all.
+        if now_ms != self.last_blocked {
+            self.last_blocked = now_ms;
+            self.keyspace.with(|e| e.expire_blocked(now_ms));
+        }
         let n = match ctx.epoll_wait(self.ep, &mut self.events, 0) {
             Ok(n) => n,
             Err(_) => return 0,
@@ -220,7 +296,10 @@ impl KvServer {
     /// is left (serving one may publish to others).
     fn deliver<L: HostLink>(&mut self, ctx: &mut Context<L>, now_ms: i64) {
         for _ in 0..64 {
-            let dirty = self.engine.take_dirty();
+            if !self.keyspace.take_pending() {
+                return;
+            }
+            let dirty = self.keyspace.take_dirty();
             if dirty.is_empty() {
                 return;
             }
@@ -228,7 +307,7 @@ impl KvServer {
                 let Some(&fd) = self.ids.get(&id) else {
                     continue;
                 };
-                if self.engine.killed(id) {
+                if self.keyspace.with(|e| e.killed(id)) {
                     self.close(ctx, fd);
                 } else {
                     self.serve(ctx, fd, false, now_ms);
@@ -240,7 +319,11 @@ impl KvServer {
     fn accept<L: HostLink>(&mut self, ctx: &mut Context<L>, now_ms: i64) {
         while let Ok((fd, peer)) = ctx.accept(self.listener) {
             self.stats.accepted += 1;
-            if self.clients.len() >= self.engine.config().maxclients {
+            // Every server's connections count (they share the engine's `maxclients`).
+            let full = self
+                .keyspace
+                .with(|e| e.stats.connected >= e.config().maxclients as u64);
+            if full {
                 // Redis's acceptCommonHandler: one error line, best effort, then close.
                 self.stats.refused += 1;
                 let _ = ctx.write(fd, MAX_CLIENTS_REPLY);
@@ -264,14 +347,19 @@ impl KvServer {
                 self.stats.closed += 1;
                 continue;
             }
-            let conn = Connection::new(&mut self.engine, self.cfg.limits);
-            let id = conn.session().id;
             let local = ctx
                 .getsockname(fd)
                 .map(|a| a.to_string())
                 .unwrap_or_default();
-            self.engine
-                .set_peer_addr(id, peer.to_string(), local, fd as i64, now_ms);
+            let (limits, owner) = (self.cfg.limits, self.keyspace.index());
+            let conn = self.keyspace.with(|e| {
+                let conn = Connection::new(e, limits);
+                let id = conn.session().id;
+                e.set_peer_addr(id, peer.to_string(), local, fd as i64, now_ms);
+                e.set_owner(id, owner);
+                conn
+            });
+            let id = conn.session().id;
             self.ids.insert(id, fd);
             self.clients.insert(
                 fd,
@@ -290,6 +378,7 @@ impl KvServer {
     /// Reads (when `readable`), executes, writes, and updates the epoll interest of `fd`.
     fn serve<L: HostLink>(&mut self, ctx: &mut Context<L>, fd: Fd, readable: bool, now: i64) {
         let max_out = self.cfg.max_output;
+        let ks = &mut self.keyspace;
         let Some(c) = self.clients.get_mut(&fd) else {
             return;
         };
@@ -301,9 +390,13 @@ impl KvServer {
         if !failed && !c.conn.closing() {
             // Requests already buffered (held back by a full output).
             // `out` still holds the sent prefix: bound what is waiting, not the buffer.
-            let mut state = c
-                .conn
-                .run(&mut self.engine, now, &mut c.out, c.sent + max_out);
+            let stats = &mut self.stats;
+            let mut state = ks.with(|e| {
+                let b = counts(e);
+                let r = c.conn.run(e, now, &mut c.out, c.sent + max_out);
+                stats.count(e, b);
+                r
+            });
             while readable
                 && state == RunState::NeedInput
                 && !c.eof
@@ -316,12 +409,16 @@ impl KvServer {
                     Ok(k) => {
                         c.last_ms = now;
                         self.stats.bytes_in += k as u64;
-                        state = c.conn.feed(&mut self.engine, &self.buf[..k]);
-                        if state != RunState::Close {
-                            state = c
-                                .conn
-                                .run(&mut self.engine, now, &mut c.out, c.sent + max_out);
-                        }
+                        let (data, stats) = (&self.buf[..k], &mut self.stats);
+                        state = ks.with(|e| {
+                            let b = counts(e);
+                            let r = match c.conn.feed(e, data) {
+                                RunState::Close => RunState::Close,
+                                _ => c.conn.run(e, now, &mut c.out, c.sent + max_out),
+                            };
+                            stats.count(e, b);
+                            r
+                        });
                         if c.pending() >= max_out && flush(ctx, fd, c, &mut self.stats).is_err() {
                             failed = true;
                             break;
@@ -381,18 +478,18 @@ impl KvServer {
     /// Closes the clients idle for longer than Redis's `timeout` (CONFIG SET timeout), as
     /// Redis's clientsCronHandleTimeout: not those subscribed or blocked.
     fn close_idle<L: HostLink>(&mut self, ctx: &mut Context<L>, now_ms: i64) {
-        let t = self.engine.config().timeout_s;
-        if t == 0 {
-            return;
-        }
-        let idle: Vec<Fd> = self
-            .clients
-            .iter()
-            .filter(|(_, c)| {
-                now_ms - c.last_ms > t as i64 * 1000 && c.conn.may_time_out(&self.engine)
-            })
-            .map(|(&fd, _)| fd)
-            .collect();
+        let clients = &self.clients;
+        let idle: Vec<Fd> = self.keyspace.with(|e| {
+            let t = e.config().timeout_s;
+            if t == 0 {
+                return Vec::new();
+            }
+            clients
+                .iter()
+                .filter(|(_, c)| now_ms - c.last_ms > t as i64 * 1000 && c.conn.may_time_out(e))
+                .map(|(&fd, _)| fd)
+                .collect()
+        });
         for fd in idle {
             self.close(ctx, fd);
         }
@@ -403,7 +500,7 @@ impl KvServer {
         let _ = ctx.close(fd);
         if let Some(c) = self.clients.remove(&fd) {
             self.ids.remove(&c.conn.session().id);
-            c.conn.close(&mut self.engine);
+            self.keyspace.with(|e| c.conn.close(e));
             self.stats.closed += 1;
         }
     }

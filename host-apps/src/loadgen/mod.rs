@@ -52,6 +52,10 @@ pub struct LoadGenConfig {
     /// close` (RFC 9112 §9.6), as a client that closes after it does; the server may then
     /// end the connection after its response (and a proxy splice that last exchange).
     pub close_last: bool,
+    /// The number of this generator's first connection slot among all the generators of
+    /// a run (one per host context): slot numbers name the Redis keys and the payloads, so
+    /// generators that share a server's keyspace must not reuse them.
+    pub first_slot: usize,
 }
 
 impl LoadGenConfig {
@@ -69,6 +73,7 @@ impl LoadGenConfig {
             retry_ns: 10_000_000,
             offloads: false,
             close_last: false,
+            first_slot: 0,
         }
     }
 }
@@ -455,7 +460,7 @@ impl LoadGen {
         proto::request(
             &self.cfg.proto,
             self.cfg.size,
-            k,
+            self.cfg.first_slot + k,
             self.slots[k].txn,
             last,
             &mut self.req,
@@ -555,7 +560,8 @@ impl LoadGen {
             }
         }
         let s = &self.slots[k];
-        match proto::response(&self.cfg.proto, self.cfg.size, k, s.txn, &s.got) {
+        let slot = self.cfg.first_slot + k;
+        match proto::response(&self.cfg.proto, self.cfg.size, slot, s.txn, &s.got) {
             Ok(None) => {
                 if eof {
                     self.stats.errors.closed_early += 1;

@@ -287,8 +287,9 @@ const SYNTAX: &[u8] = b"syntax error";
 const OOM: &[u8] = b"-OOM command not allowed when used memory > 'maxmemory'.";
 const OUT_OF_RANGE_POSITIVE: &[u8] = b"value is out of range, must be positive";
 
-/// The keyspace and the commands over it. One engine serves all connections of a server
-/// (run to completion: one thread).
+/// The keyspace and the commands over it. One engine serves all connections of a server,
+/// or of several servers through `keyspace::SharedKeyspace`; either way commands run to
+/// completion, one at a time.
 #[derive(Debug)]
 pub struct Engine {
     cfg: EngineConfig,

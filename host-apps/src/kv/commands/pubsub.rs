@@ -44,6 +44,9 @@ pub struct Peer {
     pub(super) psub: usize,
     pub(super) multi: i64,
     pub(super) no_evict: bool,
+    /// The server (host context) that holds the connection and delivers its pushes, when
+    /// several share the engine ([`Engine::set_owner`]); 0 otherwise.
+    pub(super) owner: usize,
 }
 
 /// Channel and pattern subscriptions of all clients.
@@ -118,6 +121,37 @@ impl Engine {
         v.sort_unstable();
         v.dedup();
         v
+    }
+
+    /// [`Engine::take_dirty`] for the server `owner` of several that share the engine: the
+    /// clients it holds (and those already gone, which it skips); the others' stay for them.
+    pub fn take_dirty_of(&mut self, owner: usize) -> Vec<u64> {
+        let peers = &self.peers;
+        let mine = |id: &u64| peers.get(id).is_none_or(|p| p.owner == owner);
+        let mut v: Vec<u64> = self.dirty.iter().copied().filter(mine).collect();
+        if v.len() == self.dirty.len() {
+            self.dirty.clear();
+        } else {
+            self.dirty.retain(|id| !mine(id));
+        }
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    /// The servers that have clients in [`Engine::take_dirty`]'s list, as a bit mask (bit
+    /// `owner % 64`): those a server sharing the engine must wake after a command.
+    pub fn dirty_owners(&self) -> u64 {
+        self.dirty.iter().fold(0, |m, id| {
+            m | self.peers.get(id).map_or(0, |p| 1u64 << (p.owner % 64))
+        })
+    }
+
+    /// Notes that client `id` is held by server `owner` (see [`Engine::take_dirty_of`]).
+    pub fn set_owner(&mut self, id: u64, owner: usize) {
+        if let Some(p) = self.peers.get_mut(&id) {
+            p.owner = owner;
+        }
     }
 
     /// Whether client `id` is to be disconnected (output limit, CLIENT KILL).

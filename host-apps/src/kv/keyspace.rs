@@ -1,0 +1,151 @@
+//! Where a [`KvServer`](super::server::KvServer)'s engine lives: its own ([`Keyspace::Own`],
+//! one host context, no lock), or one engine shared by the servers of several host contexts
+//! ([`SharedKeyspace`]), so that a process with N NIC lcores serves one Redis keyspace from
+//! N host contexts, each holding the connections its queue received.
+//!
+//! Sharing keeps Redis's semantics: every command runs with the engine locked, and a
+//! connection's requests between two reads run under one lock, so MULTI/EXEC, WATCH and
+//! the blocking commands are as atomic as on one thread (Redis executes commands one at a
+//! time). What one server's command leaves for another's connections (a PUBLISH to a
+//! subscriber, the reply of a BLPOP that an LPUSH unblocked, CLIENT KILL) sits in the
+//! engine's outboxes; the engine knows which server holds each connection
+//! ([`Engine::set_owner`]), the command's server raises that server's *pending* flag and
+//! wakes its loop, and that server delivers ([`Engine::take_dirty_of`]). A server looks at
+//! the engine between commands only when its flag is up, so idle loops never take the lock.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+
+use super::Engine;
+
+/// Wakes one host context's loop (rings the doorbell it sleeps on).
+pub type Waker = Arc<dyn Fn() + Send + Sync>;
+
+/// One engine shared by the servers `0..n` of a process.
+///
+/// Invariant: a server's pending flag is raised after every command that left something in
+/// the outbox of one of its connections (or marked one to be closed), before the lock is
+/// released, so a server that finds its flag down has nothing to deliver.
+pub struct SharedKeyspace {
+    engine: Mutex<Engine>,
+    pending: Box<[AtomicBool]>,
+    wakers: Box<[OnceLock<Waker>]>,
+}
+
+impl SharedKeyspace {
+    /// `engine` shared by `servers` servers (at least one).
+    pub fn new(engine: Engine, servers: usize) -> Arc<Self> {
+        let n = servers.max(1);
+        Arc::new(SharedKeyspace {
+            engine: Mutex::new(engine),
+            pending: (0..n).map(|_| AtomicBool::new(false)).collect(),
+            wakers: (0..n).map(|_| OnceLock::new()).collect(),
+        })
+    }
+
+    /// How many servers share it.
+    pub fn servers(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Sets how server `k`'s loop is woken (once; later calls are ignored). Until it is
+    /// set, what others leave for `k` waits for `k`'s next iteration.
+    pub fn set_waker(&self, k: usize, wake: Waker) {
+        if let Some(w) = self.wakers.get(k) {
+            let _ = w.set(wake);
+        }
+    }
+
+    /// The engine, locked. A server that panicked while holding it left the engine as the
+    /// last command did; the others go on with it.
+    pub fn lock(&self) -> MutexGuard<'_, Engine> {
+        self.engine.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Takes server `k`'s pending flag.
+    fn take_pending(&self, k: usize) -> bool {
+        self.pending
+            .get(k)
+            .is_some_and(|p| p.swap(false, Ordering::AcqRel))
+    }
+
+    /// With the engine locked by server `me`: raises the flag of every server that has
+    /// clients in the engine's dirty list, and wakes those other than `me`.
+    fn notify(&self, engine: &Engine, me: usize) {
+        let mask = engine.dirty_owners();
+        if mask == 0 {
+            return;
+        }
+        for (k, p) in self.pending.iter().enumerate() {
+            if mask & (1u64 << (k % 64)) != 0 && !p.swap(true, Ordering::AcqRel) && k != me {
+                if let Some(w) = self.wakers[k].get() {
+                    w();
+                }
+            }
+        }
+    }
+}
+
+/// A server's engine: its own, or its share of a [`SharedKeyspace`] as server `k`.
+pub enum Keyspace {
+    /// The engine of one server.
+    Own(Box<Engine>),
+    /// Server `k` of a shared engine.
+    Shared(Arc<SharedKeyspace>, usize),
+}
+
+impl Keyspace {
+    /// Runs `f` on the engine (locked when shared; other servers that `f`'s commands left
+    /// something for are woken before the lock is released).
+    #[inline]
+    pub fn with<R>(&mut self, f: impl FnOnce(&mut Engine) -> R) -> R {
+        match self {
+            Keyspace::Own(e) => f(e),
+            Keyspace::Shared(s, k) => {
+                let mut e = s.lock();
+                let r = f(&mut e);
+                s.notify(&e, *k);
+                r
+            }
+        }
+    }
+
+    /// Runs `f` on the engine for reading (locked while it runs, when shared).
+    pub fn read<R>(&self, f: impl FnOnce(&Engine) -> R) -> R {
+        match self {
+            Keyspace::Own(e) => f(e),
+            Keyspace::Shared(s, _) => f(&s.lock()),
+        }
+    }
+
+    /// This server's index among those sharing the engine (0 for its own).
+    pub fn index(&self) -> usize {
+        match self {
+            Keyspace::Own(_) => 0,
+            Keyspace::Shared(_, k) => *k,
+        }
+    }
+
+    /// Whether a command (this server's or another's) may have left something for this
+    /// server since the last call (always true for an engine of its own, which
+    /// [`Engine::take_dirty`] answers cheaply).
+    pub fn take_pending(&self) -> bool {
+        match self {
+            Keyspace::Own(_) => true,
+            Keyspace::Shared(s, k) => s.take_pending(*k),
+        }
+    }
+
+    /// The clients of this server with pushes waiting or to be closed.
+    pub fn take_dirty(&mut self) -> Vec<u64> {
+        match self {
+            Keyspace::Own(e) => e.take_dirty(),
+            Keyspace::Shared(s, k) => {
+                let mut e = s.lock();
+                let v = e.take_dirty_of(*k);
+                s.notify(&e, *k);
+                v
+            }
+        }
+    }
+}
