@@ -2,8 +2,13 @@
 # Multi-core scaling over net_memif: `nicemu echo` (64-byte echoes) or `nicemu kv` (SET+GET)
 # with N server core pairs (N NIC lcores + N host lcores, one memif queue pair each) against
 # `nicemu loadgen` with N shared lcores (client queue i <-> server queue i), for each N.
+# PORT=af_packet runs the same over a veth pair instead: two network namespaces made (and
+# removed) by this script, server and load generator each on its veth end as net_af_packet
+# with qpairs=N (the kernel's packet fanout spreads flows over the queues; the lcores steer
+# the replies of the generator's connections to the context that opened them).
 #
 #   ci/scale-memif.sh [WORKS] [PAIRS] [SECONDS] [ROUNDS]     ("echo kv", "1 2 4", 5, 2)
+#   PORT=af_packet ci/scale-memif.sh "echo kv" "1 2 4 8"
 #
 # Cores: server NIC lcores on 0..N-1, server host lcores on N..2N-1, client lcores on
 # 2N..3N-1, so N pairs need 3N cores; where 3N exceeds the usable cores the server runs N
@@ -25,14 +30,40 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 read -r -a NICEMU <<< "${NICEMU:-$ROOT/target/release/nicemu}"
 EXTRA_EAL=${EXTRA_EAL:-}
 NCPU=$(nproc)
+PORT=${PORT:-memif}
 TMP=$(mktemp -d /tmp/nicemu-scale.XXXXXX)
 SRV_PID=
+NS_S=nicemu-scale-s-$$
+NS_C=nicemu-scale-c-$$
 cleanup() {
   [ -n "$SRV_PID" ] && kill -INT "$SRV_PID" 2>/dev/null && sleep 1
   [ -n "$SRV_PID" ] && kill -9 "$SRV_PID" 2>/dev/null || true
+  if [ "$PORT" = af_packet ]; then
+    ip netns del "$NS_S" 2>/dev/null || true
+    ip netns del "$NS_C" 2>/dev/null || true
+  fi
   rm -rf "$TMP" /var/run/dpdk/nicemu-scale-*
 }
 trap cleanup EXIT
+case "$PORT" in
+  memif) IN_S=() IN_C=() ;;
+  af_packet)
+    # Two namespaces joined by a veth pair (sv0 in the server's, cv0 in the client's): no
+    # kernel address on either end, IPv6 and transmit offloads off.
+    ip netns add "$NS_S"
+    ip netns add "$NS_C"
+    ip link add sv0 netns "$NS_S" type veth peer name cv0 netns "$NS_C"
+    for x in "$NS_S sv0" "$NS_C cv0"; do
+      set -- $x
+      ip netns exec "$1" sysctl -qw net.ipv6.conf.all.disable_ipv6=1
+      ip netns exec "$1" ethtool -K "$2" tx off >/dev/null 2>&1 || true
+      ip netns exec "$1" ip link set "$2" up
+      ip netns exec "$1" ip link set lo up
+    done
+    set --
+    IN_S=(ip netns exec "$NS_S") IN_C=(ip netns exec "$NS_C") ;;
+  *) echo "PORT: memif or af_packet, not $PORT" >&2; exit 2 ;;
+esac
 
 eal_list() { # extra EAL args as TOML list items
   local out="" a
@@ -45,6 +76,12 @@ config() {
   local role=$1 n=$2 layout=$3 f=$4 k lc="" ip mac prefix base
   if [ "$role" = server ]; then ip=10.98.0.1 mac=02:00:00:00:00:01; else ip=10.98.0.2 mac=02:00:00:00:00:02; fi
   prefix=nicemu-scale-$role
+  local vdev="net_memif0,role=$role,socket=$TMP/memif.sock,socket-abstract=no,id=0,mac=$mac"
+  local dev=net_memif0
+  if [ "$PORT" = af_packet ]; then
+    dev=net_af_packet0
+    if [ "$role" = server ]; then vdev="$dev,iface=sv0,qpairs=$n"; else vdev="$dev,iface=cv0,qpairs=$n"; fi
+  fi
   for ((k = 0; k < n; k++)); do
     if [ "$role" = client ]; then
       if [ "$layout" = pair ]; then base=$((2 * n)); else base=$n; fi
@@ -58,8 +95,8 @@ config() {
   if [ "$role" = server ] && [ "$layout" = pair ]; then
     for ((k = 0; k < n; k++)); do lc+="[[lcore]]\ncore = $((n + k))\nrole = \"host\"\n"; done
   fi
-  printf '[eal]\nargs = ["--no-huge", "--no-pci", "-m", "1024", "--file-prefix=%s", "--vdev=net_memif0,role=%s,socket=%s/memif.sock,socket-abstract=no,id=0,mac=%s"%s]\n[runtime]\nstats_interval_s = 0.0\npoll = "spin"\nmbufs = 65536\n[[port]]\nname = "p0"\ndriver = "dpdk"\ndevice = "net_memif0"\nipv4 = ["%s/24"]\nrss = "off"\n%b' \
-    "$prefix" "$role" "$TMP" "$mac" "$(eal_list)" "$ip" "$lc" > "$f"
+  printf '[eal]\nargs = ["--no-huge", "--no-pci", "-m", "1024", "--file-prefix=%s", "--vdev=%s"%s]\n[runtime]\nstats_interval_s = 0.0\npoll = "spin"\nmbufs = 65536\n[[port]]\nname = "p0"\ndriver = "dpdk"\ndevice = "%s"\nipv4 = ["%s/24"]\nrss = "off"\n%b' \
+    "$prefix" "$vdev" "$(eal_list)" "$dev" "$ip" "$lc" > "$f"
 }
 
 run_one() { # WORK N -> prints "txn/s layout"
@@ -71,11 +108,11 @@ run_one() { # WORK N -> prints "txn/s layout"
   if [ "$work" = echo ]; then port=7 proto=echo; else port=6379 proto=redis; fi
   local sargs=("$work" -c "$TMP/s.toml")
   [ "$work" = echo ] && sargs+=(--size 64)
-  "${NICEMU[@]}" "${sargs[@]}" > "$TMP/server.log" 2>&1 &
+  "${IN_S[@]}" "${NICEMU[@]}" "${sargs[@]}" > "$TMP/server.log" 2>&1 &
   SRV_PID=$!
   for _ in $(seq 200); do grep -q listening "$TMP/server.log" && break; sleep 0.1; done
   grep -q listening "$TMP/server.log" || { cat "$TMP/server.log" >&2; exit 1; }
-  "${NICEMU[@]}" loadgen -c "$TMP/c.toml" --server 10.98.0.1:$port --proto $proto --size 64 \
+  "${IN_C[@]}" "${NICEMU[@]}" loadgen -c "$TMP/c.toml" --server 10.98.0.1:$port --proto $proto --size 64 \
     --conns $((128 * n)) -d "$SECS" --connect-timeout-ms 10000 > "$TMP/lg.log" 2>&1 || {
     cat "$TMP/lg.log" >&2
   }
