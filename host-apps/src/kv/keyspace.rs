@@ -149,3 +149,115 @@ impl Keyspace {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicUsize;
+    use std::time::{Duration, Instant};
+
+    use super::*;
+    use crate::kv::resp::encode_request;
+    use crate::kv::{Connection, EngineConfig, ProtoLimits};
+
+    fn engine() -> Engine {
+        Engine::new(EngineConfig::default())
+    }
+
+    /// A command that leaves a push for another server's client raises and wakes that
+    /// server only, and the push is that server's to take.
+    #[test]
+    fn a_push_for_another_server_raises_and_wakes_only_that_one() {
+        let shared = SharedKeyspace::new(engine(), 3);
+        let rung: Vec<Arc<AtomicUsize>> = (0..3).map(|_| Arc::new(AtomicUsize::new(0))).collect();
+        for (k, r) in rung.iter().enumerate() {
+            let r = r.clone();
+            shared.set_waker(k, Arc::new(move || _ = r.fetch_add(1, Ordering::Relaxed)));
+        }
+        let mut ks: Vec<Keyspace> = (0..3)
+            .map(|k| Keyspace::Shared(shared.clone(), k))
+            .collect();
+        let (mut sub, mut publ) = ks[2].with(|e| {
+            let sub = Connection::new(e, ProtoLimits::default());
+            e.set_owner(sub.session().id, 2);
+            (sub, Connection::new(e, ProtoLimits::default()))
+        });
+        let mut out = Vec::new();
+        ks[2].with(|e| sub.input(e, &encode_request(&[&b"SUBSCRIBE"[..], b"c"]), 0, &mut out));
+        // Server 0 publishes: server 2 is raised and woken, servers 0 and 1 are not.
+        ks[0].with(|e| {
+            publ.input(
+                e,
+                &encode_request(&[&b"PUBLISH"[..], b"c", b"m"]),
+                0,
+                &mut out,
+            )
+        });
+        let counts: Vec<usize> = rung.iter().map(|r| r.load(Ordering::Relaxed)).collect();
+        assert_eq!(counts, [0, 0, 1]);
+        assert!(!ks[1].take_pending());
+        assert!(ks[2].take_pending());
+        assert!(!ks[2].take_pending(), "the flag is taken once");
+        assert_eq!(ks[1].take_dirty(), Vec::<u64>::new());
+        assert_eq!(ks[2].take_dirty(), vec![sub.session().id]);
+    }
+
+    /// Commands per second through `threads` threads, each with its own connection
+    /// pipelining SET and GET on keys of its own, 16 requests per lock: with one engine per
+    /// thread and with one engine shared by all (the lock and the engine's cache lines
+    /// moving between cores). A measurement, not a check:
+    /// `cargo test --release -p host-apps --lib kv::keyspace::tests::lock_cost -- --ignored --nocapture`
+    #[test]
+    #[ignore = "a measurement; run by hand (see the doc comment)"]
+    fn lock_cost() {
+        const BATCH: usize = 16;
+        let run = |threads: usize, shared: bool| -> f64 {
+            let one = SharedKeyspace::new(engine(), threads);
+            let stop = Arc::new(AtomicBool::new(false));
+            let hs: Vec<_> = (0..threads)
+                .map(|t| {
+                    let mut ks = if shared {
+                        Keyspace::Shared(one.clone(), t)
+                    } else {
+                        Keyspace::Own(Box::new(engine()))
+                    };
+                    let stop = stop.clone();
+                    std::thread::spawn(move || {
+                        let mut c = ks.with(|e| Connection::new(e, ProtoLimits::default()));
+                        let mut req = Vec::new();
+                        for i in 0..BATCH / 2 {
+                            let k = format!("t{t}:key:{i}");
+                            req.extend(encode_request(&[
+                                &b"SET"[..],
+                                k.as_bytes(),
+                                b"0123456789abcdef",
+                            ]));
+                            req.extend(encode_request(&[&b"GET"[..], k.as_bytes()]));
+                        }
+                        let (mut out, mut n) = (Vec::new(), 0u64);
+                        while !stop.load(Ordering::Relaxed) {
+                            out.clear();
+                            ks.with(|e| c.input(e, &req, 0, &mut out));
+                            n += BATCH as u64;
+                        }
+                        n
+                    })
+                })
+                .collect();
+            let t0 = Instant::now();
+            std::thread::sleep(Duration::from_secs(2));
+            stop.store(true, Ordering::Relaxed);
+            let n: u64 = hs.into_iter().map(|h| h.join().unwrap()).sum();
+            n as f64 / t0.elapsed().as_secs_f64()
+        };
+        for threads in [1, 2] {
+            let own = run(threads, false);
+            let shared = run(threads, true);
+            println!(
+                "threads {threads}: own engines {:.2} M commands/s, one shared engine {:.2} M/s ({:.2}x)",
+                own / 1e6,
+                shared / 1e6,
+                shared / own
+            );
+        }
+    }
+}
