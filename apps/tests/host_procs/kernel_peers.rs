@@ -103,6 +103,7 @@ fn procs_af_packet_two_queue_pairs_serve_every_outgoing_connection() {
         &prefix,
         Duration::from_secs(90),
     );
+    println!("{out}");
     assert_eq!(ok, Some(true), "{out}");
     assert_eq!(
         counter(&out, "loadgen: transactions", "transactions"),

@@ -18,6 +18,7 @@
 //! - [`keyspace`]: one engine shared by the servers of several host contexts.
 
 pub mod commands;
+pub mod idmap;
 pub mod keyspace;
 pub mod resp;
 pub mod server;

@@ -12,7 +12,7 @@
 //! default (accepted connections inherit them): key-value workloads with short connections
 //! are the case the offloads are for.
 
-use std::collections::HashMap;
+use super::idmap::IdMap;
 
 use hoststack::frame::HostLink;
 use hoststack::stack::{EpollEvent, EpollOp, SockOpt, EPOLLERR, EPOLLHUP, EPOLLIN, EPOLLOUT};
@@ -145,9 +145,9 @@ pub struct KvServer {
     ep: Fd,
     events: Vec<EpollEvent>,
     buf: Vec<u8>,
-    clients: HashMap<Fd, Client>,
+    clients: IdMap<Fd, Client>,
     /// Client id → descriptor, to deliver what the engine left in outboxes.
-    ids: HashMap<u64, Fd>,
+    ids: IdMap<u64, Fd>,
     keyspace: Keyspace,
     last_expire: i64,
     /// When blocked clients' timeouts were last checked (Unix ms; a shared engine is
@@ -192,8 +192,8 @@ impl KvServer {
             ep,
             events: vec![EpollEvent::default(); 512],
             buf: vec![0; cfg.read_chunk.max(1)],
-            clients: HashMap::new(),
-            ids: HashMap::new(),
+            clients: IdMap::default(),
+            ids: IdMap::default(),
             keyspace,
             last_expire: i64::MIN,
             last_blocked: i64::MIN,

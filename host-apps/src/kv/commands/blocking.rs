@@ -25,7 +25,7 @@ pub(super) struct Blocked {
 /// Waiting clients: by client and, first come first served, by (database, key).
 #[derive(Debug, Default)]
 pub(super) struct Waits {
-    clients: HashMap<u64, Blocked>,
+    clients: IdMap<u64, Blocked>,
     keys: HashMap<(usize, Vec<u8>), std::collections::VecDeque<u64>>,
     /// Waited keys that write commands touched, in order (Redis's ready_keys list).
     signaled: Vec<(usize, Vec<u8>)>,

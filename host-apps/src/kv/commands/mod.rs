@@ -38,6 +38,8 @@ mod zset_range;
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 
+use super::idmap::IdMap;
+
 pub use pubsub::Peer;
 
 use access::*;
@@ -305,7 +307,7 @@ pub struct Engine {
     /// CONFIG's parameters.
     params: Params,
     /// What the engine keeps of each open connection (outbox, CLIENT LIST's fields).
-    peers: HashMap<u64, Peer>,
+    peers: IdMap<u64, Peer>,
     /// Subscriptions.
     pubsub: PubSub,
     /// Clients with pushes waiting or to be closed (see [`Engine::take_dirty`]).
@@ -313,7 +315,7 @@ pub struct Engine {
     /// Clients waiting in blocking commands.
     waits: Waits,
     /// Calls per command (INFO commandstats), keyed by the command's table entry.
-    cmdstats: HashMap<usize, (String, CmdStat)>,
+    cmdstats: IdMap<usize, (String, CmdStat)>,
     /// Counters.
     pub stats: EngineStats,
 }
@@ -325,11 +327,11 @@ impl Engine {
         let params = Params::new(&cfg);
         Engine {
             params,
-            peers: HashMap::new(),
+            peers: IdMap::default(),
             pubsub: PubSub::default(),
             dirty: Vec::new(),
             waits: Waits::default(),
-            cmdstats: HashMap::new(),
+            cmdstats: IdMap::default(),
             dbs: (0..cfg.databases).map(|_| Store::new()).collect(),
             cfg,
             db: Store::new(),
