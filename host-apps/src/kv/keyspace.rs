@@ -201,6 +201,33 @@ mod tests {
         assert_eq!(ks[2].take_dirty(), vec![sub.session().id]);
     }
 
+    /// 200,000 SET and GET commands (16 per call, as `lock_cost` sends them) on one
+    /// engine, for an instruction count per command that the machine's noise does not move:
+    /// `valgrind --tool=callgrind <the host-apps test binary> kv::keyspace::tests::engine_commands --ignored`,
+    /// then the inclusive count of this function over 200,000.
+    #[test]
+    #[ignore = "a measurement; run by hand under callgrind (see the doc comment)"]
+    fn engine_commands() {
+        let mut e = engine();
+        let mut c = Connection::new(&mut e, ProtoLimits::default());
+        let mut req = Vec::new();
+        for i in 0..8 {
+            let k = format!("key:{i}");
+            req.extend(encode_request(&[
+                &b"SET"[..],
+                k.as_bytes(),
+                b"0123456789abcdef",
+            ]));
+            req.extend(encode_request(&[&b"GET"[..], k.as_bytes()]));
+        }
+        let mut out = Vec::new();
+        for _ in 0..200_000 / 16 {
+            out.clear();
+            c.input(&mut e, &req, 0, &mut out);
+        }
+        assert_eq!(e.stats.commands, 200_000);
+    }
+
     /// Commands per second through `threads` threads, each with its own connection
     /// pipelining SET and GET on keys of its own, 16 requests per lock: with one engine per
     /// thread and with one engine shared by all (the lock and the engine's cache lines

@@ -143,6 +143,7 @@ impl Connection {
             match self.parser.next_request() {
                 Ok(Some(argv)) => {
                     let flow = engine.execute(&mut self.session, &argv, now_ms, out);
+                    self.parser.recycle(argv);
                     if flow == Flow::Close || engine.killed(id) {
                         self.closing = true;
                         return RunState::Close;

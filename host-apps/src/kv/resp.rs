@@ -142,7 +142,16 @@ pub struct Parser {
     args: Args,
     args_bytes: usize,
     failed: Option<ProtoError>,
+    /// Emptied argument buffers of executed requests ([`Parser::recycle`]), reused for the
+    /// next arguments instead of allocating: at most [`SPARE_ARGS`], each of at most
+    /// [`SPARE_ARG_CAPACITY`] bytes, so an idle connection holds little.
+    spare: Vec<Vec<u8>>,
 }
+
+/// Argument buffers a parser keeps for reuse.
+const SPARE_ARGS: usize = 8;
+/// The largest argument buffer a parser keeps for reuse.
+const SPARE_ARG_CAPACITY: usize = 256;
 
 impl Parser {
     /// A parser with limits `limits`.
@@ -158,6 +167,22 @@ impl Parser {
             args: Vec::new(),
             args_bytes: 0,
             failed: None,
+            spare: Vec::new(),
+        }
+    }
+
+    /// Takes back the arguments of a request [`Parser::next_request`] returned, once it
+    /// was executed, so that the next requests' arguments reuse their buffers (a request's
+    /// arguments were each an allocation and a free).
+    pub fn recycle(&mut self, mut argv: Args) {
+        for mut a in argv.drain(..) {
+            if self.spare.len() < SPARE_ARGS && a.capacity() <= SPARE_ARG_CAPACITY {
+                a.clear();
+                self.spare.push(a);
+            }
+        }
+        if self.args.capacity() == 0 {
+            self.args = argv;
         }
     }
 
@@ -355,7 +380,14 @@ impl Parser {
             if self.buf.len() - self.pos < len.saturating_add(2) {
                 return Ok(false);
             }
-            let a = self.buf[self.pos..self.pos + len].to_vec();
+            let bytes = &self.buf[self.pos..self.pos + len];
+            let a = match self.spare.pop() {
+                Some(mut a) => {
+                    a.extend_from_slice(bytes);
+                    a
+                }
+                None => bytes.to_vec(),
+            };
             self.advance(self.pos + len + 2);
             self.push_arg(a);
             self.bulklen = None;

@@ -166,10 +166,15 @@ impl Store {
         due
     }
 
-    /// The live entry of `key` (lazy expiry first).
+    /// The live entry of `key` (lazy expiry first), found with one lookup.
     pub fn get(&mut self, key: &[u8], now: i64) -> Option<&Entry> {
-        self.expire_if_needed(key, now);
-        self.entry(key)
+        let i = *self.index.get(key)?;
+        if self.slots[i].1.expire_at.is_some_and(|t| t <= now) {
+            self.remove(key);
+            self.expired_keys += 1;
+            return None;
+        }
+        Some(&self.slots[i].1)
     }
 
     /// Whether `key` is live.

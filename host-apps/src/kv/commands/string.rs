@@ -4,11 +4,11 @@
 use super::*;
 
 pub(super) fn get(e: &mut Engine, a: &[Vec<u8>], now: i64, out: &mut Vec<u8>) {
-    if let Ok(v) = e.get_str(&a[1], now, out) {
-        match v {
-            Some(v) => resp::bulk(out, &v),
-            None => resp::null(out),
-        }
+    // The value is written straight from the keyspace (no copy of it first).
+    match e.read::<Vec<u8>>(&a[1], now, out) {
+        Ok(Some(v)) => resp::bulk(out, v),
+        Ok(None) => resp::null(out),
+        Err(()) => {}
     }
 }
 

@@ -2,7 +2,6 @@
 //! included), flags and key positions of each command, as Redis 7.0's `COMMAND INFO`
 //! reports them.
 
-use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use super::*;
@@ -135,7 +134,8 @@ static OBJECT_SUBS: [Cmd; 2] = [
 
 /// The top-level command named `name` (any case), through a hash index built on first use.
 pub(super) fn find_command(name: &[u8]) -> Option<&'static Cmd> {
-    static INDEX: OnceLock<HashMap<&'static [u8], usize>> = OnceLock::new();
+    // The table is fixed, so a client cannot aim names at its buckets: no SipHash needed.
+    static INDEX: OnceLock<crate::kv::idmap::IdMap<&'static [u8], usize>> = OnceLock::new();
     let index = INDEX.get_or_init(|| {
         COMMANDS
             .iter()
