@@ -559,14 +559,34 @@ pub fn error_fmt(out: &mut Vec<u8>, msg: &[u8]) {
 /// `:<n>\r\n`: an integer.
 pub fn int(out: &mut Vec<u8>, n: i64) {
     out.push(b':');
-    out.extend_from_slice(n.to_string().as_bytes());
+    decimal(out, n);
     out.extend_from_slice(b"\r\n");
+}
+
+/// Appends `n` in decimal (what `n.to_string()` writes, without its allocation: replies
+/// carry a length or a count each).
+pub fn decimal(out: &mut Vec<u8>, n: i64) {
+    if n < 0 {
+        out.push(b'-');
+    }
+    let mut v = n.unsigned_abs();
+    let mut d = [0u8; 20];
+    let mut i = d.len();
+    loop {
+        i -= 1;
+        d[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&d[i..]);
 }
 
 /// `$<len>\r\n<bytes>\r\n`: a bulk string.
 pub fn bulk(out: &mut Vec<u8>, b: &[u8]) {
     out.push(b'$');
-    out.extend_from_slice(b.len().to_string().as_bytes());
+    decimal(out, b.len() as i64);
     out.extend_from_slice(b"\r\n");
     out.extend_from_slice(b);
     out.extend_from_slice(b"\r\n");
@@ -580,7 +600,7 @@ pub fn null(out: &mut Vec<u8>) {
 /// `*<n>\r\n`: the header of an array of `n` elements.
 pub fn array_len(out: &mut Vec<u8>, n: usize) {
     out.push(b'*');
-    out.extend_from_slice(n.to_string().as_bytes());
+    decimal(out, n as i64);
     out.extend_from_slice(b"\r\n");
 }
 
@@ -648,6 +668,28 @@ pub fn reply_len(buf: &[u8]) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn decimal_writes_what_to_string_does() {
+        for n in [
+            0,
+            1,
+            -1,
+            9,
+            10,
+            99,
+            100,
+            12345,
+            -98765,
+            i64::MAX,
+            i64::MIN,
+            i64::MIN + 1,
+        ] {
+            let mut out = b"x".to_vec();
+            decimal(&mut out, n);
+            assert_eq!(&out[1..], n.to_string().as_bytes(), "{n}");
+        }
+    }
 
     fn all(p: &mut Parser) -> Result<Vec<Args>, ProtoError> {
         let mut v = Vec::new();
