@@ -297,6 +297,31 @@ fn kv_server_closes_after_a_protocol_error() {
     assert_eq!(server.inspect(|e| e.stats.protocol_errors), 1);
 }
 
+/// CONFIG RESETSTAT in the middle of a pipelined batch restarts INFO's counters, while the
+/// server's own count of its connections' commands goes on (it counts by difference: a
+/// counter that went back to zero under it used to underflow).
+#[test]
+fn kv_server_counts_its_commands_across_a_resetstat() {
+    let mut p = pair();
+    let mut server = KvServer::new(&mut p.a.host, KvConfig::default()).unwrap();
+    let mut req = Vec::new();
+    for _ in 0..3 {
+        req.extend(cmd(&[b"INCR", b"n"]));
+    }
+    req.extend(cmd(&[b"GET"]));
+    req.extend(cmd(&[b"CONFIG", b"RESETSTAT"]));
+    req.extend(cmd(&[b"INCR", b"n"]));
+    req.extend(cmd(&[b"QUIT"]));
+    let mut c = Client::open(&mut p, req);
+    assert!(serve_until_eof(&mut p, &mut server, &mut c));
+    assert_eq!(c.replies(), 7, "{:?}", String::from_utf8_lossy(&c.got));
+    assert_eq!(server.stats.commands, 7, "{:?}", server.stats);
+    assert_eq!(server.stats.error_replies, 1, "{:?}", server.stats);
+    // INFO's counters restarted at RESETSTAT: it, the INCR and the QUIT.
+    assert_eq!(server.inspect(|e| e.stats.commands), 3);
+    assert_eq!(server.inspect(|e| e.stats.errors), 0);
+}
+
 /// Steps the server and `c` until the server closes `c`'s connection.
 fn serve_until_eof(p: &mut Pair, server: &mut KvServer, c: &mut Client) -> bool {
     p.run_until(2_000_000, 20_000, |p| {

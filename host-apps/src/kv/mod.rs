@@ -154,6 +154,7 @@ impl Connection {
                     engine.stats.protocol_errors += 1;
                     if let Some(r) = e.reply() {
                         engine.stats.errors += 1;
+                        engine.stats.errors_total += 1;
                         *engine.stats.errors_by_kind.entry("ERR".into()).or_default() += 1;
                         out.extend_from_slice(&r);
                     }

@@ -103,14 +103,14 @@ impl KvStats {
 
     /// Adds what `e` counted since `before` (its commands and errors then).
     fn count(&mut self, e: &Engine, before: (u64, u64)) {
-        self.commands += e.stats.commands - before.0;
-        self.error_replies += e.stats.errors - before.1;
+        self.commands += e.stats.commands_total - before.0;
+        self.error_replies += e.stats.errors_total - before.1;
     }
 }
 
 /// The engine's command and error counts now (for [`KvStats::count`]).
 fn counts(e: &Engine) -> (u64, u64) {
-    (e.stats.commands, e.stats.errors)
+    (e.stats.commands_total, e.stats.errors_total)
 }
 
 struct Client {

@@ -251,6 +251,11 @@ pub struct EngineStats {
     pub protocol_errors: u64,
     /// Subscribers disconnected past `client-output-buffer-limit pubsub`.
     pub output_limit_disconnects: u64,
+    /// `commands` since the engine started: CONFIG RESETSTAT leaves it (what a server
+    /// sharing the engine counts as its own by difference).
+    pub commands_total: u64,
+    /// `errors` since the engine started: CONFIG RESETSTAT leaves it.
+    pub errors_total: u64,
 }
 
 /// The command of `table` named `name` (any case): a hash lookup in the top-level table
@@ -443,6 +448,7 @@ impl Engine {
         let start = out.len();
         let flow = self.dispatch(sess, argv, now_ms, out);
         self.stats.commands += 1;
+        self.stats.commands_total += 1;
         self.after_command(sess, argv, now_ms, out, start);
         // As Redis's handleClientsBlockedOnKeys: after a whole command, EXEC included, not
         // between the commands of a transaction.
@@ -451,6 +457,7 @@ impl Engine {
         }
         if out.get(start) == Some(&b'-') {
             self.stats.errors += 1;
+            self.stats.errors_total += 1;
             let rest = &out[start + 1..];
             let code = rest
                 .iter()
