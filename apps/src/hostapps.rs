@@ -353,7 +353,10 @@ mod with_dpdk {
             &cfg,
             &spec(&a.common, interval, None, Some(ready))?,
             stop,
-            move |_, hc| conn_limits(hc, max_conns, max_conns),
+            move |_, hc| {
+                conn_limits(hc, max_conns, max_conns);
+                crate::procs::exclude_listening(hc, &[port]);
+            },
             move |_, ctx| {
                 EchoServer::with_offloads(ctx, port, off)
                     .map(|server| EchoApp { server })
@@ -755,6 +758,7 @@ mod with_dpdk {
         // Several host contexts serve one keyspace (each holds the connections its queue
         // received; see `apps::kv::keyspace`).
         let hosts = cfg.nic_lcores().len().max(1);
+        let kv_port = a.port;
         let shared = (hosts > 1)
             .then(|| SharedKeyspace::new(Engine::new(KvServer::engine_config(&kc)), hosts));
         // Printed once the port is up and the listener bound.
@@ -778,7 +782,7 @@ mod with_dpdk {
             &cfg,
             &spec(&a.common, interval, None, Some(ready))?,
             stop,
-            |_, _| {},
+            move |_, hc| crate::procs::exclude_listening(hc, &[kv_port]),
             move |k, ctx| {
                 let keyspace = match &shared {
                     Some(s) => Keyspace::Shared(s.clone(), k),

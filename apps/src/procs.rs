@@ -268,6 +268,59 @@ pub fn idle_summary(
 }
 
 /// Seconds from the command line: none, 0 (none) or a positive number.
+/// The largest part of the ephemeral port range `range` (inclusive) that holds none of
+/// `listening`, the server's listening ports; `range` itself when none is inside it.
+///
+/// A server's outgoing connections must not take its own listening port, and with several
+/// lcores on a `net_af_packet` port every frame to a port of the range goes to the context
+/// of that port's residue (`dataplane::steer`), which would take an accepted connection's
+/// segments away from the context that holds it (answered with RSTs).
+pub fn ephemeral_without(range: (u16, u16), listening: &[u16]) -> (u16, u16) {
+    let mut parts = vec![range];
+    for &p in listening {
+        parts = parts
+            .into_iter()
+            .flat_map(|(lo, hi)| {
+                if p < lo || p > hi {
+                    vec![(lo, hi)]
+                } else {
+                    let mut v = Vec::new();
+                    if p > lo {
+                        v.push((lo, p - 1));
+                    }
+                    if p < hi {
+                        v.push((p + 1, hi));
+                    }
+                    v
+                }
+            })
+            .collect();
+    }
+    // The largest part (the lowest of equals); the whole range only when nothing is left.
+    parts
+        .into_iter()
+        .rev()
+        .max_by_key(|&(lo, hi)| hi - lo)
+        .unwrap_or(range)
+}
+
+/// Applies [`ephemeral_without`] to a context's settings, and says so (once per process)
+/// when the range shrank.
+pub fn exclude_listening(hc: &mut hoststack::HostConfig, listening: &[u16]) {
+    let r = ephemeral_without(hc.ephemeral, listening);
+    if r != hc.ephemeral {
+        static SAID: std::sync::Once = std::sync::Once::new();
+        let before = hc.ephemeral;
+        SAID.call_once(|| {
+            println!(
+                "nicemu: ephemeral ports {}-{} (not {}-{}: the listening port {listening:?} is inside it)",
+                r.0, r.1, before.0, before.1
+            )
+        });
+        hc.ephemeral = r;
+    }
+}
+
 pub fn secs(v: Option<f64>, what: &str) -> Result<Option<std::time::Duration>, String> {
     match v {
         None => Ok(None),
@@ -793,5 +846,27 @@ mod dpdk_run {
             tsc_hz,
             poll,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ephemeral_without;
+
+    #[test]
+    fn the_listening_ports_leave_the_ephemeral_range() {
+        let r = (32768, 60999);
+        // Outside: the range as it is.
+        assert_eq!(ephemeral_without(r, &[80, 6379]), r);
+        // Inside: the larger side.
+        assert_eq!(ephemeral_without(r, &[50000]), (32768, 49999));
+        assert_eq!(ephemeral_without(r, &[40000]), (40001, 60999));
+        // At the ends, and several.
+        assert_eq!(ephemeral_without(r, &[32768]), (32769, 60999));
+        assert_eq!(ephemeral_without(r, &[60999]), (32768, 60998));
+        assert_eq!(ephemeral_without(r, &[40000, 50000]), (50001, 60999));
+        // Nothing left: the range unchanged (the caller has nothing better).
+        assert_eq!(ephemeral_without((5, 5), &[5]), (5, 5));
+        assert_eq!(ephemeral_without((5, 6), &[5]), (6, 6));
     }
 }

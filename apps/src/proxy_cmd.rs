@@ -158,11 +158,12 @@ fn run_dpdk(
         ready: Some(ready),
     };
     let mut printer = crate::topo::IntervalPrinter::new();
+    let listen_port = pcfg.listen;
     let out = crate::procs::run(
         cfg,
         &spec,
         stop,
-        |_, _| {},
+        move |_, hc| crate::procs::exclude_listening(hc, &[listen_port]),
         move |_, ctx| {
             Proxy::new(ctx, pcfg.clone())
                 .map_err(|e| format!("cannot listen on the proxy port: {e}"))

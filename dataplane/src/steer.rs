@@ -17,11 +17,11 @@
 //!   queue had received it (its offloads see it, then its host).
 //!
 //! Connections the host accepted are left where the device put them: their local port is a
-//! listening port, outside the ephemeral range. A listener on a port inside the range has
-//! its connections steered by that port's residue, so one context serves them all, and with
-//! the SYN-cookie offload on they break (the lcore that checks the cookie hands the
-//! connection to its own context): keep listeners below the ephemeral range (32768 by
-//! default, as Linux's `ip_local_port_range`).
+//! listening port, outside the ephemeral range. A listener on a port inside the range would
+//! have its connections steered by that port's residue, away from the context that accepted
+//! them (answered with RSTs), so nicemu's servers (`echo`, `kv`, `proxy`) take their
+//! listening port out of their contexts' range (the larger part on either side of it); a
+//! program on the C API that listens inside the range must narrow the range itself.
 
 use std::sync::Arc;
 
