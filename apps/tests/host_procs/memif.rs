@@ -79,7 +79,7 @@ fn procs_memif_two_queue_pairs() {
 
 /// `nicemu kv` and `nicemu loadgen --proto redis` over one memif port with two queue pairs
 /// and two `shared` lcores on each side: the server's two host contexts serve one keyspace,
-/// every transaction (a SET and the GET that checks it) succeeds, and both server contexts
+/// every transaction (SETs, each checked by the GET after it) succeeds, and both server contexts
 /// carry load. (Before, `nicemu kv` refused more than one NIC lcore.)
 #[test]
 fn procs_memif_two_queue_pairs_kv() {
