@@ -359,14 +359,10 @@ fn procs_loadgen_client_addresses() {
 #[test]
 fn procs_kv_two_queue_pairs_share_one_keyspace() {
     let (net, _tmp, prefix, cfg) = two_queue_pairs("q2k", "afq2k");
-    let mut kv = NicemuProc::spawn(&["kv", "-c", &cfg, "--no-pin", "--port", "50000"], &prefix);
-    assert!(
-        wait_for(Duration::from_secs(20), || kv
-            .stdout()
-            .contains("one keyspace over 2 host contexts")
-            || kv.exited().is_some()),
-        "kv did not start: {}",
-        kv.describe()
+    let mut kv = start_server(
+        &["kv", "-c", &cfg, "--no-pin", "--port", "50000"],
+        &prefix,
+        "one keyspace over 2 host contexts",
     );
     let client = r#"
 import socket, sys, time

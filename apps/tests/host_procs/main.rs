@@ -219,17 +219,21 @@ fn memif_pair(
 
 /// Starts `nicemu echo ARGS` (DPDK file prefix `prefix`) and waits until it listens.
 fn start_echo(args: &[&str], prefix: &str) -> NicemuProc {
-    let mut echo = NicemuProc::spawn(args, prefix);
+    start_server(args, prefix, "nicemu echo: listening")
+}
+
+/// Starts `nicemu ARGS` (DPDK file prefix `prefix`) and waits until its output shows
+/// `ready`; fails the test if it exits first or takes more than 20 s.
+fn start_server(args: &[&str], prefix: &str, ready: &str) -> NicemuProc {
+    let mut p = NicemuProc::spawn(args, prefix);
     assert!(
-        wait_for(Duration::from_secs(20), || echo
-            .stdout()
-            .contains("nicemu echo: listening")
-            || echo.exited().is_some()),
+        wait_for(Duration::from_secs(20), || p.stdout().contains(ready)
+            || p.exited().is_some()),
         "{}",
-        echo.describe()
+        p.describe()
     );
-    assert!(echo.exited().is_none(), "{}", echo.describe());
-    echo
+    assert!(p.exited().is_none(), "{}", p.describe());
+    p
 }
 
 /// A namespace `tag` with a python echo server on PEER_IP:7, and a nicemu configuration

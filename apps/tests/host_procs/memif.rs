@@ -84,17 +84,10 @@ fn procs_memif_two_queue_pairs() {
 #[test]
 fn procs_memif_two_queue_pairs_kv() {
     let pair = two_queue_pairs("qk");
-    let mut kv = NicemuProc::spawn(
+    let mut kv = start_server(
         &["kv", "-c", &pair.echo_cfg, "--port", "6379", "-d", "120"],
         &pair.echo_prefix,
-    );
-    assert!(
-        wait_for(Duration::from_secs(20), || kv
-            .stdout()
-            .contains("one keyspace over 2 host contexts")
-            || kv.exited().is_some()),
-        "{}",
-        kv.describe()
+        "one keyspace over 2 host contexts",
     );
     let count = "2000";
     let (ok, lg) = run_nicemu(
