@@ -311,10 +311,19 @@ pub fn exclude_listening(hc: &mut hoststack::HostConfig, listening: &[u16]) {
     if r != hc.ephemeral {
         static SAID: std::sync::Once = std::sync::Once::new();
         let before = hc.ephemeral;
+        let inside: Vec<String> = listening
+            .iter()
+            .filter(|&&p| (before.0..=before.1).contains(&p))
+            .map(|p| p.to_string())
+            .collect();
         SAID.call_once(|| {
             println!(
-                "nicemu: ephemeral ports {}-{} (not {}-{}: the listening port {listening:?} is inside it)",
-                r.0, r.1, before.0, before.1
+                "nicemu: ephemeral ports {}-{} (not {}-{}: listening port {} is inside it)",
+                r.0,
+                r.1,
+                before.0,
+                before.1,
+                inside.join(", ")
             )
         });
         hc.ephemeral = r;

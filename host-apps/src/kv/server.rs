@@ -202,13 +202,8 @@ impl KvServer {
         })
     }
 
-    /// Runs `f` on the engine (keyspace, command and error counters; shared by every
-    /// server of a [`super::keyspace::SharedKeyspace`], locked while `f` runs).
-    pub fn with_engine<R>(&mut self, f: impl FnOnce(&mut Engine) -> R) -> R {
-        self.keyspace.with(f)
-    }
-
-    /// Reads the engine (locked while `f` runs, when shared).
+    /// Reads the engine: keyspace, command and error counters (shared by every server of a
+    /// [`super::keyspace::SharedKeyspace`], and then locked while `f` runs).
     pub fn inspect<R>(&self, f: impl FnOnce(&Engine) -> R) -> R {
         self.keyspace.read(f)
     }
