@@ -689,8 +689,6 @@ mod with_dpdk {
     #[derive(Clone, Default)]
     struct KvSnap {
         stats: KvStats,
-        commands: u64,
-        errors: u64,
         connected: usize,
     }
 
@@ -708,8 +706,6 @@ mod with_dpdk {
         fn stats(&self, _: &HostCtx) -> KvSnap {
             KvSnap {
                 stats: self.server.stats.clone(),
-                commands: self.server.stats.commands,
-                errors: self.server.stats.error_replies,
                 connected: self.server.connections(),
             }
         }
@@ -800,9 +796,9 @@ mod with_dpdk {
                     println!(
                         "[{:7.1} s] kv: commands {} connected {} errors {} open {}",
                         t.as_secs_f64(),
-                        h.app.commands,
+                        h.app.stats.commands,
                         h.app.connected,
-                        h.app.errors,
+                        h.app.stats.error_replies,
                         h.conns
                     );
                 }

@@ -43,11 +43,6 @@ impl SharedKeyspace {
         })
     }
 
-    /// How many servers share it.
-    pub fn servers(&self) -> usize {
-        self.pending.len()
-    }
-
     /// Sets how server `k`'s loop is woken (once; later calls are ignored). Until it is
     /// set, what others leave for `k` waits for `k`'s next iteration.
     pub fn set_waker(&self, k: usize, wake: Waker) {
