@@ -130,6 +130,14 @@ pub struct Dir {
     tcp_delta: u64,
     ack_delta: u64,
     ts_delta: u64,
+    /// The four deltas in the machine's byte order (`to_be`: swapped on a little-endian
+    /// machine), for sums over words read as the machine reads them (RFC 1071 §2(B): the
+    /// one's-complement sum does not depend on byte order; a swap is a multiplication by
+    /// 256 modulo 0xffff, so swapped terms give the swapped sum).
+    ip_delta_ne: u16,
+    tcp_delta_ne: u16,
+    ack_delta_ne: u16,
+    ts_delta_ne: u16,
     /// `out_src_ip` and `out_dst_ip` as they lie in the IPv4 header (one 8-byte store).
     out_ips: [u8; 8],
     /// `out_src_port` and `out_dst_port` as they lie in the TCP header (one 4-byte store).
@@ -202,6 +210,10 @@ impl Dir {
             tcp_delta: u64::from(fold(tcp_delta)),
             ack_delta: u64::from(fold(sum16(ack_add))),
             ts_delta: u64::from(fold(sum16(tsval_add) + sum16(tsecr_add))),
+            ip_delta_ne: fold(ip_delta).to_be(),
+            tcp_delta_ne: fold(tcp_delta).to_be(),
+            ack_delta_ne: fold(sum16(ack_add)).to_be(),
+            ts_delta_ne: fold(sum16(tsval_add) + sum16(tsecr_add)).to_be(),
             out_ips: (u64::from(ip_u32(o.local_ip)) << 32 | u64::from(ip_u32(o.remote_ip)))
                 .to_be_bytes(),
             out_ports: (u32::from(o.local_port) << 16 | u32::from(o.remote_port)).to_be_bytes(),
@@ -222,7 +234,7 @@ impl Dir {
     /// 65535)` (RFC 7323 §2.3); a SYN's window is never scaled (§2.2).
     #[inline]
     pub fn window(&self, w: u16, syn: bool) -> u16 {
-        if syn {
+        if syn || self.in_wscale == self.out_wscale {
             return w;
         }
         let bytes = u64::from(w) << self.in_wscale;
@@ -753,41 +765,64 @@ pub fn translate_established(frame: &mut [u8], d: &Dir) -> Option<Translated> {
         |h: &mut [u8; HEAD], i: usize, v: u16| h[i..i + 2].copy_from_slice(&v.to_be_bytes());
     let put32 =
         |h: &mut [u8; HEAD], i: usize, v: u32| h[i..i + 4].copy_from_slice(&v.to_be_bytes());
+    // The checksums are summed over words as the machine reads them (byte-swapped on a
+    // little-endian one), with the deltas in the same order (`Dir::ip_delta_ne`): no swap
+    // of the checksum fields or of their sums. A wrapped 32-bit addition's correction,
+    // -1 (0xfffe), is `0xfffe.to_be()` in that order.
+    let ne16 = |h: &[u8; HEAD], i: usize| u16::from_ne_bytes([h[i], h[i + 1]]);
+    let put_ne16 =
+        |h: &mut [u8; HEAD], i: usize, v: u16| h[i..i + 2].copy_from_slice(&v.to_ne_bytes());
+    let ne = u64::from;
+    let wrapped_ne = |c: u64| {
+        if c != 0 {
+            u64::from(0xfffe_u16.to_be())
+        } else {
+            0
+        }
+    };
     let total = usize::from(be16(h, IP + ipf::LENGTH.start));
     h[0..6].copy_from_slice(&d.dst_mac);
     h[6..12].copy_from_slice(&d.src_mac);
     // Source and destination address are adjacent (RFC 791 §3.1).
     h[IP + ipf::SRC_ADDR.start..IP + ipf::DST_ADDR.end].copy_from_slice(&d.out_ips);
-    let ip_csum = !fold_small(u64::from(!be16(h, IP + ipf::CHECKSUM.start)) + d.ip_delta);
-    put16(h, IP + ipf::CHECKSUM.start, ip_csum);
+    let ip_csum = !fold_small(u64::from(!ne16(h, IP + ipf::CHECKSUM.start)) + ne(d.ip_delta_ne));
+    put_ne16(h, IP + ipf::CHECKSUM.start, ip_csum);
 
     let flags = TcpFlags(h[TCP + tcpf::FLAGS]);
     h[TCP + tcpf::SRC_PORT.start..TCP + tcpf::DST_PORT.end].copy_from_slice(&d.out_ports);
     let seq_in = be32(h, TCP + tcpf::SEQ_NUM.start);
     let (seq_out, c_seq) = add_wrap(seq_in, d.seq_add);
     put32(h, TCP + tcpf::SEQ_NUM.start, seq_out);
-    let mut acc = d.tcp_delta + c_seq;
+    let mut acc = ne(d.tcp_delta_ne) + wrapped_ne(c_seq);
     let ack_in = be32(h, TCP + tcpf::ACK_NUM.start);
     let mut ack_out = ack_in;
     if flags.has(TcpFlags::ACK) {
         let (v, c) = add_wrap(ack_in, d.ack_add);
-        acc += d.ack_delta + c;
+        acc += ne(d.ack_delta_ne) + wrapped_ne(c);
         ack_out = v;
         put32(h, TCP + tcpf::ACK_NUM.start, v);
     }
-    let w = be16(h, TCP + tcpf::WIN_SIZE.start);
-    let w2 = d.window(w, flags.has(TcpFlags::SYN));
-    acc += delta16(w, w2);
-    put16(h, TCP + tcpf::WIN_SIZE.start, w2);
+    // The window changes only between different scales. With the same shift on both sides
+    // (the common case) it stays, and its checksum change is `delta16(w, w)`, 0xffff (a
+    // one's-complement zero, added as `translate_general` adds it, so that both give the
+    // same checksum bits).
+    if d.in_wscale != d.out_wscale {
+        let w = be16(h, TCP + tcpf::WIN_SIZE.start);
+        let w2 = d.window(w, flags.has(TcpFlags::SYN));
+        acc += delta16(w.to_be(), w2.to_be());
+        put16(h, TCP + tcpf::WIN_SIZE.start, w2);
+    } else {
+        acc += 0xffff;
+    }
     // TSval and TSecr, word-aligned after the two NOPs.
     const TSVAL: usize = TCP + tcpf::OPTIONS + 4;
     let (tsval, c1) = add_wrap(be32(h, TSVAL), d.tsval_add);
     let (tsecr, c2) = add_wrap(be32(h, TSVAL + 4), d.tsecr_add);
-    acc += d.ts_delta + c1 + c2;
+    acc += ne(d.ts_delta_ne) + wrapped_ne(c1) + wrapped_ne(c2);
     put32(h, TSVAL, tsval);
     put32(h, TSVAL + 4, tsecr);
-    let tcp_csum = !fold_small(u64::from(!be16(h, TCP + tcpf::CHECKSUM.start)) + acc);
-    put16(h, TCP + tcpf::CHECKSUM.start, tcp_csum);
+    let tcp_csum = !fold_small(u64::from(!ne16(h, TCP + tcpf::CHECKSUM.start)) + acc);
+    put_ne16(h, TCP + tcpf::CHECKSUM.start, tcp_csum);
     Some(Translated {
         flags,
         seq_in,

@@ -419,12 +419,18 @@ proptest! {
         s in seg(),
         b_to_a in any::<bool>(),
         ts_off in any::<bool>(),
+        same_scale in any::<bool>(),
     ) {
         let from = if b_to_a { Side::B } else { Side::A };
         let (ab, ba) = directions(&r);
         let mut d = if b_to_a { ba } else { ab };
         if ts_off {
             d.out_ts = false;
+        }
+        // Both peers with the same window scale (the window passes unchanged; the fast
+        // path skips its rewrite), as often as different ones.
+        if same_scale {
+            d.out_wscale = d.in_wscale;
         }
         let (f, l4, _) = build(&r, from, &s);
         let (mut fast, mut general) = (f.clone(), f.clone());

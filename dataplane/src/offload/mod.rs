@@ -350,6 +350,35 @@ impl<'a> BurstVerdicts<'a> {
         self.decided += 1;
     }
 
+    /// Offers each frame still undecided to `f`, in order, with its index; a verdict other
+    /// than [`Verdict::Pass`] decides it as [`BurstVerdicts::set`] does, `Pass` leaves it
+    /// open. For a hook that walks the whole burst: one pass, and no second check of the
+    /// verdict it has just read.
+    #[inline(always)]
+    pub fn decide_open<T>(&mut self, items: &mut [T], mut f: impl FnMut(usize, &mut T) -> Verdict) {
+        for (k, (slot, item)) in self.verdicts.iter_mut().zip(items).enumerate() {
+            if *slot != Verdict::Pass {
+                continue;
+            }
+            match f(k, item) {
+                Verdict::Pass => continue,
+                Verdict::Out(p) => {
+                    *slot = Verdict::Out(p);
+                    self.counts.wire_out += 1;
+                    if self.decided == 0 {
+                        self.first_out = p;
+                    }
+                    self.same_out += usize::from(p == self.first_out);
+                }
+                v => {
+                    *slot = v;
+                    count_wire(&mut self.counts, v);
+                }
+            }
+            self.decided += 1;
+        }
+    }
+
     /// `Some(port)` when every frame of the burst is decided [`Verdict::Out`]`(port)`: the
     /// lcore then moves the whole burst to that port's queue at once (the splice fast path's
     /// common case: a burst from one side of pairs leaves by the other side's port).
@@ -498,5 +527,39 @@ mod tests {
         assert_eq!(b.all_out(), None);
         let mut v: [Verdict; 0] = [];
         assert_eq!(BurstVerdicts::new(&mut v).all_out(), None, "an empty burst");
+    }
+
+    #[test]
+    fn decide_open_offers_only_open_frames_and_counts_as_set_does() {
+        let mut v = [Verdict::Pass; 5];
+        let mut b = BurstVerdicts::new(&mut v);
+        b.set(1, Verdict::Reply);
+        let mut items = [10, 11, 12, 13, 14];
+        let mut offered = Vec::new();
+        b.decide_open(&mut items, |k, x| {
+            offered.push((k, *x));
+            *x += 100;
+            match k {
+                0 | 3 => Verdict::Out(2),
+                2 => Verdict::Pass,
+                _ => Verdict::Consumed,
+            }
+        });
+        assert_eq!(
+            offered,
+            [(0, 10), (2, 12), (3, 13), (4, 14)],
+            "frame 1 was decided"
+        );
+        assert_eq!(items, [110, 11, 112, 113, 114]);
+        assert_eq!(b.decided(), 4, "frame 2 stays open");
+        assert!(b.open(2));
+        let c = b.take_counts();
+        assert_eq!((c.wire_out, c.wire_consumed, c.wire_replied), (2, 1, 1));
+        assert_eq!(b.all_out(), None);
+        // Every frame out by one port: the whole-burst append, as with `set_out`.
+        let mut v = [Verdict::Pass; 3];
+        let mut b = BurstVerdicts::new(&mut v);
+        b.decide_open(&mut [(); 3], |_, _| Verdict::Out(1));
+        assert_eq!(b.all_out(), Some(1));
     }
 }

@@ -34,17 +34,14 @@ impl<B: PacketBuf> Offload<B> for SpliceOffload {
         if self.table.is_empty() {
             return;
         }
+        self.now = cx.now;
         self.sync_cache();
-        for (k, buf) in frames.iter_mut().enumerate() {
-            if !verdicts.open(k) {
-                continue;
-            }
-            match self.wire_fast(cx, buf.data_mut()) {
-                Some(Verdict::Out(p)) => verdicts.set_out(k, p),
-                Some(v) => verdicts.set(k, v),
-                None => {}
-            }
-        }
+        // The key and cache slot of the previous lookup (a key no segment has: ports 0).
+        let mut last = (Key::new([0; 4], 0, [0; 4], 0), usize::MAX);
+        verdicts.decide_open(frames, |_, buf| {
+            self.wire_fast(cx, buf.data_mut(), &mut last)
+                .unwrap_or(Verdict::Pass)
+        });
         self.flush_counts();
     }
 

@@ -203,6 +203,8 @@ pub struct SpliceOffload {
     cache_epoch: u64,
     /// Keys of cached entries with unflushed counts.
     dirty: Vec<Key>,
+    /// The time of the burst or segment in hand (the activity `flush_counts` notes).
+    now: u64,
 }
 
 impl std::fmt::Debug for SpliceOffload {
@@ -240,6 +242,7 @@ impl SpliceOffload {
             cache: Cache::default(),
             cache_epoch: 0,
             dirty: Vec::new(),
+            now: 0,
         }
     }
 
@@ -387,24 +390,43 @@ impl SpliceOffload {
         t: &Translated,
         batch: bool,
     ) -> bool {
-        match e.side {
-            Side::A => stats.translated_ab += 1,
-            Side::B => stats.translated_ba += 1,
-        }
         // The segment's end as an offset from `start`, modulo 2³².
         let end = t.seq_in.wrapping_add(t.payload_len).wrapping_sub(e.start);
-        let packets = if batch {
+        if batch {
+            // Counted, and the pair's activity noted, once per burst (`flush_counts`; the
+            // burst's frames share one `now`), or now if it closed the pair.
             e.unflushed += 1;
-            0
-        } else {
-            1
-        };
-        e.pair.count(e.side, end, t.payload_len, packets);
-        let closed = e.pair.observe(e.side, t, now);
-        if closed && e.unflushed > 0 {
-            e.pair.count(e.side, 0, 0, std::mem::take(&mut e.unflushed));
+            e.pair.count(e.side, end, t.payload_len, 0);
+            let closed = e.pair.observe(e.side, t, now);
+            if closed {
+                Self::flush_entry(stats, e, now);
+            }
+            return closed;
         }
-        closed
+        Self::count_translated(stats, e.side, 1);
+        e.pair.touch(now);
+        e.pair.count(e.side, end, t.payload_len, 1);
+        e.pair.observe(e.side, t, now)
+    }
+
+    #[inline(always)]
+    fn count_translated(stats: &mut SpliceStats, side: Side, n: u64) {
+        match side {
+            Side::A => stats.translated_ab += n,
+            Side::B => stats.translated_ba += n,
+        }
+    }
+
+    /// Adds cached entry `e`'s unflushed segments to its pair and to this lcore's counts,
+    /// and notes the pair's activity at `now`.
+    #[inline(always)]
+    fn flush_entry(stats: &mut SpliceStats, e: &mut Entry, now: u64) {
+        let n = std::mem::take(&mut e.unflushed);
+        if n > 0 {
+            e.pair.count(e.side, 0, 0, n);
+            Self::count_translated(stats, e.side, n);
+            e.pair.touch(now);
+        }
     }
 
     /// Offers a segment with arriving 4-tuple `k` to the table: from this lcore's cache
@@ -422,6 +444,7 @@ impl SpliceOffload {
         batch: bool,
     ) -> Option<Outcome> {
         if !batch {
+            self.now = cx.now;
             self.sync_cache();
         }
         // A new connection's SYN on a lingering pair's 4-tuple ends the pair (checked on the
@@ -467,10 +490,8 @@ impl SpliceOffload {
                 let closed = matches!(o, Outcome::Out { closed: true, .. }).then(|| e.pair.clone());
                 if e.dir.dst_mac != [0; 6] {
                     // An evicted entry's unflushed counts go to its pair now.
-                    if let Some(old) = self.cache.insert(k, e) {
-                        if old.unflushed > 0 {
-                            old.pair.count(old.side, 0, 0, old.unflushed);
-                        }
+                    if let Some(mut old) = self.cache.insert(k, e) {
+                        Self::flush_entry(&mut self.stats, &mut old, now);
                     }
                 }
                 (o, closed)
@@ -546,10 +567,7 @@ impl SpliceOffload {
     pub fn flush_counts(&mut self) {
         for k in self.dirty.drain(..) {
             if let Some(e) = self.cache.get_mut(&k) {
-                let n = std::mem::take(&mut e.unflushed);
-                if n > 0 {
-                    e.pair.count(e.side, 0, 0, n);
-                }
+                Self::flush_entry(&mut self.stats, e, self.now);
             }
         }
     }
@@ -576,6 +594,7 @@ impl SpliceOffload {
         &mut self,
         cx: &mut OffloadCtx<'_, B>,
         frame: &mut [u8],
+        last: &mut (Key, usize),
     ) -> Option<Verdict> {
         use offload_api::wire::ipv4::{self, Ipv4Packet, HEADER_LEN as IPV4_HDR_LEN};
         use offload_api::wire::{EthernetFrame, TcpPacket};
@@ -600,7 +619,7 @@ impl SpliceOffload {
         // The common case inline: a cached pair's segment of the established shape (not a
         // SYN, which may have to end a lingering pair first).
         if !is_bare_syn(frame, L4) {
-            if let Some(e) = self.cache.get_mut(&k) {
+            if let Some(e) = self.cache.get_mut_after(&k, last) {
                 if let Some(t) = translate_established(frame, &e.dir) {
                     // The first segment of the burst on this entry: its count is flushed
                     // after the burst.

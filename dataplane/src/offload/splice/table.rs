@@ -201,16 +201,60 @@ impl Pair {
         }
     }
 
-    /// Accounts the translated segment `t` of direction `side` at `now`; true when it closed
-    /// the pair (the second FIN acknowledged, or the first RST).
-    #[inline]
-    pub(super) fn observe(&self, side: Side, t: &Translated, now: u64) -> bool {
+    /// Notes activity at `now` (the idle timeout counts from the last).
+    #[inline(always)]
+    pub(super) fn touch(&self, now: u64) {
         // A store only when the time moved on by the granularity: the two directions of a
         // busy pair, on two lcores, then share the line read-only between updates.
         if now.saturating_sub(self.last_activity.load(Ordering::Relaxed)) >= ACTIVITY_GRANULARITY_NS
         {
             self.last_activity.store(now, Ordering::Relaxed);
         }
+    }
+
+    /// Follows the teardown with the translated segment `t` of direction `side`, which
+    /// arrived at `now` (the caller notes the activity, [`Pair::touch`]); true when it
+    /// closed the pair (the second FIN acknowledged, or the first RST).
+    #[inline(always)]
+    pub(super) fn observe(&self, side: Side, t: &Translated, now: u64) -> bool {
+        // Nearly every segment: neither RST nor FIN, and no FIN from the other side yet to
+        // acknowledge.
+        if !t.flags.has(TcpFlags::RST)
+            && !t.flags.has(TcpFlags::FIN)
+            && self.fin_end[side.other().index()].load(Ordering::Relaxed) == NO_FIN
+        {
+            return false;
+        }
+        // The fields the teardown reads, as values (a reference would keep the whole
+        // result in memory on the common path too).
+        self.observe_teardown(side, t.flags, t.seq_in, t.payload_len, t.ack_out, now)
+    }
+
+    /// [`Pair::observe`] for a RST, a FIN, or a segment after the other side's FIN, from
+    /// the segment's flags, arriving sequence number, payload length and leaving
+    /// acknowledgement number.
+    #[inline(never)]
+    fn observe_teardown(
+        &self,
+        side: Side,
+        flags: TcpFlags,
+        seq_in: u32,
+        payload_len: u32,
+        ack_out: u32,
+        now: u64,
+    ) -> bool {
+        let t = Translated {
+            flags,
+            seq_in,
+            seq_out: 0,
+            ack_in: 0,
+            ack_out,
+            payload_len,
+            out_port: 0,
+            sack_stripped: false,
+            ts_stripped: false,
+            ts_missing: false,
+        };
         let (i, o) = (side.index(), side.other().index());
         if t.flags.has(TcpFlags::RST) {
             if self
@@ -524,6 +568,25 @@ impl Cache {
     #[inline(always)]
     pub(super) fn get_mut(&mut self, k: &Key) -> Option<&mut Entry> {
         match &mut self.slots[Self::slot(k)] {
+            Some((key, e)) if key == k => Some(e),
+            _ => None,
+        }
+    }
+
+    /// [`Cache::get_mut`] for a run of segments: `last` holds the key and slot of the
+    /// previous lookup, so a segment of the same 4-tuple as the one before it (a burst from
+    /// one flow, the common case) skips the hash. The slot's own key is still compared, so
+    /// a stale `last` only costs the hash.
+    #[inline(always)]
+    pub(super) fn get_mut_after(&mut self, k: &Key, last: &mut (Key, usize)) -> Option<&mut Entry> {
+        let i = if last.0 == *k {
+            last.1
+        } else {
+            let i = Self::slot(k);
+            *last = (*k, i);
+            i
+        };
+        match &mut self.slots[i] {
             Some((key, e)) if key == k => Some(e),
             _ => None,
         }
