@@ -96,10 +96,11 @@ pub struct Dir {
     pub in_src_port: u16,
     /// Arriving TCP destination port.
     pub in_dst_port: u16,
-    /// Leaving Ethernet source (the out side's `local_mac`).
-    pub src_mac: MacAddr,
-    /// Leaving Ethernet destination (the out side's `remote_mac`; zero until resolved).
-    pub dst_mac: MacAddr,
+    /// The leaving Ethernet addresses as they lie in the header: destination (the out
+    /// side's `remote_mac`; zero until resolved), then source (its `local_mac`). One
+    /// 12-byte copy; [`Dir::dst_mac`], [`Dir::src_mac`] and [`Dir::set_dst_mac`] read and
+    /// write them.
+    macs: [u8; 12],
     /// Leaving IPv4 source (the proxy's address on the out side).
     pub out_src_ip: [u8; 4],
     /// Leaving IPv4 destination (the out side's peer).
@@ -189,8 +190,12 @@ impl Dir {
             in_dst_ip: i.local_ip,
             in_src_port: i.remote_port,
             in_dst_port: i.local_port,
-            src_mac: ts.local_mac,
-            dst_mac: ts.remote_mac,
+            macs: {
+                let mut m = [0; 12];
+                m[..6].copy_from_slice(&ts.remote_mac);
+                m[6..].copy_from_slice(&ts.local_mac);
+                m
+            },
             out_src_ip: o.local_ip,
             out_dst_ip: o.remote_ip,
             out_src_port: o.local_port,
@@ -218,6 +223,25 @@ impl Dir {
                 .to_be_bytes(),
             out_ports: (u32::from(o.local_port) << 16 | u32::from(o.remote_port)).to_be_bytes(),
         }
+    }
+
+    /// Leaving Ethernet destination (the out side's `remote_mac`; zero until resolved).
+    pub fn dst_mac(&self) -> MacAddr {
+        let mut m = [0; 6];
+        m.copy_from_slice(&self.macs[..6]);
+        m
+    }
+
+    /// Leaving Ethernet source (the out side's `local_mac`).
+    pub fn src_mac(&self) -> MacAddr {
+        let mut m = [0; 6];
+        m.copy_from_slice(&self.macs[6..]);
+        m
+    }
+
+    /// Sets the leaving Ethernet destination (once the out side's peer is resolved).
+    pub fn set_dst_mac(&mut self, m: MacAddr) {
+        self.macs[..6].copy_from_slice(&m);
     }
 
     /// The arriving 4-tuple as (source IP, source port, destination IP, destination port).
@@ -506,8 +530,8 @@ pub fn translate_general(
 
     // Nothing can fail from here on.
     let mut eth = EthernetFrame::new_unchecked(head);
-    eth.set_dst_addr(d.dst_mac);
-    eth.set_src_addr(d.src_mac);
+    eth.set_dst_addr(d.dst_mac());
+    eth.set_src_addr(d.src_mac());
     let mut ip = Ipv4Packet::new_unchecked(eth.payload_mut());
     ip.set_src_addr(d.out_src_ip);
     ip.set_dst_addr(d.out_dst_ip);
@@ -781,8 +805,7 @@ pub fn translate_established(frame: &mut [u8], d: &Dir) -> Option<Translated> {
         }
     };
     let total = usize::from(be16(h, IP + ipf::LENGTH.start));
-    h[0..6].copy_from_slice(&d.dst_mac);
-    h[6..12].copy_from_slice(&d.src_mac);
+    h[0..12].copy_from_slice(&d.macs);
     // Source and destination address are adjacent (RFC 791 §3.1).
     h[IP + ipf::SRC_ADDR.start..IP + ipf::DST_ADDR.end].copy_from_slice(&d.out_ips);
     let ip_csum = !fold_small(u64::from(!ne16(h, IP + ipf::CHECKSUM.start)) + ne(d.ip_delta_ne));

@@ -180,6 +180,49 @@ fn malformed_segments_are_counted_and_dropped() {
     assert_eq!(wire_out(&mut r.right).len(), 1);
 }
 
+/// The fast path reads the IPv4 header as words: the type of service, the TTL and DF may be
+/// anything, but a fragment (MF, or a fragment offset) is never translated (only whole
+/// segments can be, RFC 791 §3.2), and neither is a header with options.
+#[test]
+fn fast_path_takes_any_tos_ttl_and_df_but_no_fragment_or_ip_options() {
+    let mut r = rig(small());
+    install(&mut r);
+    // Rewrites header bytes `at` (offsets in the frame) and fixes the header checksum.
+    let variant = |edits: &[(usize, u8)]| {
+        let mut f = client_seg(hdr(TcpFlags::ACK, 9, 9), b"x");
+        for &(at, v) in edits {
+            f[at] = v;
+        }
+        f[24..26].copy_from_slice(&[0, 0]);
+        let c = offload_api::wire::checksum::checksum(&f[14..34]);
+        f[24..26].copy_from_slice(&c.to_be_bytes());
+        f
+    };
+    let send = |r: &mut Rig, f: Vec<u8>| {
+        r.left.tx_burst(&mut vec![HeapBuf::from_frame(&f)]);
+        spin(r);
+        let _ = from_host(r);
+        wire_out(&mut r.right).len()
+    };
+    // TOS 0xb8 (DSCP EF), TTL 1, DF: translated.
+    assert_eq!(send(&mut r, variant(&[(15, 0xb8), (22, 1), (20, 0x40)])), 1);
+    assert_eq!(counter(&mut r, "translated_ab"), 1);
+    // MF; an offset in the low byte; an offset in the high bits (0x1f00): never translated.
+    for edits in [
+        [(20, 0x20), (21, 0)],
+        [(20, 0), (21, 0x01)],
+        [(20, 0x1f), (21, 0)],
+    ] {
+        assert_eq!(send(&mut r, variant(&edits)), 0, "fragment {edits:?}");
+    }
+    // A header length of 24 bytes (IHL 6) on a 20-byte header: not the fast path's shape.
+    assert_eq!(send(&mut r, variant(&[(14, 0x46)])), 0);
+    assert_eq!(counter(&mut r, "translated_ab"), 1);
+    // The pair still works.
+    from_client(&mut r, hdr(TcpFlags::ACK, 10, 9), b"y");
+    assert_eq!(wire_out(&mut r.right).len(), 1);
+}
+
 /// The lcore's splice fast path does not verify the TCP checksum: the differential update
 /// (RFC 1624 eqn. 3) carries a corrupt segment's error through, so it leaves exactly as
 /// corrupt as it came and the peer drops it.

@@ -134,7 +134,7 @@ pub fn splice_translates(data: &[u8]) -> bool {
     };
     assert_eq!(frame.len(), before.len());
     let eth = EthernetFrame::new_unchecked(&frame[..]);
-    assert_eq!((eth.src_addr(), eth.dst_addr()), (d.src_mac, d.dst_mac));
+    assert_eq!((eth.src_addr(), eth.dst_addr()), (d.src_mac(), d.dst_mac()));
     let ip = Ipv4Packet::new_unchecked(eth.payload());
     assert_eq!((ip.src_addr(), ip.dst_addr()), (d.out_src_ip, d.out_dst_ip));
     let tcp = &frame[l4_off..ethernet::HEADER_LEN + ip.total_len()];

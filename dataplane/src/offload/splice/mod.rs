@@ -201,8 +201,10 @@ pub struct SpliceOffload {
     /// Entries this lcore has used, valid while the table's epoch is `cache_epoch`.
     cache: Cache,
     cache_epoch: u64,
-    /// Keys of cached entries with unflushed counts.
-    dirty: Vec<Key>,
+    /// Cache slots whose entries have unflushed counts (a slot may appear twice, when its
+    /// entry was evicted and flushed and another took the slot; the second flush finds
+    /// nothing to add).
+    dirty: Vec<usize>,
     /// The time of the burst or segment in hand (the activity `flush_counts` notes).
     now: u64,
 }
@@ -394,9 +396,12 @@ impl SpliceOffload {
         let end = t.seq_in.wrapping_add(t.payload_len).wrapping_sub(e.start);
         if batch {
             // Counted, and the pair's activity noted, once per burst (`flush_counts`; the
-            // burst's frames share one `now`), or now if it closed the pair.
+            // burst's frames share one `now`), or now if it closed the pair. Only data
+            // moves the byte count (a bare ACK skips the pair's counters altogether).
             e.unflushed += 1;
-            e.pair.count(e.side, end, t.payload_len, 0);
+            if t.payload_len > 0 {
+                e.pair.count(e.side, end, t.payload_len, 0);
+            }
             let closed = e.pair.observe(e.side, t, now);
             if closed {
                 Self::flush_entry(stats, e, now);
@@ -459,7 +464,7 @@ impl SpliceOffload {
                 }
                 let o = Self::process(&mut self.stats, now, e, frame, l4_off, batch);
                 if e.unflushed == 1 {
-                    self.dirty.push(k);
+                    self.dirty.push(Cache::slot(&k));
                 }
                 (
                     o,
@@ -479,7 +484,7 @@ impl SpliceOffload {
                 if syn && e.pair.closing.load(Ordering::Acquire) {
                     return self.reopen(cx, e.pair);
                 }
-                if e.dir.dst_mac == [0; 6] && !from_host {
+                if e.dir.dst_mac() == [0; 6] && !from_host {
                     cx.stack
                         .resolve(usize::from(e.dir.out_port), e.dir.out_dst_ip, now);
                     self.stats.arp_miss += 1;
@@ -488,7 +493,7 @@ impl SpliceOffload {
                 let mut e = e;
                 let o = Self::process(&mut self.stats, now, &mut e, frame, l4_off, false);
                 let closed = matches!(o, Outcome::Out { closed: true, .. }).then(|| e.pair.clone());
-                if e.dir.dst_mac != [0; 6] {
+                if e.dir.dst_mac() != [0; 6] {
                     // An evicted entry's unflushed counts go to its pair now.
                     if let Some(mut old) = self.cache.insert(k, e) {
                         Self::flush_entry(&mut self.stats, &mut old, now);
@@ -565,8 +570,8 @@ impl SpliceOffload {
     /// it after each burst, so a pair's count lags by at most the burst in flight (as a
     /// segment translated concurrently with the pair's removal does).
     pub fn flush_counts(&mut self) {
-        for k in self.dirty.drain(..) {
-            if let Some(e) = self.cache.get_mut(&k) {
+        for i in self.dirty.drain(..) {
+            if let Some(e) = self.cache.at_mut(i) {
                 Self::flush_entry(&mut self.stats, e, self.now);
             }
         }
@@ -595,47 +600,68 @@ impl SpliceOffload {
         cx: &mut OffloadCtx<'_, B>,
         frame: &mut [u8],
         last: &mut (Key, usize),
-    ) -> Option<Verdict> {
-        use offload_api::wire::ipv4::{self, Ipv4Packet, HEADER_LEN as IPV4_HDR_LEN};
-        use offload_api::wire::{EthernetFrame, TcpPacket};
-        use offload_api::{ETHERTYPE_IPV4, IPPROTO_TCP};
+    ) -> Verdict {
+        use offload_api::wire::ipv4::{Ipv4Packet, HEADER_LEN as IPV4_HDR_LEN};
+        use offload_api::wire::TcpPacket;
         // One length check (Ethernet, IPv4 without options, the TCP ports); the views below
         // read at constant offsets inside it.
-        let h: &[u8; ETH_HEADER_LEN + IPV4_HDR_LEN + 4] = frame.first_chunk()?;
-        let eth = EthernetFrame::new_unchecked(&h[..]);
-        let ip = Ipv4Packet::new_unchecked(&h[ETH_HEADER_LEN..]);
-        // EtherType IPv4, version 4 with a 20-byte header, no fragment, protocol TCP.
-        if eth.ethertype() != ETHERTYPE_IPV4
-            || ip.version() != ipv4::VERSION
-            || ip.header_len() != IPV4_HDR_LEN
-            || ip.is_fragment()
-            || ip.protocol() != IPPROTO_TCP
-        {
-            return None;
+        let Some(h) = frame.first_chunk::<{ ETH_HEADER_LEN + IPV4_HDR_LEN + 4 }>() else {
+            return Verdict::Pass;
+        };
+        // EtherType IPv4, version 4 with a 20-byte header, no fragment, protocol TCP, as two
+        // words: bytes 12..16 hold the EtherType (0x0800) and the version and header length
+        // (0x45; the type of service is masked off), bytes 20..24 the flags and fragment
+        // offset (MF and the offset must be 0, DF may be set; RFC 791 §3.1), the TTL
+        // (masked off) and the protocol (6).
+        let word = |i: usize| u32::from_be_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]);
+        if word(12) & 0xffff_ff00 != 0x0800_4500 || word(20) & 0x3fff_00ff != 0x0000_0006 {
+            return Verdict::Pass;
         }
+        let ip = Ipv4Packet::new_unchecked(&h[ETH_HEADER_LEN..]);
         let tcp = TcpPacket::new_unchecked(&h[ETH_HEADER_LEN + IPV4_HDR_LEN..]);
         let k = Key::new(ip.src_addr(), tcp.src_port(), ip.dst_addr(), tcp.dst_port());
-        const L4: usize = ETH_HEADER_LEN + IPV4_HDR_LEN;
-        // The common case inline: a cached pair's segment of the established shape (not a
-        // SYN, which may have to end a lingering pair first).
-        if !is_bare_syn(frame, L4) {
-            if let Some(e) = self.cache.get_mut_after(&k, last) {
-                if let Some(t) = translate_established(frame, &e.dir) {
-                    // The first segment of the burst on this entry: its count is flushed
-                    // after the burst.
-                    if e.unflushed == 0 {
-                        self.dirty.push(k);
+        // The common case inline: a cached pair's segment of the established shape (at
+        // least the 66 bytes of Ethernet, IPv4 and TCP with timestamps, which
+        // `translate_established` needs too; not a SYN, which may have to end a lingering
+        // pair first).
+        if frame.len() >= FAST_L4 + 32 && !is_bare_syn(frame, FAST_L4) {
+            match self.cache.get_mut_after(&k, last) {
+                Some(e) => {
+                    if let Some(t) = translate_established(frame, &e.dir) {
+                        // The first segment of the burst on this entry: its count is
+                        // flushed after the burst.
+                        if e.unflushed == 0 {
+                            self.dirty.push(last.1);
+                        }
+                        if Self::account(&mut self.stats, cx.now, e, &t, true) {
+                            e.pair.inbox.push(e.pair.clone());
+                        }
+                        return Verdict::Out(t.out_port);
                     }
-                    if Self::account(&mut self.stats, cx.now, e, &t, true) {
-                        e.pair.inbox.push(e.pair.clone());
-                    }
-                    return Some(Verdict::Out(t.out_port));
                 }
+                // A segment of no pair, the common case among misses, ends at the
+                // presence filter here too.
+                None if !self.table.may_contain(k) => return Verdict::Pass,
+                None => {}
             }
         }
-        match self.offer(cx, k, frame, L4, false, true)? {
-            Outcome::Out { port, .. } => Some(Verdict::Out(port)),
-            Outcome::Malformed | Outcome::ArpMiss | Outcome::SynHeld => Some(Verdict::Consumed),
+        self.wire_slow(cx, frame, k)
+    }
+
+    /// [`SpliceOffload::wire_fast`] for a segment the inline path did not take (not cached,
+    /// another shape, a bare SYN): the general offer. Out of line, so that the inline path
+    /// keeps its registers.
+    #[inline(never)]
+    fn wire_slow<B: PacketBuf>(
+        &mut self,
+        cx: &mut OffloadCtx<'_, B>,
+        frame: &mut [u8],
+        k: Key,
+    ) -> Verdict {
+        match self.offer(cx, k, frame, FAST_L4, false, true) {
+            None => Verdict::Pass,
+            Some(Outcome::Out { port, .. }) => Verdict::Out(port),
+            Some(Outcome::Malformed | Outcome::ArpMiss | Outcome::SynHeld) => Verdict::Consumed,
         }
     }
 
@@ -761,6 +787,10 @@ impl SpliceOffload {
         }
     }
 }
+
+/// Where the fast path finds the TCP header: after Ethernet and an IPv4 header without
+/// options.
+const FAST_L4: usize = ETH_HEADER_LEN + offload_api::wire::ipv4::HEADER_LEN;
 
 /// True when the TCP segment at `l4_off` of `frame` is a bare SYN (no ACK, no RST): a
 /// connection's first segment.

@@ -521,13 +521,13 @@ impl SpliceTable {
                 return None;
             }
             let mut e = x.entry.clone();
-            if e.dir.dst_mac == [0; 6] {
+            if e.dir.dst_mac() == [0; 6] {
                 let w = x.mac.load(Ordering::Acquire);
                 if w & MAC_KNOWN != 0 {
-                    e.dir.dst_mac = mac_of(w);
+                    e.dir.set_dst_mac(mac_of(w));
                 } else if let Some(m) = mac.take().and_then(|f| f(&e.dir)) {
                     x.mac.store(mac_word(m), Ordering::Release);
-                    e.dir.dst_mac = m;
+                    e.dir.set_dst_mac(m);
                 }
             }
             Some(e)
@@ -576,11 +576,12 @@ impl Cache {
     /// [`Cache::get_mut`] for a run of segments: `last` holds the key and slot of the
     /// previous lookup, so a segment of the same 4-tuple as the one before it (a burst from
     /// one flow, the common case) skips the hash. The slot's own key is still compared, so
-    /// a stale `last` only costs the hash.
+    /// a stale `last` only costs the hash. Afterwards `last` holds `k` and its slot.
     #[inline(always)]
     pub(super) fn get_mut_after(&mut self, k: &Key, last: &mut (Key, usize)) -> Option<&mut Entry> {
         let i = if last.0 == *k {
-            last.1
+            // Always a slot index (the mask only spares the bounds check).
+            last.1 & (CACHE_SLOTS - 1)
         } else {
             let i = Self::slot(k);
             *last = (*k, i);
@@ -590,6 +591,12 @@ impl Cache {
             Some((key, e)) if key == k => Some(e),
             _ => None,
         }
+    }
+
+    /// The entry in slot `i` (below [`CACHE_SLOTS`]), whatever its key.
+    #[inline(always)]
+    pub(super) fn at_mut(&mut self, i: usize) -> Option<&mut Entry> {
+        self.slots.get_mut(i)?.as_mut().map(|(_, e)| e)
     }
 
     /// Caches `e` for `k`; returns the entry it evicted (another key's, or `k`'s own).

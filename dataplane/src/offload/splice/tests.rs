@@ -134,15 +134,15 @@ fn a_resolved_mac_is_shared_by_later_lookups() {
     assert_eq!(t.insert(&p, dirs), AckStatus::Ok);
     // The A → B direction goes out on side B, whose neighbour MAC is unknown.
     let k = p.keys[0];
-    assert_eq!(t.fetch(k, |_| None).unwrap().dir.dst_mac, [0; 6]);
+    assert_eq!(t.fetch(k, |_| None).unwrap().dir.dst_mac(), [0; 6]);
     let m = [2, 0, 0, 0, 0, 7];
-    assert_eq!(t.fetch(k, |_| Some(m)).unwrap().dir.dst_mac, m);
+    assert_eq!(t.fetch(k, |_| Some(m)).unwrap().dir.dst_mac(), m);
     let asked = std::cell::Cell::new(false);
     let e = t.fetch(k, |_| {
         asked.set(true);
         None
     });
-    assert_eq!(e.unwrap().dir.dst_mac, m);
+    assert_eq!(e.unwrap().dir.dst_mac(), m);
     assert!(!asked.get(), "resolved again");
 }
 
