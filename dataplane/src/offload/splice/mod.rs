@@ -566,10 +566,11 @@ impl SpliceOffload {
     }
 
     /// Adds the segments [`SpliceOffload::wire_fast`] counted in this lcore's cache to their
-    /// pairs: one atomic add per pair and burst instead of one per segment. The lcore calls
-    /// it after each burst, so a pair's count lags by at most the burst in flight (as a
-    /// segment translated concurrently with the pair's removal does).
-    pub fn flush_counts(&mut self) {
+    /// pairs and to this lcore's counters, and notes the pairs' activity: one atomic add
+    /// per pair and burst instead of one per segment. The burst hook calls it after each
+    /// burst, so a pair's count lags by at most the burst in flight (as a segment
+    /// translated concurrently with the pair's removal does).
+    fn flush_counts(&mut self) {
         for i in self.dirty.drain(..) {
             if let Some(e) = self.cache.at_mut(i) {
                 Self::flush_entry(&mut self.stats, e, self.now);
