@@ -331,25 +331,6 @@ impl<'a> BurstVerdicts<'a> {
         self.decided += 1;
     }
 
-    /// [`BurstVerdicts::set`] with [`Verdict::Out`]`(port)`, without the general verdict's
-    /// dispatch (the splice fast path's per-frame decision).
-    #[inline(always)]
-    pub fn set_out(&mut self, k: usize, port: u16) {
-        let Some(slot) = self.verdicts.get_mut(k) else {
-            return;
-        };
-        if *slot != Verdict::Pass {
-            return;
-        }
-        *slot = Verdict::Out(port);
-        self.counts.wire_out += 1;
-        if self.decided == 0 {
-            self.first_out = port;
-        }
-        self.same_out += usize::from(port == self.first_out);
-        self.decided += 1;
-    }
-
     /// Offers each frame still undecided to `f`, in order, with its index; a verdict other
     /// than [`Verdict::Pass`] decides it as [`BurstVerdicts::set`] does, `Pass` leaves it
     /// open. For a hook that walks the whole burst: one pass, and no second check of the
@@ -507,23 +488,23 @@ mod tests {
         let mut v = [Verdict::Pass; 3];
         let mut b = BurstVerdicts::new(&mut v);
         assert_eq!(b.all_out(), None, "nothing decided");
-        b.set_out(0, 2);
+        b.set(0, Verdict::Out(2));
         b.set(1, Verdict::Out(2));
         assert_eq!(b.all_out(), None, "a frame still open");
-        b.set_out(2, 2);
-        b.set_out(2, 3); // already decided: ignored
+        b.set(2, Verdict::Out(2));
+        b.set(2, Verdict::Out(3)); // already decided: ignored
         assert_eq!(b.all_out(), Some(2));
         assert_eq!(b.take_counts().wire_out, 3);
         // Two ports, or an Out among other verdicts: no single append.
         let mut v = [Verdict::Pass; 2];
         let mut b = BurstVerdicts::new(&mut v);
-        b.set_out(0, 1);
-        b.set_out(1, 0);
+        b.set(0, Verdict::Out(1));
+        b.set(1, Verdict::Out(0));
         assert_eq!(b.all_out(), None);
         let mut v = [Verdict::Pass; 2];
         let mut b = BurstVerdicts::new(&mut v);
         b.set(0, Verdict::Consumed);
-        b.set_out(1, 1);
+        b.set(1, Verdict::Out(1));
         assert_eq!(b.all_out(), None);
         let mut v: [Verdict; 0] = [];
         assert_eq!(BurstVerdicts::new(&mut v).all_out(), None, "an empty burst");
@@ -556,7 +537,7 @@ mod tests {
         let c = b.take_counts();
         assert_eq!((c.wire_out, c.wire_consumed, c.wire_replied), (2, 1, 1));
         assert_eq!(b.all_out(), None);
-        // Every frame out by one port: the whole-burst append, as with `set_out`.
+        // Every frame out by one port: the whole-burst append, as with `set`.
         let mut v = [Verdict::Pass; 3];
         let mut b = BurstVerdicts::new(&mut v);
         b.decide_open(&mut [(); 3], |_, _| Verdict::Out(1));

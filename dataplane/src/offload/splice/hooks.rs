@@ -36,8 +36,10 @@ impl<B: PacketBuf> Offload<B> for SpliceOffload {
         }
         self.now = cx.now;
         self.sync_cache();
-        // The key and cache slot of the previous lookup (a key no segment has: ports 0).
-        let mut last = (Key::new([0; 4], 0, [0; 4], 0), usize::MAX);
+        // The key and cache slot of the previous lookup; to start, any key with its own
+        // slot (a segment of that key then finds its slot without the hash).
+        let none = Key::new([0; 4], 0, [0; 4], 0);
+        let mut last = (none, Cache::slot(&none));
         verdicts.decide_open(frames, |_, buf| {
             self.wire_fast(cx, buf.data_mut(), &mut last)
         });
