@@ -5,8 +5,8 @@
 //! scripted module whose hook outputs come from the packets themselves.
 
 use dataplane::tonic::module::{
-    CreditScheme, CtxPriority, HookOutput, IncomingInput, IncomingPkt, ModuleConfig, PeriodicInput,
-    SegRange, TonicModule,
+    CreditScheme, CtxPriority, FlowView, HookOutput, IncomingInput, IncomingPkt, ModuleConfig,
+    NewAckInput, NewAckOutput, PeriodicInput, SegRange, TonicModule,
 };
 use dataplane::tonic::modules::ModuleParams;
 use dataplane::tonic::registry::Registry;
@@ -91,6 +91,9 @@ fn pkt(cum: u64, mark: (u32, u32), wnd: u32, reset: bool) -> IncomingPkt {
 enum Op {
     /// Cumulative ack of `wnd_start + k` (k may point past what was sent, or behind).
     Ack(u32, i64),
+    /// Cumulative ack of `wnd_start + k` advertising a receiver window of `w` segments (0:
+    /// the peer's window is shut, RFC 9293 §3.8.6.1).
+    AckRcvWnd(u32, i64, u8),
     /// SACK of `[wnd_start + a, wnd_start + a + len)`.
     Sack(u32, u8, u8),
     /// Mark `[wnd_start + a, wnd_start + b)` for retransmission.
@@ -111,6 +114,7 @@ fn op() -> impl Strategy<Value = Op> {
     let f = 0u32..4;
     prop_oneof![
         (f.clone(), -3i64..12).prop_map(|(f, k)| Op::Ack(f, k)),
+        (f.clone(), -1i64..6, 0u8..4).prop_map(|(f, k, w)| Op::AckRcvWnd(f, k, w)),
         (f.clone(), 0u8..12, 1u8..4).prop_map(|(f, a, l)| Op::Sack(f, a, l)),
         (f.clone(), 0u8..10, 0u8..10).prop_map(|(f, a, b)| Op::Mark(f, a, b)),
         (f.clone(), 0u8..20).prop_map(|(f, w)| Op::Wnd(f, w)),
@@ -144,6 +148,13 @@ fn run(scheme: CreditScheme, window: u32, ring: u32, ops: &[Op]) -> Result<(), T
                 let ws = before[f as usize].wnd_start as i64;
                 let cum = (ws + k).max(0) as u64;
                 e.incoming(f, &pkt(cum, (0, 0), 0, k > 0), now).unwrap();
+            }
+            Op::AckRcvWnd(f, k, w) => {
+                let ws = before[f as usize].wnd_start as i64;
+                let mut p = IncomingPkt::ack((ws + k).max(0) as u64);
+                p.flags |= IncomingPkt::FLAG_RCV_WND;
+                p.rcv_wnd = w as u32;
+                e.incoming(f, &p, now).unwrap();
             }
             Op::Sack(f, a, l) => {
                 let ws = before[f as usize].wnd_start;
@@ -249,6 +260,12 @@ fn apply_op(
         Op::Ack(f, k) => {
             let cum = (ws(a, f) as i64 + k).max(0) as u64;
             let p = pkt(cum, (0, 0), 0, k > 0);
+            prop_assert_eq!(a.incoming(f, &p, *now), b.incoming(f, &p, *now));
+        }
+        Op::AckRcvWnd(f, k, w) => {
+            let mut p = IncomingPkt::ack((ws(a, f) as i64 + k).max(0) as u64);
+            p.flags |= IncomingPkt::FLAG_RCV_WND;
+            p.rcv_wnd = w as u32;
             prop_assert_eq!(a.incoming(f, &p, *now), b.incoming(f, &p, *now));
         }
         Op::Sack(f, x, l) => {
@@ -776,7 +793,16 @@ fn run_burst_vs_single(
     make: &dyn Fn() -> TonicEngine,
     ops: &[BurstOp],
 ) -> Result<(), TestCaseError> {
-    let (mut a, mut b) = (make(), make());
+    run_burst_vs_single_on(make(), make(), ops)
+}
+
+/// [`run_burst_vs_single`] on engines `a` (bursts) and `b` (single calls), which must
+/// behave the same (four flows, ids 0–3, none added yet).
+fn run_burst_vs_single_on(
+    mut a: TonicEngine,
+    mut b: TonicEngine,
+    ops: &[BurstOp],
+) -> Result<(), TestCaseError> {
     let mut now = 1u64;
     let mut tail = [0u64; 4];
     for f in 0..4 {
@@ -866,6 +892,127 @@ proptest! {
         };
         run_burst_vs_single(&make, &ops)?;
     }
+}
+
+/// A module with every hook of `0` but the Incoming hook's fast path
+/// (`TonicModule::incoming_new_ack`), which it declines: the engine then always builds the
+/// full hook input.
+struct FullHookOnly(Box<dyn TonicModule>);
+
+impl TonicModule for FullHookOnly {
+    fn name(&self) -> &str {
+        self.0.name()
+    }
+    fn config(&self) -> ModuleConfig {
+        self.0.config()
+    }
+    fn init_flow(&self, now: u64, flow: &FlowView, ctx: &mut [u64]) {
+        self.0.init_flow(now, flow, ctx)
+    }
+    fn init_wnd_size(&self, flow: &FlowView) -> Option<u32> {
+        self.0.init_wnd_size(flow)
+    }
+    fn incoming(&self, input: &IncomingInput, ctx: &mut [u64], out: &mut HookOutput) {
+        self.0.incoming(input, ctx, out)
+    }
+    fn periodic(&self, input: &PeriodicInput, ctx: &mut [u64], out: &mut HookOutput) {
+        self.0.periodic(input, ctx, out)
+    }
+    fn merge_user_ctx(&self, before: &[u64], i: &[u64], p: &[u64], merged: &mut [u64]) {
+        self.0.merge_user_ctx(before, i, p, merged)
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+    /// The Incoming hook's fast path (`incoming_new_ack`) changes nothing an engine does:
+    /// with losses, SACKs, window changes, timeouts and small segments, an engine whose
+    /// module decides new acks there makes the same decisions, reports, counters, flow
+    /// states, user contexts and sets as one that always calls the full hook, for every
+    /// built-in module (those without a fast path check the wrapper itself).
+    #[test]
+    fn the_hooks_fast_path_decides_as_the_full_hook(
+        ops in prop::collection::vec(burst_op(), 1..150),
+        module in prop::sample::select(
+            Registry::builtin().list().map(|m| m.name.clone()).collect::<Vec<_>>()
+        ),
+        init_wnd in 1u32..12,
+    ) {
+        let mp = ModuleParams { init_wnd, rto_ns: 5_000, ..ModuleParams::default() };
+        let p = EngineParams { max_flows: 4, ..EngineParams::default() };
+        let m = || Registry::builtin().create(&module, &mp).unwrap();
+        let fast = TonicEngine::new(m(), p).unwrap();
+        let wrapped: Box<dyn TonicModule> = Box::new(FullHookOnly(m()));
+        let full = TonicEngine::new(wrapped, p).unwrap();
+        run_burst_vs_single_on(fast, full, &ops)?;
+    }
+}
+
+/// NewReno decides every new ack of a loss-free transfer on the fast path: the full hook's
+/// input is never built (checked through a module that counts the full hook's calls).
+#[test]
+fn newreno_takes_the_fast_path_for_new_acks() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+    struct Counting(Box<dyn TonicModule>, Arc<AtomicU64>, Arc<AtomicU64>);
+    impl TonicModule for Counting {
+        fn name(&self) -> &str {
+            self.0.name()
+        }
+        fn config(&self) -> ModuleConfig {
+            self.0.config()
+        }
+        fn init_flow(&self, now: u64, flow: &FlowView, ctx: &mut [u64]) {
+            self.0.init_flow(now, flow, ctx)
+        }
+        fn incoming(&self, input: &IncomingInput, ctx: &mut [u64], out: &mut HookOutput) {
+            self.1.fetch_add(1, Ordering::Relaxed);
+            self.0.incoming(input, ctx, out)
+        }
+        fn incoming_new_ack(
+            &self,
+            input: &NewAckInput<'_>,
+            ctx: &mut [u64],
+        ) -> Option<NewAckOutput> {
+            let r = self.0.incoming_new_ack(input, ctx);
+            if r.is_some() {
+                self.2.fetch_add(1, Ordering::Relaxed);
+            }
+            r
+        }
+        fn periodic(&self, input: &PeriodicInput, ctx: &mut [u64], out: &mut HookOutput) {
+            self.0.periodic(input, ctx, out)
+        }
+    }
+    let (full, fast) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let m = Registry::builtin()
+        .create("newreno", &ModuleParams::default())
+        .unwrap();
+    let p = EngineParams {
+        max_flows: 1,
+        ..EngineParams::default()
+    };
+    let counting: Box<dyn TonicModule> = Box::new(Counting(m, full.clone(), fast.clone()));
+    let mut e = TonicEngine::new(counting, p).unwrap();
+    e.add_flow(0, 1000, 0).unwrap();
+    e.update_tail(0, 100_000).unwrap();
+    let mut now = 1;
+    let mut acked = 0;
+    while acked < 100 {
+        now += 10;
+        let tx = e.next_segment(now).expect("window open after each ack");
+        e.incoming(0, &IncomingPkt::ack(tx.seg + 1), now).unwrap();
+        acked = tx.seg + 1;
+    }
+    assert_eq!(e.flow_view(0).unwrap().wnd_start, 100);
+    assert_eq!(
+        (full.load(Ordering::Relaxed), fast.load(Ordering::Relaxed)),
+        (0, 100)
+    );
+    // A duplicate ack is not a new ack: the full hook.
+    e.incoming(0, &IncomingPkt::ack(100), now).unwrap();
+    assert_eq!(full.load(Ordering::Relaxed), 1);
 }
 
 /// A final small segment acknowledged while its address still waits for credit in the ring

@@ -309,31 +309,25 @@ impl CreditEngine {
     /// scheme while ready-to-tx is empty: the address would enter `g.flow`'s ring (empty, as
     /// every window flow with addresses is ready), the flow would become the only member of
     /// ready-to-tx, be transmitted at once and leave the set with its ring empty again. This
-    /// leaves the same state without the two set operations. The caller's precondition
-    /// (window scheme, ready-to-tx empty), checked in debug builds.
+    /// leaves the same state without the two set operations, and without writing the ring:
+    /// what an empty ring's slots, head position and small length hold is never read (every
+    /// reader checks `len` first, and the next enqueue writes the slot it fills and the small
+    /// length it charges). The caller's precondition (window scheme, ready-to-tx empty),
+    /// checked in debug builds.
     #[inline]
-    pub(crate) fn pass_through(&mut self, g: &Generated) -> Sent {
+    pub(crate) fn pass_through(&self, g: &Generated) -> Sent {
         debug_assert!(self.scheme == CreditScheme::Window && self.ready.is_empty());
-        let depth = self.depth as u8;
-        let r = &mut self.flows[g.flow as usize];
+        let r = &self.flows[g.flow as usize];
         debug_assert_eq!(r.len, 0, "a window flow with addresses is ready");
-        let mut e = (g.seg as u32) & SEG_MASK;
-        if g.rtx {
-            e |= E_RTX;
-        }
+        // As Enqueue stores a small segment's length in the ring's 16-bit `small_len`.
         let len = if g.len != r.mss as u32 {
-            e |= E_SMALL;
-            r.small_len = g.len as u16;
-            r.small_len as u32
+            g.len as u16 as u32
         } else {
             r.mss as u32
         };
-        // Enqueue writes the slot `head + len` = `head`; Transmit takes it and moves on.
-        r.ring[r.head as usize] = e;
-        r.head = if r.head + 1 == depth { 0 } else { r.head + 1 };
         Sent {
             flow: g.flow,
-            seg_low: e & SEG_MASK,
+            seg_low: (g.seg as u32) & SEG_MASK,
             rtx: g.rtx,
             len,
         }

@@ -416,6 +416,54 @@ pub struct IncomingInput {
     pub flow: FlowView,
 }
 
+/// What the Incoming hook's fast path ([`TonicModule::incoming_new_ack`]) is given: an
+/// incoming packet whose fixed stage moved `wnd-start` forward, and the flow's `wnd-size`
+/// before the hook. A subset of [`IncomingInput`], read in place of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NewAckInput<'a> {
+    /// The packet.
+    pub pkt: &'a IncomingPkt,
+    /// Segments newly acknowledged by the packet, cumulatively or selectively.
+    pub newly_acked_cnt: u32,
+    /// `wnd-size` before the hook ([`FlowView::wnd_size`]).
+    pub wnd_size: u32,
+    /// `wnd-start` before the packet.
+    pub old_wnd_start: SegId,
+    /// `wnd-start` after the fixed stage; above `old_wnd_start`.
+    pub new_wnd_start: SegId,
+}
+
+/// What the Incoming hook's fast path decided: the hook outputs `wnd_size` (as
+/// [`HookOutput::set_wnd_size`]), a retransmission timer restart
+/// ([`HookOutput::reset_rtx_timer`]) and, with `rtx_timer_amount`, a new timer period
+/// ([`HookOutput::set_rtx_timer_amount`]); nothing else.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NewAckOutput {
+    /// New `wnd-size` in segments.
+    pub wnd_size: u32,
+    /// New retransmission timer period, if any.
+    pub rtx_timer_amount: Option<Nanos>,
+}
+
+impl NewAckOutput {
+    /// The same decision as a [`HookOutput`].
+    pub fn to_hook_output(&self) -> HookOutput {
+        let mut o = HookOutput::default();
+        self.write(&mut o);
+        o
+    }
+
+    /// Sets the decision's outputs in `out`.
+    #[inline(always)]
+    pub fn write(&self, out: &mut HookOutput) {
+        out.set_wnd_size(self.wnd_size);
+        if let Some(ns) = self.rtx_timer_amount {
+            out.set_rtx_timer_amount(ns);
+        }
+        out.reset_rtx_timer();
+    }
+}
+
 /// Inputs of the Periodic Updates hook: the flow's state and whether its retransmission timer
 /// expired (Verilog `timeout_expired`).
 #[repr(C)]
@@ -688,6 +736,23 @@ pub trait TonicModule: Send + Sync {
     /// The programmable stage of Incoming: loss detection and recovery and congestion-control
     /// parameters on an incoming packet.
     fn incoming(&self, input: &IncomingInput, ctx: &mut [u64], out: &mut HookOutput);
+
+    /// The common case of [`incoming`](Self::incoming), tried first when the fixed stage
+    /// moved `wnd-start` forward: a module whose hook, for this packet and context, would
+    /// only set the window and restart the retransmission timer (a new ack outside loss
+    /// recovery) may decide here from the few inputs it reads, without the engine building
+    /// the whole [`IncomingInput`] (on a CPU, that copy and the test of every output bit
+    /// are about a tenth of a decision's instructions).
+    /// Returns `None`, with `ctx` untouched, to have the engine call
+    /// [`incoming`](Self::incoming) instead; the default always does, and so do loaded
+    /// modules.
+    ///
+    /// Invariant: `Some(o)` leaves `ctx` exactly as [`incoming`](Self::incoming) would on the
+    /// full input, whose outputs would be [`NewAckOutput::to_hook_output`] of `o`.
+    fn incoming_new_ack(&self, input: &NewAckInput<'_>, ctx: &mut [u64]) -> Option<NewAckOutput> {
+        let _ = (input, ctx);
+        None
+    }
 
     /// Periodic Updates: timeouts and periodic timers and counters.
     fn periodic(&self, input: &PeriodicInput, ctx: &mut [u64], out: &mut HookOutput);

@@ -22,9 +22,9 @@ use std::sync::Arc;
 use offload_api::tonic_abi::{self as abi, TonicModuleVTable};
 
 use crate::tonic::module::{
-    CreditScheme, CtxPriority, FlowView, HookOutput, IncomingInput, ModuleConfig, PeriodicInput,
-    SegRange, TonicModule, WindowBits, MAX_SACK_BLOCKS, MAX_USER_CTX_BYTES, MAX_WINDOW_SEGMENTS,
-    PKT_DATA_WORDS, WINDOW_WORDS,
+    CreditScheme, CtxPriority, FlowView, HookOutput, IncomingInput, ModuleConfig, NewAckInput,
+    NewAckOutput, PeriodicInput, SegRange, TonicModule, WindowBits, MAX_SACK_BLOCKS,
+    MAX_USER_CTX_BYTES, MAX_WINDOW_SEGMENTS, PKT_DATA_WORDS, WINDOW_WORDS,
 };
 use crate::tonic::{Nanos, TonicError};
 
@@ -203,6 +203,10 @@ impl TonicModule for Shared {
 
     fn incoming(&self, input: &IncomingInput, ctx: &mut [u64], out: &mut HookOutput) {
         self.0.incoming(input, ctx, out)
+    }
+
+    fn incoming_new_ack(&self, input: &NewAckInput<'_>, ctx: &mut [u64]) -> Option<NewAckOutput> {
+        self.0.incoming_new_ack(input, ctx)
     }
 
     fn periodic(&self, input: &PeriodicInput, ctx: &mut [u64], out: &mut HookOutput) {

@@ -145,20 +145,36 @@ impl RrSet {
         if self.len == 0 {
             return;
         }
-        if self.len == 1 && self.stale == 0 {
+        if self.stale != 0 {
+            self.rotate_with_stale();
             return;
         }
+        // No stale entry: the ring holds `len` entries, at most half its slots, so the slot
+        // at `tail` is free and every entry is valid.
+        self.move_front_to_back();
+    }
+
+    /// [`rotate`](Self::rotate) of a non-empty set with stale entries (out of line).
+    #[inline(never)]
+    fn rotate_with_stale(&mut self) {
         // The ring has a free slot: the front entry is in it, and the set stays the same size.
         if self.tail - self.head > self.mask {
             self.compact();
         }
+        self.move_front_to_back();
+        self.skip_stale();
+    }
+
+    /// Copies the entry at `head` to the slot at `tail` and advances both; the slot at
+    /// `tail` must be free.
+    #[inline(always)]
+    fn move_front_to_back(&mut self) {
         let (head, tail) = (self.head, self.tail);
         let e = self.ring[self.slot(head)];
         let i = self.slot(tail);
         self.ring[i] = e;
         self.tail = tail + 1;
         self.head = head + 1;
-        self.skip_stale();
     }
 
     /// Removes and returns the front member.

@@ -3,10 +3,12 @@
 //! next, and what its transmission changes.
 
 use super::super::bitmap;
+use super::super::rrset::RrSet;
 use super::super::{FlowId, Nanos, SegId};
 use super::view::can_generate_rec;
 use super::{
-    Bm, Cold, DataDelivery, GenView, Generated, A_ANY, LIVE, M_ANY, PERSIST, SMALL_PENDING, X_ANY,
+    Bm, Cold, DataDelivery, DdFlow, DdParams, GenView, Generated, Layout, A_ANY, LIVE, M_ANY,
+    PERSIST, SMALL_PENDING, X_ANY,
 };
 
 impl DataDelivery {
@@ -155,75 +157,34 @@ impl DataDelivery {
     /// was already acknowledged.
     #[inline(always)]
     pub(crate) fn generate_transmitted(&mut self, now: Nanos) -> Option<(Generated, u64, bool)> {
-        let f = self.active.front()?;
-        if self.flows[f as usize].flags & M_ANY != 0 {
-            return Some(self.generate_transmitted_marked(f, now));
+        match self.direct_parts().step(now) {
+            Direct::Made(g, offset, acked) => Some((g, offset, acked)),
+            Direct::Marked(f) => Some(self.generate_transmitted_marked(f, now)),
+            Direct::Empty => None,
         }
-        // No segment is marked for retransmission, so the one generated is
-        // `highest-sent + 1`; the flow's record and slab are looked up once, from split
-        // borrows, and the set operations come last (they touch no flow state).
-        let DataDelivery {
-            p,
-            flows,
-            slab,
-            lay,
-            active,
-            ..
-        } = self;
-        let rec = &mut flows[f as usize];
-        debug_assert!(rec.flags & LIVE != 0);
-        let seg = rec.next_new;
-        rec.next_new = seg + 1;
-        let len = if rec.flags & SMALL_PENDING != 0 && seg + 1 == rec.tail {
-            rec.small_len as u32
-        } else {
-            rec.mss
-        };
-        // Generation counts it outstanding and decides whether the flow stays active
-        // (step 3; no marks, so no bitmap is read); transmission takes it back at once.
-        let out0 = rec.outstanding;
-        rec.outstanding = out0 + 1;
-        let stays = can_generate_rec(p, rec, || None);
-        rec.outstanding = out0;
-        // Where it lies (`locate`).
-        let offset = (seg as i64 * rec.mss as i64 + rec.byte_delta) as u64;
-        let acked = seg < rec.wnd_start
-            || (rec.flags & A_ANY != 0 && seg < rec.next_new && {
-                let words = lay.words;
-                let at = lay.bits_at(f) + Bm::Acked as usize * words;
-                let pos = (seg & (p.window as u64 - 1)) as u32;
-                bitmap::get(&slab[at..at + words], pos)
-            });
-        // Transmitted (`transmitted`).
-        if rec.wnd_start + (rec.outstanding as u64) < rec.next_new
-            && (rec.rtx_deadline == 0 || rec.flags & PERSIST != 0)
-        {
-            rec.rtx_deadline = now + rec.rtx_amount;
-            rec.flags &= !PERSIST;
+    }
+
+    /// The parts of the engine that [`DirectParts::step`] works on, borrowed once for a
+    /// burst of decisions.
+    #[inline(always)]
+    pub(crate) fn direct_parts(&mut self) -> DirectParts<'_> {
+        DirectParts {
+            p: self.p,
+            lay: self.lay,
+            flows: &mut self.flows,
+            slab: &mut self.slab,
+            active: &mut self.active,
         }
-        slab[lay.cold_at(f, Cold::TotalSent)] += 1;
-        if stays {
-            active.rotate();
-        } else {
-            // It left the active set at generation and rejoins if it can generate again.
-            active.pop_front();
-            if can_generate_rec(p, rec, || None) {
-                active.push_back(f);
-            }
-        }
-        let g = Generated {
-            flow: f,
-            seg,
-            rtx: false,
-            len,
-        };
-        Some((g, offset, acked))
     }
 
     /// [`generate_transmitted`](Self::generate_transmitted) of `f`, the front of the active
     /// set, when it has segments marked for retransmission.
     #[inline(never)]
-    fn generate_transmitted_marked(&mut self, f: FlowId, now: Nanos) -> (Generated, u64, bool) {
+    pub(crate) fn generate_transmitted_marked(
+        &mut self,
+        f: FlowId,
+        now: Nanos,
+    ) -> (Generated, u64, bool) {
         let (g, active) = self.generate_front(f);
         let seg = g.seg;
         let rec = &mut self.flows[f as usize];
@@ -263,5 +224,104 @@ impl DataDelivery {
                 && seg < r.next_new
                 && bitmap::get(self.bm(f, Bm::Acked), self.pos(seg)));
         (self.offset_of(f, seg), acked)
+    }
+}
+
+/// What [`DirectParts::step`] did.
+pub(crate) enum Direct {
+    /// A segment generated and transmitted: the segment, its byte offset and whether it was
+    /// already acknowledged (as [`DataDelivery::generate_transmitted`] returns them).
+    Made(Generated, u64, bool),
+    /// The front of the active set, this flow, has segments marked for retransmission:
+    /// nothing was done (the marked path needs the whole engine).
+    Marked(FlowId),
+    /// The active set is empty.
+    Empty,
+}
+
+/// The data delivery engine's parts that the direct decision path reads and writes, as
+/// separate borrows with the sizes copied: within a burst of decisions the compiler keeps
+/// the tables' addresses and the sizes in registers, where through `&mut DataDelivery` it
+/// reloads them after every write to a flow's record (it cannot tell that the record is
+/// not the engine).
+pub(crate) struct DirectParts<'a> {
+    p: DdParams,
+    lay: Layout,
+    flows: &'a mut [DdFlow],
+    slab: &'a mut [u64],
+    active: &'a mut RrSet,
+}
+
+impl DirectParts<'_> {
+    /// [`DataDelivery::generate_transmitted`] of the front of the active set when it has no
+    /// segment marked for retransmission, so that the one generated is `highest-sent + 1`:
+    /// the flow's record and slab are looked up once, and the set operations come last (they
+    /// touch no flow state).
+    #[inline(always)]
+    pub(crate) fn step(&mut self, now: Nanos) -> Direct {
+        let Some(f) = self.active.front() else {
+            return Direct::Empty;
+        };
+        let (p, lay) = (&self.p, &self.lay);
+        let rec = &mut self.flows[f as usize];
+        if rec.flags & M_ANY != 0 {
+            return Direct::Marked(f);
+        }
+        debug_assert!(rec.flags & LIVE != 0);
+        let seg = rec.next_new;
+        rec.next_new = seg + 1;
+        let len = if rec.flags & SMALL_PENDING != 0 && seg + 1 == rec.tail {
+            rec.small_len as u32
+        } else {
+            rec.mss
+        };
+        // Generation counts it outstanding and decides whether the flow stays active
+        // (step 3; no marks, so no bitmap is read); transmission takes it back at once.
+        let out0 = rec.outstanding;
+        rec.outstanding = out0 + 1;
+        let stays = can_generate_rec(p, rec, || None);
+        rec.outstanding = out0;
+        // Where it lies (`locate`).
+        let offset = (seg as i64 * rec.mss as i64 + rec.byte_delta) as u64;
+        let acked = seg < rec.wnd_start
+            || (rec.flags & A_ANY != 0 && seg < rec.next_new && {
+                let words = lay.words;
+                let at = lay.bits_at(f) + Bm::Acked as usize * words;
+                let pos = (seg & (p.window as u64 - 1)) as u32;
+                bitmap::get(&self.slab[at..at + words], pos)
+            });
+        // Transmitted (`transmitted`).
+        if rec.wnd_start + (rec.outstanding as u64) < rec.next_new
+            && (rec.rtx_deadline == 0 || rec.flags & PERSIST != 0)
+        {
+            rec.rtx_deadline = now + rec.rtx_amount;
+            rec.flags &= !PERSIST;
+        }
+        self.slab[lay.cold_at(f, Cold::TotalSent)] += 1;
+        if stays {
+            self.active.rotate();
+        } else {
+            // It left the active set at generation and rejoins if it can generate again.
+            self.active.pop_front();
+            if can_generate_rec(p, rec, || None) {
+                self.active.push_back(f);
+            }
+        }
+        let g = Generated {
+            flow: f,
+            seg,
+            rtx: false,
+            len,
+        };
+        Direct::Made(g, offset, acked)
+    }
+
+    /// Hints the CPU to fetch the state of the flow round robin takes `k` decisions from
+    /// now (as [`DataDelivery::prefetch`] of [`DataDelivery::active_ahead`]); returns it.
+    #[inline(always)]
+    pub(crate) fn prefetch_ahead(&self, k: u32) -> Option<FlowId> {
+        let f = self.active.ahead(k)?;
+        super::prefetch_flow(self.flows, self.slab, &self.lay, self.active, f);
+        Some(f)
     }
 }

@@ -4,8 +4,8 @@
 
 use super::super::bitmap;
 use super::super::module::{
-    CtxPriority, HookOutput, IncomingInput, IncomingPkt, SegRange, TonicModule, MAX_USER_CTX_WORDS,
-    WINDOW_WORDS,
+    CtxPriority, HookOutput, IncomingInput, IncomingPkt, NewAckInput, NewAckOutput, SegRange,
+    TonicModule, MAX_USER_CTX_WORDS, WINDOW_WORDS,
 };
 use super::super::{FlowId, Nanos, SegId, TonicError};
 use super::view::{can_generate_rec, first_marked_in};
@@ -176,6 +176,30 @@ impl DataDelivery {
         let o = lay.slab_at(f);
         let (cold, rest) = split_slab_mut(&mut slab[o..o + lay.stride]);
         let (ctx, bits) = rest.split_at_mut(*ctx_words);
+        let words = lay.words;
+        if rec.wnd_start > old {
+            // The hook's fast path: the module decides from a few inputs, or declines.
+            let fast = NewAckInput {
+                pkt: &scratch.pkt,
+                newly_acked_cnt: newly,
+                wnd_size: rec.wnd_size,
+                old_wnd_start: old,
+                new_wnd_start: rec.wnd_start,
+            };
+            if let Some(d) = module.incoming_new_ack(&fast, ctx) {
+                write_back_new_ack(rec, &d, now);
+                let marked = || first_marked_in(rec, &bits[words..2 * words], p.window);
+                if can_generate_rec(p, rec, marked) != active.contains(f) {
+                    flip(active, f);
+                }
+                return report(
+                    rec,
+                    cold[Cold::TailBytes as usize],
+                    newly,
+                    CreditUpdate::default(),
+                );
+            }
+        }
         // The hook's input is built in a scratch buffer kept between calls, so that empty
         // bitmaps need not be rewritten each time.
         let input = &mut **scratch;
@@ -200,7 +224,6 @@ impl DataDelivery {
         }
         // `apply` without marks, then `finish_incoming`, on the record at hand.
         let credit = write_back(rec, &mut cold[Cold::RateBps as usize], &out, now);
-        let words = lay.words;
         let marked = || first_marked_in(rec, &bits[words..2 * words], p.window);
         if can_generate_rec(p, rec, marked) != active.contains(f) {
             flip(active, f);
@@ -402,6 +425,28 @@ fn write_back(rec: &mut DdFlow, rate: &mut u64, out: &HookOutput, now: Nanos) ->
         }
     }
     credit
+}
+
+/// [`write_back`] of the hook's fast-path decision `d` (outputs `wnd-size`, a timer restart
+/// and maybe a timer period, no marks, no credit), as [`NewAckOutput::to_hook_output`].
+#[inline(always)]
+fn write_back_new_ack(rec: &mut DdFlow, d: &NewAckOutput, now: Nanos) {
+    rec.wnd_size = d.wnd_size;
+    if let Some(ns) = d.rtx_timer_amount {
+        rec.rtx_amount = ns.max(1);
+    }
+    rec.rtx_deadline = now + rec.rtx_amount;
+    if rec.wnd_start + rec.outstanding as u64 >= rec.next_new {
+        // As in `write_back`: nothing in flight.
+        if rec.rcv_wnd == 0 {
+            if rec.flags & PERSIST == 0 {
+                rec.flags |= PERSIST;
+            }
+        } else {
+            rec.rtx_deadline = 0;
+            rec.flags &= !PERSIST;
+        }
+    }
 }
 
 /// Merges two hook outputs of one cycle (§3.4): returns (merged, the other hook's marks). The

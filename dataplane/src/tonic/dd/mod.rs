@@ -23,6 +23,7 @@
 //! forwarded to the credit engine").
 
 mod generate;
+pub(crate) use generate::Direct;
 mod incoming;
 mod view;
 
@@ -144,6 +145,22 @@ fn split_slab(s: &[u64]) -> (&[u64; COLD_WORDS], &[u64]) {
 fn split_slab_mut(s: &mut [u64]) -> (&mut [u64; COLD_WORDS], &mut [u64]) {
     s.split_first_chunk_mut()
         .expect("a slab holds at least the cold words")
+}
+
+/// Hints the CPU to fetch what a decision reads of flow `f`: its hot record, its slab and
+/// its active-set membership word.
+#[inline(always)]
+fn prefetch_flow(flows: &[DdFlow], slab: &[u64], lay: &Layout, active: &RrSet, f: FlowId) {
+    if let Some(r) = flows.get(f as usize) {
+        sys::prefetch((r as *const DdFlow).cast());
+    }
+    let at = lay.slab_at(f);
+    for w in (at..at + lay.stride).step_by(Layout::LINE_WORDS) {
+        if let Some(b) = slab.get(w) {
+            sys::prefetch((b as *const u64).cast());
+        }
+    }
+    active.prefetch_member(f);
 }
 
 /// A segment address the data delivery engine generated (§3.1 step 4).
@@ -299,17 +316,7 @@ impl DataDelivery {
     /// come next; with many flows their state is not in cache).
     #[inline(always)]
     pub fn prefetch(&self, f: FlowId) {
-        let i = f as usize;
-        if let Some(r) = self.flows.get(i) {
-            sys::prefetch((r as *const DdFlow).cast());
-        }
-        let at = self.lay.slab_at(f);
-        for w in (at..at + self.lay.stride).step_by(Layout::LINE_WORDS) {
-            if let Some(b) = self.slab.get(w) {
-                sys::prefetch((b as *const u64).cast());
-            }
-        }
-        self.active.prefetch_member(f);
+        prefetch_flow(&self.flows, &self.slab, &self.lay, &self.active, f);
     }
 
     /// The active flow Segment Generation serves `k` steps from now, if nothing changes (see

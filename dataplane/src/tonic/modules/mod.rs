@@ -28,8 +28,8 @@ pub mod sack;
 use std::marker::PhantomData;
 
 use super::module::{
-    CreditScheme, FlowView, HookOutput, IncomingInput, ModuleConfig, PeriodicInput, PktType,
-    TonicModule, WindowBits, MAX_WINDOW_SEGMENTS,
+    CreditScheme, FlowView, HookOutput, IncomingInput, IncomingPkt, ModuleConfig, NewAckInput,
+    NewAckOutput, PeriodicInput, PktType, TonicModule, WindowBits, MAX_WINDOW_SEGMENTS,
 };
 use super::Nanos;
 
@@ -98,7 +98,13 @@ impl Default for ModuleParams {
 
 /// Whether an incoming packet carries acknowledgment information (ACK, SACK, NACK).
 pub(crate) fn is_ack(i: &IncomingInput) -> bool {
-    matches!(i.pkt.pkt_type, PktType::Ack | PktType::Sack | PktType::Nack)
+    is_ack_pkt(&i.pkt)
+}
+
+/// Whether packet `p` carries acknowledgment information (ACK, SACK, NACK).
+#[inline(always)]
+pub(crate) fn is_ack_pkt(p: &IncomingPkt) -> bool {
+    matches!(p.pkt_type, PktType::Ack | PktType::Sack | PktType::Nack)
 }
 
 /// Largest congestion window a window module keeps (the engine clamps `wnd-size` to the
@@ -252,6 +258,18 @@ pub trait TcpVariant: Send + Sync {
     /// [`TcpModule`]'s hook; implementations are `#[inline(always)]` so that the hook costs
     /// no extra call.
     fn incoming(p: &ModuleParams, i: &IncomingInput, ctx: &mut [u64], out: &mut HookOutput);
+
+    /// The fast path of the Incoming hook ([`TonicModule::incoming_new_ack`], whose
+    /// invariant it keeps) under parameters `p`. Default: none (`None`).
+    #[inline(always)]
+    fn incoming_new_ack(
+        p: &ModuleParams,
+        i: &NewAckInput<'_>,
+        ctx: &mut [u64],
+    ) -> Option<NewAckOutput> {
+        let _ = (p, i, ctx);
+        None
+    }
 }
 
 /// A TCP-style window module: variant `V`'s Incoming hook plus what every such module
@@ -297,6 +315,10 @@ impl<V: TcpVariant> TonicModule for TcpModule<V> {
 
     fn incoming(&self, i: &IncomingInput, ctx: &mut [u64], out: &mut HookOutput) {
         V::incoming(&self.p, i, ctx, out);
+    }
+
+    fn incoming_new_ack(&self, i: &NewAckInput<'_>, ctx: &mut [u64]) -> Option<NewAckOutput> {
+        V::incoming_new_ack(&self.p, i, ctx)
     }
 
     fn periodic(&self, i: &PeriodicInput, ctx: &mut [u64], out: &mut HookOutput) {

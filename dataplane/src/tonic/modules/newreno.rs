@@ -16,8 +16,8 @@
 //! The Periodic hook, shared by the window modules ([`TcpModule`]), handles timeouts
 //! (`TcpState::on_timeout`).
 
-use super::super::module::{HookOutput, IncomingInput};
-use super::{clamp_wnd, is_ack, ModuleParams, TcpModule, TcpState, TcpVariant};
+use super::super::module::{HookOutput, IncomingInput, NewAckInput, NewAckOutput};
+use super::{clamp_wnd, is_ack, is_ack_pkt, ModuleParams, TcpModule, TcpState, TcpVariant};
 
 /// The NewReno module.
 pub type NewReno = TcpModule<NewRenoVariant>;
@@ -149,23 +149,24 @@ pub(crate) fn incoming(
 
 /// [`incoming`]'s common case, a new ack outside recovery, on the packed state `c` directly:
 /// the same outputs and the same context words as `load`, [`incoming`], `store`, without
-/// unpacking the words the case leaves alone. Returns false, having changed nothing, when
-/// the packet is not that case.
+/// unpacking the words the case leaves alone. Returns `None`, having changed nothing, when
+/// the packet is not that case. Both the full hook and the engine's fast path
+/// ([`TonicModule::incoming_new_ack`](super::super::module::TonicModule::incoming_new_ack))
+/// come here.
 #[inline(always)]
 fn new_ack_fast(
     p: &ModuleParams,
     c: &mut [u64; TcpState::WORDS],
-    i: &IncomingInput,
-    out: &mut HookOutput,
-) -> bool {
+    i: &NewAckInput<'_>,
+) -> Option<NewAckOutput> {
     let w3 = c[3];
-    if !(is_ack(i)
+    if !(is_ack_pkt(i.pkt)
         && i.new_wnd_start > i.old_wnd_start
         && w3 & TcpState::RECOVERY_BITS == 0
         && i.pkt.cumulative_ack > c[1]
         && p.dup_ack_thresh != 0)
     {
-        return false;
+        return None;
     }
     // As in `incoming`: no duplicates, window = cwnd after growth, timer restarted (which
     // ends the backoff). `recover` (word 1) is unchanged.
@@ -176,14 +177,16 @@ fn new_ack_fast(
         backoff: (w3 >> 40) as u8,
         ..TcpState::default()
     };
-    s.grow(i.newly_acked_cnt, i.flow.wnd_size);
-    out.set_wnd_size(clamp_wnd(s.cwnd as u64));
-    s.progress(p.rto_ns, out);
+    s.grow(i.newly_acked_cnt, i.wnd_size);
+    let rtx_timer_amount = (s.backoff != 0).then_some(p.rto_ns);
     c[0] = s.cwnd as u64 | (s.ss_thresh as u64) << 32;
     c[2] = i.old_wnd_start;
     // dup_acks 0, not in recovery or timeout, backoff 0 (see `TcpState::store`).
     c[3] = (s.wnd_inc_cntr.min(u16::MAX as u32) as u64) << 16;
-    true
+    Some(NewAckOutput {
+        wnd_size: clamp_wnd(s.cwnd as u64),
+        rtx_timer_amount,
+    })
 }
 
 /// [`incoming`] on the packed state `c` (out of line: the fast path stays small).
@@ -205,9 +208,26 @@ impl TcpVariant for NewRenoVariant {
     #[inline(always)]
     fn incoming(p: &ModuleParams, i: &IncomingInput, ctx: &mut [u64], out: &mut HookOutput) {
         let c = TcpState::words_mut(ctx);
-        if !new_ack_fast(p, c, i, out) {
-            incoming_words(p, c, i, out);
+        let fast = NewAckInput {
+            pkt: &i.pkt,
+            newly_acked_cnt: i.newly_acked_cnt,
+            wnd_size: i.flow.wnd_size,
+            old_wnd_start: i.old_wnd_start,
+            new_wnd_start: i.new_wnd_start,
+        };
+        match new_ack_fast(p, c, &fast) {
+            Some(o) => o.write(out),
+            None => incoming_words(p, c, i, out),
         }
+    }
+
+    #[inline(always)]
+    fn incoming_new_ack(
+        p: &ModuleParams,
+        i: &NewAckInput<'_>,
+        ctx: &mut [u64],
+    ) -> Option<NewAckOutput> {
+        new_ack_fast(p, TcpState::words_mut(ctx), i)
     }
 }
 
