@@ -11,7 +11,7 @@ use super::super::{FlowId, Nanos, SegId, TonicError};
 use super::view::{can_generate_rec, first_marked_in};
 use super::{
     flip, split_slab_mut, Cold, CreditUpdate, DataDelivery, DdFlow, GenView, IncomingReport,
-    ViewSrc, A_ANY, M_ANY, PERSIST, SMALL_PENDING, X_ANY,
+    ViewSrc, A_ANY, COLD_WORDS, M_ANY, PERSIST, SMALL_PENDING, X_ANY,
 };
 
 impl DataDelivery {
@@ -174,11 +174,9 @@ impl DataDelivery {
         } = self;
         let rec = &mut flows[f as usize];
         let o = lay.slab_at(f);
-        let (cold, rest) = split_slab_mut(&mut slab[o..o + lay.stride]);
-        let (ctx, bits) = rest.split_at_mut(*ctx_words);
-        let words = lay.words;
         if rec.wnd_start > old {
-            // The hook's fast path: the module decides from a few inputs, or declines.
+            // The hook's fast path: the module decides from a few inputs (the user context
+            // alone of the slab), or declines.
             let fast = NewAckInput {
                 pkt: &scratch.pkt,
                 newly_acked_cnt: newly,
@@ -186,20 +184,19 @@ impl DataDelivery {
                 old_wnd_start: old,
                 new_wnd_start: rec.wnd_start,
             };
-            if let Some(d) = module.incoming_new_ack(&fast, ctx) {
+            let c = o + COLD_WORDS;
+            if let Some(d) = module.incoming_new_ack(&fast, &mut slab[c..c + *ctx_words]) {
                 write_back_new_ack(rec, &d, now);
-                let marked = || first_marked_in(rec, &bits[words..2 * words], p.window);
-                if can_generate_rec(p, rec, marked) != active.contains(f) {
+                let g = GenView { p, lay, slab };
+                if g.can_generate(f, rec) != active.contains(f) {
                     flip(active, f);
                 }
-                return report(
-                    rec,
-                    cold[Cold::TailBytes as usize],
-                    newly,
-                    CreditUpdate::default(),
-                );
+                let tail_bytes = || slab[lay.cold_at(f, Cold::TailBytes)];
+                return report(rec, tail_bytes, newly, CreditUpdate::default());
             }
         }
+        let (cold, rest) = split_slab_mut(&mut slab[o..o + lay.stride]);
+        let (ctx, bits) = rest.split_at_mut(*ctx_words);
         // The hook's input is built in a scratch buffer kept between calls, so that empty
         // bitmaps need not be rewritten each time.
         let input = &mut **scratch;
@@ -224,18 +221,20 @@ impl DataDelivery {
         }
         // `apply` without marks, then `finish_incoming`, on the record at hand.
         let credit = write_back(rec, &mut cold[Cold::RateBps as usize], &out, now);
+        let words = lay.words;
         let marked = || first_marked_in(rec, &bits[words..2 * words], p.window);
         if can_generate_rec(p, rec, marked) != active.contains(f) {
             flip(active, f);
         }
-        report(rec, cold[Cold::TailBytes as usize], newly, credit)
+        let tail_bytes = cold[Cold::TailBytes as usize];
+        report(rec, || tail_bytes, newly, credit)
     }
 
     /// The report after an incoming packet; handles small-segment delivery (§5).
     #[inline]
     fn finish_incoming(&mut self, f: FlowId, newly: u32, credit: CreditUpdate) -> IncomingReport {
         let tail_bytes = self.cold(f, Cold::TailBytes);
-        report(&mut self.flows[f as usize], tail_bytes, newly, credit)
+        report(&mut self.flows[f as usize], || tail_bytes, newly, credit)
     }
 
     /// Applies a hook's outputs to `f` (the write-back of §3.2.3) and refreshes its active
@@ -354,20 +353,25 @@ impl DataDelivery {
 }
 
 /// The report after an incoming packet for the flow with record `rec`, whose host made
-/// `tail_bytes` available, that acknowledged `newly` segments: handles small-segment
+/// `tail_bytes()` available (read only when needed), that acknowledged `newly` segments: handles small-segment
 /// delivery (§5: segmentation restarts at the byte after the small segment).
 #[inline(always)]
-fn report(rec: &mut DdFlow, tail_bytes: u64, newly: u32, credit: CreditUpdate) -> IncomingReport {
+fn report(
+    rec: &mut DdFlow,
+    tail_bytes: impl Fn() -> u64,
+    newly: u32,
+    credit: CreditUpdate,
+) -> IncomingReport {
     let mut small_delivered = false;
     if rec.flags & SMALL_PENDING != 0 && rec.wnd_start >= rec.tail {
         rec.flags &= !SMALL_PENDING;
-        rec.byte_delta = tail_bytes as i64 - (rec.tail * rec.mss as u64) as i64;
+        rec.byte_delta = tail_bytes() as i64 - (rec.tail * rec.mss as u64) as i64;
         rec.small_len = 0;
         small_delivered = true;
     }
     // Bytes acknowledged cumulatively: the offset of `wnd-start`.
     let acked_bytes = if rec.wnd_start >= rec.tail {
-        tail_bytes
+        tail_bytes()
     } else {
         (rec.wnd_start as i64 * rec.mss as i64 + rec.byte_delta) as u64
     };
