@@ -895,8 +895,8 @@ proptest! {
 }
 
 /// A module with every hook of `0` but the Incoming hook's fast path
-/// (`TonicModule::incoming_new_ack`), which it declines: the engine then always builds the
-/// full hook input.
+/// (`TonicModule::incoming_new_ack`, `has_new_ack_fast_path`), which it lacks: the engine
+/// then always builds the full hook input.
 struct FullHookOnly(Box<dyn TonicModule>);
 
 impl TonicModule for FullHookOnly {
@@ -980,6 +980,9 @@ fn newreno_takes_the_fast_path_for_new_acks() {
                 self.2.fetch_add(1, Ordering::Relaxed);
             }
             r
+        }
+        fn has_new_ack_fast_path(&self) -> bool {
+            self.0.has_new_ack_fast_path()
         }
         fn periodic(&self, input: &PeriodicInput, ctx: &mut [u64], out: &mut HookOutput) {
             self.0.periodic(input, ctx, out)

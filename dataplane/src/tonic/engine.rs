@@ -187,7 +187,7 @@ impl<M: TonicModule + ?Sized> TonicEngine<M> {
     pub fn new(module: Box<M>, params: EngineParams) -> Result<Self, TonicError> {
         let cfg = module.config();
         cfg.validate(module.name())?;
-        let dd = DataDelivery::new(
+        let mut dd = DataDelivery::new(
             DdParams {
                 max_flows: params.max_flows,
                 window: params.window_segments,
@@ -195,6 +195,7 @@ impl<M: TonicModule + ?Sized> TonicEngine<M> {
             },
             cfg,
         )?;
+        dd.set_new_ack_fast_path(module.has_new_ack_fast_path());
         let ce = CreditEngine::new(
             CeParams {
                 max_flows: params.max_flows,

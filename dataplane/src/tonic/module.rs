@@ -754,6 +754,13 @@ pub trait TonicModule: Send + Sync {
         None
     }
 
+    /// Whether [`incoming_new_ack`](Self::incoming_new_ack) may answer at all; read once when
+    /// an engine is built, which then never calls it for a module that says no (saving a
+    /// call per ack). Default: `false`; a module that implements the fast path says `true`.
+    fn has_new_ack_fast_path(&self) -> bool {
+        false
+    }
+
     /// Periodic Updates: timeouts and periodic timers and counters.
     fn periodic(&self, input: &PeriodicInput, ctx: &mut [u64], out: &mut HookOutput);
 

@@ -209,6 +209,10 @@ impl TonicModule for Shared {
         self.0.incoming_new_ack(input, ctx)
     }
 
+    fn has_new_ack_fast_path(&self) -> bool {
+        self.0.has_new_ack_fast_path()
+    }
+
     fn periodic(&self, input: &PeriodicInput, ctx: &mut [u64], out: &mut HookOutput) {
         self.0.periodic(input, ctx, out)
     }

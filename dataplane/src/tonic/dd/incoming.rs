@@ -170,11 +170,12 @@ impl DataDelivery {
             scratch,
             scratch_zeroed,
             ctx_words,
+            new_ack_fast_path,
             ..
         } = self;
         let rec = &mut flows[f as usize];
         let o = lay.slab_at(f);
-        if rec.wnd_start > old {
+        if *new_ack_fast_path && rec.wnd_start > old {
             // The hook's fast path: the module decides from a few inputs (the user context
             // alone of the slab), or declines.
             let fast = NewAckInput {

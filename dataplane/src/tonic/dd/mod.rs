@@ -251,6 +251,9 @@ pub struct DataDelivery {
     scratch: Box<IncomingInput>,
     scratch_zeroed: bool,
     scratch_ack: bool,
+    /// The module may decide new acks on the Incoming hook's fast path
+    /// (`TonicModule::has_new_ack_fast_path`).
+    new_ack_fast_path: bool,
 }
 
 /// Which of a flow's three bitmaps.
@@ -303,6 +306,7 @@ impl DataDelivery {
             scratch: Box::default(),
             scratch_zeroed: true,
             scratch_ack: false,
+            new_ack_fast_path: false,
         })
     }
 
@@ -310,6 +314,13 @@ impl DataDelivery {
     #[inline]
     pub fn prefetching(&self) -> bool {
         self.prefetching
+    }
+
+    /// Whether the engine tries the module's Incoming fast path
+    /// (`TonicModule::incoming_new_ack`) on new acks; set from
+    /// `TonicModule::has_new_ack_fast_path` when the engine is built.
+    pub(crate) fn set_new_ack_fast_path(&mut self, on: bool) {
+        self.new_ack_fast_path = on;
     }
 
     /// Hints the CPU to fetch `f`'s hot record and bitmaps (round robin knows which flows

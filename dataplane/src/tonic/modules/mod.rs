@@ -259,6 +259,10 @@ pub trait TcpVariant: Send + Sync {
     /// no extra call.
     fn incoming(p: &ModuleParams, i: &IncomingInput, ctx: &mut [u64], out: &mut HookOutput);
 
+    /// Whether the variant implements [`incoming_new_ack`](Self::incoming_new_ack)
+    /// ([`TonicModule::has_new_ack_fast_path`]).
+    const NEW_ACK_FAST_PATH: bool = false;
+
     /// The fast path of the Incoming hook ([`TonicModule::incoming_new_ack`], whose
     /// invariant it keeps) under parameters `p`. Default: none (`None`).
     #[inline(always)]
@@ -319,6 +323,10 @@ impl<V: TcpVariant> TonicModule for TcpModule<V> {
 
     fn incoming_new_ack(&self, i: &NewAckInput<'_>, ctx: &mut [u64]) -> Option<NewAckOutput> {
         V::incoming_new_ack(&self.p, i, ctx)
+    }
+
+    fn has_new_ack_fast_path(&self) -> bool {
+        V::NEW_ACK_FAST_PATH
     }
 
     fn periodic(&self, i: &PeriodicInput, ctx: &mut [u64], out: &mut HookOutput) {

@@ -204,6 +204,7 @@ fn incoming_words(
 
 impl TcpVariant for NewRenoVariant {
     const NAME: &'static str = "newreno";
+    const NEW_ACK_FAST_PATH: bool = true;
 
     #[inline(always)]
     fn incoming(p: &ModuleParams, i: &IncomingInput, ctx: &mut [u64], out: &mut HookOutput) {
