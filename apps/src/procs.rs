@@ -627,13 +627,16 @@ mod dpdk_run {
                 dataplane::steer::for_config(cfg, &mut topo.lcores, probe.ephemeral)
             })
             .flatten();
+        // Steered: the contexts' listening ports are registered, so that their connections
+        // stay where they arrive and no context connects from them.
+        let on_listen: Option<hoststack::stack::ListenHook> = steer
+            .clone()
+            .map(|st| Arc::new(move |port: u16| st.listen(port)) as hoststack::stack::ListenHook);
         let flow_core: Option<hoststack::stack::FlowCore> = if queues > 1 && hashes {
             Some(apps::node::rss_flow_core(cfg.ports[0].rss, queues as u16))
         } else {
             steer.map(|st| -> hoststack::stack::FlowCore {
-                Arc::new(move |ep: &hoststack::tcp::tcb::Endpoints| {
-                    st.owner_of_port(ep.local_port).unwrap_or(0)
-                })
+                Arc::new(move |ep: &hoststack::tcp::tcb::Endpoints| st.connect_owner(ep.local_port))
             })
         };
         let host_cfg = Arc::new(host_cfg);
@@ -644,6 +647,7 @@ mod dpdk_run {
                 let mut hc = HostConfig::new(ip, 0);
                 hc.core = k;
                 hc.flow_core = flow_core.clone();
+                hc.on_listen = on_listen.clone();
                 host_cfg(k, &mut hc);
                 hc
             }

@@ -17,12 +17,14 @@
 //!   queue had received it (its offloads see it, then its host).
 //!
 //! Connections the host accepted are left where the device put them: their local port is a
-//! listening port, outside the ephemeral range. A listener on a port inside the range would
-//! have its connections steered by that port's residue, away from the context that accepted
-//! them (answered with RSTs), so nicemu's servers (`echo`, `kv`, `proxy`) take their
-//! listening port out of their contexts' range (the larger part on either side of it); a
-//! program on the C API that listens inside the range must narrow the range itself.
+//! listening port. A listening port may lie inside the ephemeral range (a C program on
+//! libmtcp chooses its own), so the contexts register every port they listen on
+//! ([`Steer::listen`], from the host stack's listen hook): frames to a registered port are
+//! never steered, and no context picks it for a connection ([`Steer::connect_owner`]).
+//! nicemu's servers (`echo`, `kv`, `proxy`) also keep their listening port out of their
+//! contexts' range.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crossbeam::queue::ArrayQueue;
@@ -40,12 +42,17 @@ pub const STEER_INBOX: usize = 4096;
 /// whose residues name the owners.
 ///
 /// Invariant: every frame in inbox `k` is an IPv4 TCP frame to a port of the range with
-/// residue `k`.
+/// residue `k`, which was not a listening port when it was pushed; and a context connects
+/// only from ports of its residue that are not listening ports
+/// ([`connect_owner`](Self::connect_owner)).
 pub struct Steer<B> {
     inboxes: Box<[ArrayQueue<(usize, B)>]>,
     doorbells: Box<[Option<Arc<Doorbell>>]>,
     lo: u16,
     hi: u16,
+    /// One bit per port: a context listens on it (set once, never cleared: connections it
+    /// accepted may outlive the listener).
+    listening: Box<[AtomicU64]>,
 }
 
 impl<B: PacketBuf> Steer<B> {
@@ -59,16 +66,44 @@ impl<B: PacketBuf> Steer<B> {
             doorbells: doorbells.into_boxed_slice(),
             lo,
             hi,
+            listening: (0..1 << 10).map(|_| AtomicU64::new(0)).collect(),
         })
     }
 
+    /// Registers `port` as a listening port of some context: from now on frames to it stay
+    /// on the lcore the device gave them (as an accepted connection's must), and
+    /// [`connect_owner`](Self::connect_owner) gives it to no context. Idempotent; lock-free
+    /// (the frame path reads the bit with one acquire load).
+    ///
+    /// A context registers before it can answer the port's first SYN. A connection some
+    /// context opened from `port` before it was registered loses its steering (its replies
+    /// stay where they arrive), as a program that listens on a port it is already
+    /// connected from has asked for.
+    pub fn listen(&self, port: u16) {
+        self.listening[usize::from(port >> 6)].fetch_or(1 << (port & 63), Ordering::Release);
+    }
+
+    /// Whether `port` was registered by [`listen`](Self::listen).
+    #[inline]
+    pub fn is_listening(&self, port: u16) -> bool {
+        self.listening[usize::from(port >> 6)].load(Ordering::Acquire) & 1 << (port & 63) != 0
+    }
+
     /// The lcore whose host context owns local port `port`: `port % N` inside the
-    /// ephemeral range, `None` outside it.
+    /// ephemeral range, `None` outside it and for a listening port.
     #[inline]
     pub fn owner_of_port(&self, port: u16) -> Option<usize> {
-        (self.lo..=self.hi)
-            .contains(&port)
+        ((self.lo..=self.hi).contains(&port) && !self.is_listening(port))
             .then(|| usize::from(port) % self.inboxes.len())
+    }
+
+    /// The context that may use local port `port` for a connection (the host stack's
+    /// `FlowCore`): its [`owner_of_port`](Self::owner_of_port), and `usize::MAX`, which is
+    /// no context, for a port whose replies would not be steered (outside the range, or
+    /// listening).
+    #[inline]
+    pub fn connect_owner(&self, port: u16) -> usize {
+        self.owner_of_port(port).unwrap_or(usize::MAX)
     }
 
     /// The lcore that owns `frame`'s connection, for an IPv4 TCP frame (not a fragment
@@ -179,6 +214,28 @@ mod tests {
         opt.extend_from_slice(&[1, 1, 1, 0]);
         opt.extend_from_slice(&f[34..]);
         assert_eq!(s.owner(&opt), Some(1));
+    }
+
+    #[test]
+    fn a_listening_port_inside_the_range_is_steered_nowhere_and_connected_from_nowhere() {
+        let s: Arc<Steer<HeapBuf>> = Steer::new(vec![None, None], (32768, 60999));
+        assert_eq!(s.owner(&tcp(40_001)), Some(1));
+        assert_eq!(s.connect_owner(40_001), 1);
+        assert!(!s.is_listening(40_001));
+        s.listen(40_001);
+        s.listen(40_001);
+        assert!(s.is_listening(40_001));
+        assert_eq!(s.owner(&tcp(40_001)), None);
+        assert_eq!(s.connect_owner(40_001), usize::MAX);
+        // Its neighbours in the bitmap word, and the ends of the port space, are untouched.
+        for p in [40_000, 40_002, 40_001 ^ 63] {
+            assert_eq!(s.connect_owner(p), usize::from(p) % 2, "{p}");
+        }
+        s.listen(0);
+        s.listen(u16::MAX);
+        assert!(s.is_listening(0) && s.is_listening(u16::MAX) && !s.is_listening(1));
+        // Outside the range: steered nowhere, and no context connects from it.
+        assert_eq!(s.connect_owner(80), usize::MAX);
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //! with its own queue of one port and its own host link; a frame for a connection of the
 //! other lcore's host (a local port of the ephemeral range with the other residue) is handed
 //! to that lcore and reaches its host, in order, while frames of this lcore's connections,
-//! and of listening ports stay where they arrived.
+//! and of listening ports (outside the range, or registered inside it) stay where they
+//! arrived.
 
 use dataplane::buf::HeapBuf;
 use dataplane::clock::Clock;
@@ -163,4 +164,31 @@ fn without_steering_every_frame_stays_on_the_lcore_it_reached() {
     a.lcore.poll_once();
     assert_eq!(host_frames(&mut a.host).len(), 2);
     assert_eq!(a.lcore.finish().steered_out, 0);
+}
+
+/// A port some context listens on ([`Steer::listen`]) inside the ephemeral range: frames
+/// to it stay on the lcore they reached, whichever residue the port has, as an accepted
+/// connection's must; the other ports of the range are still steered.
+#[test]
+fn frames_to_a_listening_port_inside_the_range_stay_where_they_arrived() {
+    let clock = Clock::virtual_clock();
+    let (mut a, mut b) = (side(&clock, None), side(&clock, None));
+    let steer = Steer::new(vec![a.lcore.doorbell(), b.lcore.doorbell()], (32768, 60999));
+    a.lcore.set_steer(steer.clone(), 0);
+    b.lcore.set_steer(steer.clone(), 1);
+    steer.listen(40_001);
+    let mut burst: Vec<HeapBuf> = [seg(40_001, 1), seg(40_003, 2), seg(40_001, 3)]
+        .iter()
+        .map(|f| HeapBuf::from_frame(f))
+        .collect();
+    a.wire.tx_burst(&mut burst);
+    a.lcore.poll_once();
+    b.lcore.poll_once();
+    let got = |h: &mut HostEnd| -> Vec<(u16, u32)> {
+        host_frames(h).iter().map(|f| dst_port_seq(f)).collect()
+    };
+    assert_eq!(got(&mut a.host), vec![(40_001, 1), (40_001, 3)]);
+    assert_eq!(got(&mut b.host), vec![(40_003, 2)]);
+    let (ra, rb) = (a.lcore.finish(), b.lcore.finish());
+    assert_eq!((ra.steered_out, rb.steered_in), (1, 1));
 }

@@ -512,3 +512,47 @@ fn zero_time_wait_still_acknowledges_the_last_fin() {
     assert_eq!(net.a.stats().rst_sent, 0);
     assert_eq!(net.b.stats().rst_sent, 0);
 }
+
+/// The listen hook hears every listener's port once, when it starts listening (an
+/// implicit bind's port too; a second listen on the same socket only changes its backlog);
+/// a flow map that gives a port to no core keeps `connect` off it.
+#[test]
+fn the_listen_hook_hears_each_listening_port_and_the_flow_map_keeps_connects_off_them() {
+    use std::sync::{Arc, Mutex};
+    let heard = Arc::new(Mutex::new(Vec::new()));
+    let mut ca = cfg(A);
+    let h = heard.clone();
+    ca.on_listen = Some(Arc::new(move |p| h.lock().unwrap().push(p)));
+    // Connections from B may use only ports the map gives B's core (0): even ones but
+    // 40_000, as a NIC that steers by port would for a port someone listens on.
+    let mut cb = cfg(B);
+    cb.ephemeral = (39_998, 40_003);
+    cb.flow_core = Some(Arc::new(|ep: &hoststack::tcp::tcb::Endpoints| {
+        if ep.local_port == 40_000 || ep.local_port % 2 == 1 {
+            usize::MAX
+        } else {
+            0
+        }
+    }));
+    let mut net = Net::with(ca, cb);
+    let l = net.a.socket().unwrap();
+    net.a.bind(l, addr(A, 40_000)).unwrap();
+    net.a.listen(l, 4).unwrap();
+    net.a.listen(l, 8).unwrap();
+    let l3 = net.a.socket().unwrap();
+    net.a.listen(l3, 4).unwrap();
+    let implicit = net.a.getsockname(l3).unwrap().port();
+    assert_eq!(*heard.lock().unwrap(), vec![40_000, implicit]);
+    // B's connects take 39_998 and 40_002, then there is no port left.
+    let mut ports = Vec::new();
+    for _ in 0..3 {
+        let c = net.b.socket().unwrap();
+        net.b.set_nonblocking(c, true).unwrap();
+        match net.b.connect(c, addr(A, 40_000)) {
+            Ok(()) | Err(Errno::InProgress) => ports.push(net.b.getsockname(c).unwrap().port()),
+            Err(e) => assert_eq!(e, Errno::AddrNotAvail),
+        }
+    }
+    ports.sort();
+    assert_eq!(ports, vec![39_998, 40_002]);
+}

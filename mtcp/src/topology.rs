@@ -128,7 +128,7 @@ mod dpdk {
     use dataplane::runtime_dpdk::{
         build_dpdk, eal_args, file_prefix, remove_runtime_dir, DpdkTopology,
     };
-    use hoststack::stack::FlowCore;
+    use hoststack::stack::{FlowCore, ListenHook};
     use hoststack::{Context, HostConfig};
     use offload_api::link::HostEnd;
 
@@ -177,6 +177,8 @@ mod dpdk {
         slots: VecDeque<(usize, Slot)>,
         ip: [u8; 4],
         flow_core: Option<FlowCore>,
+        /// Registers a context's listening ports with the lcores' steering, if they steer.
+        on_listen: Option<ListenHook>,
         poll: PollMode,
         idle: IdlePolicy,
         nic_stop: Arc<AtomicBool>,
@@ -272,12 +274,14 @@ mod dpdk {
         let flow = if queues > 1 && hashes {
             Some(flow_core(cfg.ports[0].rss, queues as u16))
         } else {
-            steer.map(|st| -> FlowCore {
-                Arc::new(move |ep: &hoststack::tcp::tcb::Endpoints| {
-                    st.owner_of_port(ep.local_port).unwrap_or(0)
-                })
+            steer.clone().map(|st| -> FlowCore {
+                Arc::new(move |ep: &hoststack::tcp::tcb::Endpoints| st.connect_owner(ep.local_port))
             })
         };
+        // Steered: every context registers the ports it listens on (a C program may listen
+        // inside the ephemeral range), so that their connections stay where they arrive.
+        let on_listen =
+            steer.map(|st| -> ListenHook { Arc::new(move |port: u16| st.listen(port)) });
         let mut slots = VecDeque::new();
         let mut nic_only = Vec::new();
         let lcores = std::mem::take(&mut topo.lcores);
@@ -319,6 +323,7 @@ mod dpdk {
             slots,
             ip: cfg.ports[0].ipv4[0].0,
             flow_core: flow,
+            on_listen,
             poll,
             idle: cfg.runtime.idle_policy(),
             nic_stop,
@@ -411,6 +416,7 @@ mod dpdk {
         let mut hc = HostConfig::new(rt.ip, 0);
         hc.core = k;
         hc.flow_core = rt.flow_core.clone();
+        hc.on_listen = rt.on_listen.clone();
         apply(&c, &mut hc);
         let (end, clock, nic): (HostEnd, _, Box<dyn NicSide>) = match slot {
             Slot::Shared(lcore, end) => {

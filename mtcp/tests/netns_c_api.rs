@@ -6,6 +6,9 @@
 //!   `mtcp_api.h` / `mtcp_epoll.h` only and built with `gcc -Wall -Werror -lmtcp`, serves
 //!   python clients in a namespace this test creates; every connection's bytes come back
 //!   exactly and the server exits 0 after the last one closed.
+//! - [`c_echo_server_two_contexts_listening_inside_the_ephemeral_range`]: the same server
+//!   with two contexts over net_af_packet's two queue pairs, listening on a port inside the
+//!   ephemeral range: each context serves the connections the kernel's fanout gave its queue.
 //! - [`c_echo_server_two_contexts`]: the same server with two threads and contexts on two
 //!   `shared` lcores, against `nicemu loadgen` over net_memif's two queue pairs: each context
 //!   serves its queue's 8 connections, the load generator checks every echo.
@@ -158,10 +161,10 @@ print("ok %d" % n if not bad else "\n".join(str(b) for b in bad), flush=True)
 sys.exit(1 if bad else 0)
 "#;
 
-/// Runs `echo_server` with `contexts` threads (one context each) and the python client
-/// with `conns` connections of `size` bytes; returns the server's output after checking
-/// every echo and the server's clean exit.
-fn echo_run(tag: &str, contexts: usize, conns: usize, size: usize) -> String {
+/// Runs `echo_server` with `contexts` threads (one context each, listening on `port`) and
+/// the python client with `conns` connections of `size` bytes; returns the server's output
+/// after checking every echo and the server's clean exit.
+fn echo_run(tag: &str, contexts: usize, port: u16, conns: usize, size: usize) -> String {
     let tmp = TempDir::new(&format!("echo{contexts}"));
     let exe = compile("echo_server", &tmp);
     let prefix = format!("nicemu-test-mtcp-echo{contexts}-{}", std::process::id());
@@ -169,7 +172,7 @@ fn echo_run(tag: &str, contexts: usize, conns: usize, size: usize) -> String {
     let (net, conf) = topology(tag, &tmp, &prefix, contexts);
     let mut cmd = c_program(&exe);
     cmd.arg(&conf)
-        .arg("8000")
+        .arg(port.to_string())
         .arg(conns.to_string())
         .arg("30")
         .arg(contexts.to_string());
@@ -193,7 +196,7 @@ fn echo_run(tag: &str, contexts: usize, conns: usize, size: usize) -> String {
             "-c",
             PY_CLIENT,
             NIC_IP,
-            "8000",
+            &port.to_string(),
             &conns.to_string(),
             &size.to_string(),
         ]),
@@ -227,7 +230,35 @@ fn echo_run(tag: &str, contexts: usize, conns: usize, size: usize) -> String {
 
 #[test]
 fn c_echo_server_echoes_kernel_clients() {
-    echo_run("c", 1, 8, 50_000);
+    echo_run("c", 1, 8000, 8, 50_000);
+}
+
+/// Two contexts on two `shared` lcores over net_af_packet with two queue pairs, each with
+/// its own listener on a port inside the contexts' ephemeral range (32768-60999) that the
+/// program did not take out of it: the lcores steer frames to ephemeral ports by residue
+/// (`dataplane::steer`), but a registered listening port is not steered, so each context
+/// serves the connections the kernel's fanout gave its queue (32 flows over two queues:
+/// both get some), and every echo comes back. (Steered by residue, 40001 would bring every
+/// connection to context 1.)
+#[test]
+fn c_echo_server_two_contexts_listening_inside_the_ephemeral_range() {
+    let cores = dataplane::sys::allowed_cores().unwrap();
+    assert!(
+        cores.len() >= 2,
+        "this test needs two usable cores, found {cores:?}"
+    );
+    let out = echo_run("l", 2, 40_001, 32, 20_000);
+    println!("{out}");
+    for k in 0..2 {
+        let served: Option<usize> = out.lines().find_map(|l| {
+            l.strip_prefix(&format!("context {k}: served "))?
+                .split(' ')
+                .next()?
+                .parse()
+                .ok()
+        });
+        assert!(served.is_some_and(|n| n > 0), "context {k}:\n{out}");
+    }
 }
 
 /// Two contexts on two `shared` lcores, one thread each with its own listener on the same

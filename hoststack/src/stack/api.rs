@@ -86,6 +86,9 @@ impl<L: HostLink> Context<L> {
         if self.listeners.contains_key(&port) {
             return Err(Errno::AddrInUse);
         }
+        if let Some(hook) = &self.cfg.on_listen {
+            hook(port);
+        }
         self.listeners.insert(port, fd);
         self.sock_mut(fd)?.state = SockState::Listening(Listener {
             backlog: backlog.max(1),

@@ -1,6 +1,6 @@
 //! The settings of a host context: [`HostConfig`] (addresses, limits, offload switches), the
-//! descriptor reuse order [`FdReuse`], and the flow → core map [`FlowCore`] that outgoing
-//! connections pick source ports with.
+//! descriptor reuse order [`FdReuse`], the flow → core map [`FlowCore`] that outgoing
+//! connections pick source ports with, and the [`ListenHook`].
 
 use std::sync::Arc;
 
@@ -11,6 +11,11 @@ use crate::tcp::TcpConfig;
 /// reach, so outgoing connections can pick source ports that bring replies back to this core
 /// (mTCP's `mtcp_init_rss`). The runtime builds it from the NIC's RSS key and table.
 pub type FlowCore = Arc<dyn Fn(&Endpoints) -> usize + Send + Sync>;
+
+/// Called with the local port of every listener a context opens, before its first SYN can
+/// be answered: a runtime whose NIC lcores steer frames by local port registers the port so
+/// that its connections stay where they arrive, and no context picks it for a connection.
+pub type ListenHook = Arc<dyn Fn(u16) + Send + Sync>;
 
 /// Settings of one host context.
 #[derive(Clone)]
@@ -46,6 +51,8 @@ pub struct HostConfig {
     pub core: usize,
     /// See [`FlowCore`]; none: any source port will do.
     pub flow_core: Option<FlowCore>,
+    /// See [`ListenHook`]; none: nobody needs to know.
+    pub on_listen: Option<ListenHook>,
     /// Frames taken from the link per poll.
     pub rx_burst: usize,
     /// Longest a blocking call waits before failing with `Again` (none: forever).
@@ -91,6 +98,7 @@ impl HostConfig {
             isn_key,
             core: 0,
             flow_core: None,
+            on_listen: None,
             rx_burst: 64,
             block_timeout_ns: None,
             syn_cookies: true,

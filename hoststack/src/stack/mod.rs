@@ -31,7 +31,7 @@ use crate::tcp::tcb::{Endpoints, State, Tcb};
 use crate::tcp::TcpConfig;
 
 pub use api::Shutdown;
-pub use config::{FdReuse, FlowCore, HostConfig};
+pub use config::{FdReuse, FlowCore, HostConfig, ListenHook};
 pub use epoll::{
     EpollEvent, EpollOp, EPOLLERR, EPOLLET, EPOLLHUP, EPOLLIN, EPOLLONESHOT, EPOLLOUT, EPOLLRDHUP,
 };
