@@ -400,22 +400,7 @@ fn write_back(rec: &mut DdFlow, rate: &mut u64, out: &HookOutput, now: Nanos) ->
     } else if out.has(HookOutput::OUT_RESET_RTX_TIMER) {
         rec.rtx_deadline = now + rec.rtx_amount;
     }
-    if rec.wnd_start + rec.outstanding as u64 >= rec.next_new {
-        // Nothing in flight (`wnd-start` has reached `FlowView::transmitted_end`: what is
-        // not acknowledged still waits in the credit engine's ring): no retransmission
-        // timer (RFC 6298 5.2). It starts again when the next segment is transmitted.
-        // With the peer's window shut, the persist timer runs instead (RFC 9293
-        // §3.8.6.1), so that a lost window update cannot stall the flow.
-        if rec.rcv_wnd == 0 {
-            if rec.flags & PERSIST == 0 {
-                rec.rtx_deadline = now + rec.rtx_amount;
-                rec.flags |= PERSIST;
-            }
-        } else {
-            rec.rtx_deadline = 0;
-            rec.flags &= !PERSIST;
-        }
-    }
+    settle_idle_timer(rec, now);
     let mut credit = CreditUpdate::default();
     if out.has(HookOutput::OUT_PRIORITY) {
         credit.priority = Some(out.priority);
@@ -441,10 +426,21 @@ fn write_back_new_ack(rec: &mut DdFlow, d: &NewAckOutput, now: Nanos) {
         rec.rtx_amount = ns.max(1);
     }
     rec.rtx_deadline = now + rec.rtx_amount;
+    settle_idle_timer(rec, now);
+}
+
+/// After a write-back: with nothing in flight (`wnd-start` has reached
+/// `FlowView::transmitted_end`: what is not acknowledged still waits in the credit engine's
+/// ring) there is no retransmission timer (RFC 6298 5.2); it starts again when the next
+/// segment is transmitted. With the peer's window shut, the persist timer runs instead (RFC
+/// 9293 §3.8.6.1), started if it was not running, so that a lost window update cannot stall
+/// the flow.
+#[inline(always)]
+fn settle_idle_timer(rec: &mut DdFlow, now: Nanos) {
     if rec.wnd_start + rec.outstanding as u64 >= rec.next_new {
-        // As in `write_back`: nothing in flight.
         if rec.rcv_wnd == 0 {
             if rec.flags & PERSIST == 0 {
+                rec.rtx_deadline = now + rec.rtx_amount;
                 rec.flags |= PERSIST;
             }
         } else {
