@@ -556,3 +556,68 @@ fn the_listen_hook_hears_each_listening_port_and_the_flow_map_keeps_connects_off
     ports.sort();
     assert_eq!(ports, vec![39_998, 40_002]);
 }
+
+/// With a flow map, `bind` to port 0 leaves the choice to `connect` (Linux's
+/// `IP_BIND_ADDRESS_NO_PORT`): the port then is one the map gives this core, where a port
+/// picked at `bind` could belong to another core's queue. `listen` after such a bind picks
+/// any free port; without a flow map `bind` picks at once, as Linux does.
+#[test]
+fn bind_to_port_zero_under_a_flow_map_picks_the_port_at_connect_among_this_cores() {
+    use std::sync::Arc;
+    let mut cb = cfg(B);
+    cb.ephemeral = (40_000, 40_009);
+    // Only 40_007 reaches B's core (0).
+    cb.flow_core = Some(Arc::new(|ep: &hoststack::tcp::tcb::Endpoints| {
+        if ep.local_port == 40_007 {
+            0
+        } else {
+            1
+        }
+    }));
+    let mut net = Net::with(cfg(A), cb);
+    let l = listener(&mut net.a, 80);
+    let c = net.b.socket().unwrap();
+    net.b.set_nonblocking(c, true).unwrap();
+    net.b.bind(c, std::net::SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0)).unwrap();
+    assert_eq!(net.b.getsockname(c).unwrap().port(), 0);
+    match net.b.connect(c, addr(A, 80)) {
+        Ok(()) | Err(Errno::InProgress) => {}
+        Err(e) => panic!("connect: {e:?}"),
+    }
+    assert_eq!(net.b.getsockname(c).unwrap().port(), 40_007);
+    let mut accepted = None;
+    assert!(net.run_until(10_000, |n| {
+        if accepted.is_none() {
+            accepted = n.a.accept(l).ok();
+        }
+        accepted.is_some()
+    }));
+    let (a_fd, peer) = accepted.unwrap();
+    assert_eq!(peer.port(), 40_007);
+    net.a.set_nonblocking(a_fd, true).unwrap();
+    assert_eq!(net.b.write(c, b"hi"), Ok(2));
+    let mut buf = [0u8; 8];
+    let mut got = 0;
+    assert!(net.run_until(10_000, |n| {
+        if let Ok(k) = n.a.read(a_fd, &mut buf) {
+            got += k;
+        }
+        got == 2
+    }));
+    // A second such socket finds 40_007 taken for that remote: no port is left.
+    let c2 = net.b.socket().unwrap();
+    net.b.set_nonblocking(c2, true).unwrap();
+    net.b.bind(c2, std::net::SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0)).unwrap();
+    assert_eq!(net.b.connect(c2, addr(A, 80)), Err(Errno::AddrNotAvail));
+    // bind(0) then listen: a real port, reported after listen.
+    let l2 = net.b.socket().unwrap();
+    net.b.bind(l2, std::net::SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0)).unwrap();
+    net.b.listen(l2, 4).unwrap();
+    let p = net.b.getsockname(l2).unwrap().port();
+    assert!((40_000..=40_009).contains(&p) && p != 40_007, "{p}");
+    net.b.close(l2).unwrap();
+    // No flow map: bind(0) picks at once.
+    let s = net.a.socket().unwrap();
+    net.a.bind(s, std::net::SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0)).unwrap();
+    assert_ne!(net.a.getsockname(s).unwrap().port(), 0);
+}

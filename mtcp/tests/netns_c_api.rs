@@ -267,9 +267,9 @@ fn c_echo_server_two_contexts_listening_inside_the_ephemeral_range() {
 /// queue i, so each server context serves the connections of one client context (8 of the
 /// 16), and the load generator checks every echo.
 ///
-/// (Over net_af_packet with `qpairs=2` the kernel's fanout sends every ARP reply to one
-/// queue, so only that queue's lcore learns the kernel's MAC; that is why this test uses
-/// memif.)
+/// (The same server over net_af_packet with `qpairs=2`, where the kernel's fanout and the
+/// lcores' steering share the flows, is
+/// [`c_echo_server_two_contexts_listening_inside_the_ephemeral_range`].)
 #[test]
 fn c_echo_server_two_contexts() {
     let cores = dataplane::sys::allowed_cores().unwrap();

@@ -41,6 +41,12 @@ impl<L: HostLink> Context<L> {
     }
 
     /// bind: `addr`'s IP must be ours or 0.0.0.0; port 0 picks an ephemeral port.
+    ///
+    /// With a flow map ([`super::HostConfig::flow_core`]) port 0 is chosen later, as with
+    /// Linux's `IP_BIND_ADDRESS_NO_PORT`: by `connect`, among the ports whose replies reach
+    /// this core for that remote (mTCP's `mtcp_init_rss`), or by `listen`. Until then
+    /// `getsockname` reports port 0. A port picked here could hash to another core's queue,
+    /// and that connection's segments would never reach it.
     pub fn bind(&mut self, fd: Fd, addr: SocketAddrV4) -> Result<(), Errno> {
         // The descriptor first, as Linux: EBADF or ENOTSOCK before the address.
         let s = self.sock(fd)?;
@@ -52,6 +58,11 @@ impl<L: HostLink> Context<L> {
             return Err(Errno::Inval);
         }
         let reuse = s.opts.reuseaddr;
+        if addr.port() == 0 && self.cfg.flow_core.is_some() {
+            let ipaddr = Ipv4Addr::from(self.cfg.ip);
+            self.sock_mut(fd)?.local = Some(SocketAddrV4::new(ipaddr, 0));
+            return Ok(());
+        }
         let port = if addr.port() == 0 {
             self.pick_port(None)?
         } else {
@@ -79,8 +90,16 @@ impl<L: HostLink> Context<L> {
         if !matches!(s.state, SockState::Fresh) {
             return Err(Errno::Inval);
         }
-        if s.local.is_none() {
-            self.bind(fd, SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0))?;
+        match s.local {
+            None => self.bind(fd, SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0))?,
+            // Bound to port 0 with the choice deferred (a flow map): any free port, since
+            // the frames to a listening port are not steered by the port.
+            Some(l) if l.port() == 0 => {
+                let p = self.pick_port(None)?;
+                *self.bound.entry(p).or_insert(0) += 1;
+                self.sock_mut(fd)?.local = Some(SocketAddrV4::new(*l.ip(), p));
+            }
+            Some(_) => {}
         }
         let port = self.sock(fd)?.local.expect("bound").port();
         if self.listeners.contains_key(&port) {
@@ -190,6 +209,12 @@ impl<L: HostLink> Context<L> {
         }
         let remote_ip = addr.ip().octets();
         let (local_ip, local_port) = match bound_local {
+            // Bound to port 0 with the choice deferred to here (see `bind`).
+            Some(l) if l.port() == 0 => {
+                let p = self.pick_port(Some((remote_ip, addr.port())))?;
+                *self.bound.entry(p).or_insert(0) += 1;
+                (self.cfg.ip, p)
+            }
             Some(l) => {
                 if self.tuple_taken(key(remote_ip, addr.port(), self.cfg.ip, l.port())) {
                     return Err(Errno::AddrInUse);
