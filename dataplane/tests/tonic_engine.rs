@@ -94,6 +94,9 @@ enum Op {
     /// Cumulative ack of `wnd_start + k` advertising a receiver window of `w` segments (0:
     /// the peer's window is shut, RFC 9293 §3.8.6.1).
     AckRcvWnd(u32, i64, u8),
+    /// Cumulative ack of `wnd_start + k` echoing congestion (RFC 3168 ECE; DCTCP): with
+    /// `b == 0` the ECE flag, else a count of `b * 500` ECN-marked bytes.
+    AckEcn(u32, i64, u8),
     /// SACK of `[wnd_start + a, wnd_start + a + len)`.
     Sack(u32, u8, u8),
     /// Mark `[wnd_start + a, wnd_start + b)` for retransmission.
@@ -115,6 +118,7 @@ fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         (f.clone(), -3i64..12).prop_map(|(f, k)| Op::Ack(f, k)),
         (f.clone(), -1i64..6, 0u8..4).prop_map(|(f, k, w)| Op::AckRcvWnd(f, k, w)),
+        (f.clone(), -1i64..6, 0u8..3).prop_map(|(f, k, b)| Op::AckEcn(f, k, b)),
         (f.clone(), 0u8..12, 1u8..4).prop_map(|(f, a, l)| Op::Sack(f, a, l)),
         (f.clone(), 0u8..10, 0u8..10).prop_map(|(f, a, b)| Op::Mark(f, a, b)),
         (f.clone(), 0u8..20).prop_map(|(f, w)| Op::Wnd(f, w)),
@@ -155,6 +159,11 @@ fn run(scheme: CreditScheme, window: u32, ring: u32, ops: &[Op]) -> Result<(), T
                 p.flags |= IncomingPkt::FLAG_RCV_WND;
                 p.rcv_wnd = w as u32;
                 e.incoming(f, &p, now).unwrap();
+            }
+            Op::AckEcn(f, k, b) => {
+                let ws = before[f as usize].wnd_start as i64;
+                e.incoming(f, &ecn_ack((ws + k).max(0) as u64, b), now)
+                    .unwrap();
             }
             Op::Sack(f, a, l) => {
                 let ws = before[f as usize].wnd_start;
@@ -244,6 +253,18 @@ fn decide_general(e: &mut TonicEngine, now: u64) -> Option<TxSegment> {
     Some(tx)
 }
 
+/// A cumulative ack of `cum` echoing congestion: the ECE flag (`b == 0`) or `b * 500`
+/// ECN-marked bytes.
+fn ecn_ack(cum: u64, b: u8) -> IncomingPkt {
+    let mut p = IncomingPkt::ack(cum);
+    if b == 0 {
+        p.flags |= IncomingPkt::FLAG_ECN_ECHO;
+    } else {
+        p.ecn_bytes = b as u32 * 500;
+    }
+    p
+}
+
 /// Applies `op` to both engines and checks that each call returns the same on both; `b`
 /// decides with `decide_b` (`Op::Decide`), `a` with `next_segment`. `tail` holds each flow's
 /// data tail (grown by `Op::Tail`), `now` the time (advanced by `Op::Time`).
@@ -266,6 +287,10 @@ fn apply_op(
             let mut p = IncomingPkt::ack((ws(a, f) as i64 + k).max(0) as u64);
             p.flags |= IncomingPkt::FLAG_RCV_WND;
             p.rcv_wnd = w as u32;
+            prop_assert_eq!(a.incoming(f, &p, *now), b.incoming(f, &p, *now));
+        }
+        Op::AckEcn(f, k, m) => {
+            let p = ecn_ack((ws(a, f) as i64 + k).max(0) as u64, m);
             prop_assert_eq!(a.incoming(f, &p, *now), b.incoming(f, &p, *now));
         }
         Op::Sack(f, x, l) => {
@@ -924,7 +949,7 @@ impl TonicModule for FullHookOnly {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 192, ..ProptestConfig::default() })]
 
     /// The Incoming hook's fast path (`incoming_new_ack`) changes nothing an engine does:
     /// with losses, SACKs, window changes, timeouts and small segments, an engine whose

@@ -567,18 +567,22 @@ fn bind_to_port_zero_under_a_flow_map_picks_the_port_at_connect_among_this_cores
     let mut cb = cfg(B);
     cb.ephemeral = (40_000, 40_009);
     // Only 40_007 reaches B's core (0).
-    cb.flow_core = Some(Arc::new(|ep: &hoststack::tcp::tcb::Endpoints| {
-        if ep.local_port == 40_007 {
-            0
-        } else {
-            1
-        }
-    }));
+    cb.flow_core = Some(Arc::new(
+        |ep: &hoststack::tcp::tcb::Endpoints| {
+            if ep.local_port == 40_007 {
+                0
+            } else {
+                1
+            }
+        },
+    ));
     let mut net = Net::with(cfg(A), cb);
     let l = listener(&mut net.a, 80);
     let c = net.b.socket().unwrap();
     net.b.set_nonblocking(c, true).unwrap();
-    net.b.bind(c, std::net::SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0)).unwrap();
+    net.b
+        .bind(c, std::net::SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0))
+        .unwrap();
     assert_eq!(net.b.getsockname(c).unwrap().port(), 0);
     match net.b.connect(c, addr(A, 80)) {
         Ok(()) | Err(Errno::InProgress) => {}
@@ -607,17 +611,23 @@ fn bind_to_port_zero_under_a_flow_map_picks_the_port_at_connect_among_this_cores
     // A second such socket finds 40_007 taken for that remote: no port is left.
     let c2 = net.b.socket().unwrap();
     net.b.set_nonblocking(c2, true).unwrap();
-    net.b.bind(c2, std::net::SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0)).unwrap();
+    net.b
+        .bind(c2, std::net::SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0))
+        .unwrap();
     assert_eq!(net.b.connect(c2, addr(A, 80)), Err(Errno::AddrNotAvail));
     // bind(0) then listen: a real port, reported after listen.
     let l2 = net.b.socket().unwrap();
-    net.b.bind(l2, std::net::SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0)).unwrap();
+    net.b
+        .bind(l2, std::net::SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0))
+        .unwrap();
     net.b.listen(l2, 4).unwrap();
     let p = net.b.getsockname(l2).unwrap().port();
     assert!((40_000..=40_009).contains(&p) && p != 40_007, "{p}");
     net.b.close(l2).unwrap();
     // No flow map: bind(0) picks at once.
     let s = net.a.socket().unwrap();
-    net.a.bind(s, std::net::SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0)).unwrap();
+    net.a
+        .bind(s, std::net::SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0))
+        .unwrap();
     assert_ne!(net.a.getsockname(s).unwrap().port(), 0);
 }

@@ -431,6 +431,8 @@ pub struct NewAckInput<'a> {
     pub old_wnd_start: SegId,
     /// `wnd-start` after the fixed stage; above `old_wnd_start`.
     pub new_wnd_start: SegId,
+    /// The next new segment to send ([`FlowView::next_new`]).
+    pub next_new: SegId,
 }
 
 /// What the Incoming hook's fast path decided: the hook outputs `wnd_size` (as

@@ -184,6 +184,7 @@ impl DataDelivery {
                 wnd_size: rec.wnd_size,
                 old_wnd_start: old,
                 new_wnd_start: rec.wnd_start,
+                next_new: rec.next_new,
             };
             let c = o + COLD_WORDS;
             if let Some(d) = module.incoming_new_ack(&fast, &mut slab[c..c + *ctx_words]) {

@@ -9,7 +9,7 @@
 //! - On ECE, at most once per window of data and not during loss recovery:
 //!   `cwnd = cwnd·(1 − α/2)` (at least 2), `ss_thresh = cwnd`.
 
-use super::super::module::{HookOutput, IncomingInput, IncomingPkt};
+use super::super::module::{HookOutput, IncomingInput, IncomingPkt, NewAckInput, NewAckOutput};
 use super::{clamp_wnd, is_ack, newreno, ModuleParams, TcpModule, TcpState, TcpVariant};
 
 const ALPHA_ONE: u64 = 1 << 16;
@@ -34,6 +34,35 @@ impl TcpVariant for DctcpVariant {
         ctx[W_ALPHA] = ALPHA_ONE;
     }
 
+    const NEW_ACK_FAST_PATH: bool = true;
+
+    /// An unmarked new ack outside recovery: NewReno's fast path, then the acknowledged
+    /// count and, when the ack ends the observation window, α's decay for a window with
+    /// the marks counted so far (no cut: the ack carries no echo).
+    #[inline(always)]
+    fn incoming_new_ack(
+        p: &ModuleParams,
+        i: &NewAckInput<'_>,
+        ctx: &mut [u64],
+    ) -> Option<NewAckOutput> {
+        let pkt = i.pkt;
+        if pkt.has(IncomingPkt::FLAG_ECN_ECHO) || pkt.ecn_bytes > 0 {
+            return None;
+        }
+        let o = newreno::new_ack_fast(p, TcpState::words_mut(ctx), i)?;
+        let w = ctx[W_COUNTS];
+        let acked = w as u32 as u64 + i.newly_acked_cnt as u64;
+        let marked = w >> 32;
+        ctx[W_COUNTS] = if pkt.cumulative_ack >= ctx[W_WIN_END] && acked > 0 {
+            ctx[W_ALPHA] = update_alpha(ctx[W_ALPHA], marked, acked, p.dctcp_g_shift);
+            ctx[W_WIN_END] = i.next_new;
+            0
+        } else {
+            acked.min(u32::MAX as u64) | marked << 32
+        };
+        Some(o)
+    }
+
     #[inline(always)]
     fn incoming(p: &ModuleParams, i: &IncomingInput, ctx: &mut [u64], out: &mut HookOutput) {
         if !is_ack(i) {
@@ -53,10 +82,7 @@ impl TcpVariant for DctcpVariant {
         }
         let cum = i.pkt.cumulative_ack;
         if cum >= ctx[W_WIN_END] && acked > 0 {
-            let frac = (marked.min(acked) << 16) / acked;
-            let a = ctx[W_ALPHA];
-            let g = p.dctcp_g_shift;
-            ctx[W_ALPHA] = (a - (a >> g) + (frac >> g)).min(ALPHA_ONE);
+            ctx[W_ALPHA] = update_alpha(ctx[W_ALPHA], marked, acked, p.dctcp_g_shift);
             acked = 0;
             marked = 0;
             ctx[W_WIN_END] = f.next_new;
@@ -72,6 +98,14 @@ impl TcpVariant for DctcpVariant {
         }
         s.store(ctx);
     }
+}
+
+/// α at the end of an observation window in which `marked` of `acked` (> 0) segments were
+/// ECN-marked: `α = (1 − g)·α + g·F` (RFC 8257 §3.3), g = 2^-`g_shift`, in 1/65536 units.
+#[inline(always)]
+fn update_alpha(alpha: u64, marked: u64, acked: u64, g_shift: u32) -> u64 {
+    let frac = (marked.min(acked) << 16) / acked;
+    (alpha - (alpha >> g_shift) + (frac >> g_shift)).min(ALPHA_ONE)
 }
 
 #[cfg(test)]

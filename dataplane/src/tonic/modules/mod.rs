@@ -225,6 +225,38 @@ impl TcpState {
         out.reset_rtx_timer();
     }
 
+    /// A new ack outside recovery on the packed words `c` (the Incoming hook's fast path,
+    /// [`TonicModule::incoming_new_ack`]):
+    /// [`grow`](Self::grow) by `newly_acked` (`wnd_size_in` the window before the hook),
+    /// then no duplicate acks, recovery and timeout left, the backoff ended and the timer
+    /// restarted ([`progress`](Self::progress)); the window becomes `cwnd`. Writes words 0
+    /// and 3 exactly as [`load`](Self::load), those changes and [`store`](Self::store)
+    /// would, and leaves `recover` and `prev_highest_ack` (words 1 and 2) alone.
+    #[inline(always)]
+    pub fn new_ack_words(
+        rto_ns: Nanos,
+        c: &mut [u64; Self::WORDS],
+        newly_acked: u32,
+        wnd_size_in: u32,
+    ) -> NewAckOutput {
+        let w3 = c[3];
+        let mut s = TcpState {
+            cwnd: c[0] as u32,
+            ss_thresh: (c[0] >> 32) as u32,
+            wnd_inc_cntr: (w3 >> 16) as u16 as u32,
+            ..TcpState::default()
+        };
+        s.grow(newly_acked, wnd_size_in);
+        let backoff = (w3 >> 40) as u8;
+        c[0] = s.cwnd as u64 | (s.ss_thresh as u64) << 32;
+        // dup_acks 0, not in recovery or timeout, backoff 0 (see `store`).
+        c[3] = (s.wnd_inc_cntr.min(u16::MAX as u32) as u64) << 16;
+        NewAckOutput {
+            wnd_size: clamp_wnd(s.cwnd as u64),
+            rtx_timer_amount: (backoff != 0).then_some(rto_ns),
+        }
+    }
+
     /// After an ack that made progress outside recovery: the RTO backoff ends (RFC 6298 §5.7
     /// without an RTT estimator: back to the base RTO).
     #[inline]

@@ -154,7 +154,7 @@ pub(crate) fn incoming(
 /// ([`TonicModule::incoming_new_ack`](super::super::module::TonicModule::incoming_new_ack))
 /// come here.
 #[inline(always)]
-fn new_ack_fast(
+pub(crate) fn new_ack_fast(
     p: &ModuleParams,
     c: &mut [u64; TcpState::WORDS],
     i: &NewAckInput<'_>,
@@ -169,24 +169,11 @@ fn new_ack_fast(
         return None;
     }
     // As in `incoming`: no duplicates, window = cwnd after growth, timer restarted (which
-    // ends the backoff). `recover` (word 1) is unchanged.
-    let mut s = TcpState {
-        cwnd: c[0] as u32,
-        ss_thresh: (c[0] >> 32) as u32,
-        wnd_inc_cntr: (w3 >> 16) as u16 as u32,
-        backoff: (w3 >> 40) as u8,
-        ..TcpState::default()
-    };
-    s.grow(i.newly_acked_cnt, i.wnd_size);
-    let rtx_timer_amount = (s.backoff != 0).then_some(p.rto_ns);
-    c[0] = s.cwnd as u64 | (s.ss_thresh as u64) << 32;
+    // ends the backoff), `prev_highest_ack` = the old window start. `recover` (word 1) is
+    // unchanged.
+    let o = TcpState::new_ack_words(p.rto_ns, c, i.newly_acked_cnt, i.wnd_size);
     c[2] = i.old_wnd_start;
-    // dup_acks 0, not in recovery or timeout, backoff 0 (see `TcpState::store`).
-    c[3] = (s.wnd_inc_cntr.min(u16::MAX as u32) as u64) << 16;
-    Some(NewAckOutput {
-        wnd_size: clamp_wnd(s.cwnd as u64),
-        rtx_timer_amount,
-    })
+    Some(o)
 }
 
 /// [`incoming`] on the packed state `c` (out of line: the fast path stays small).
@@ -215,6 +202,7 @@ impl TcpVariant for NewRenoVariant {
             wnd_size: i.flow.wnd_size,
             old_wnd_start: i.old_wnd_start,
             new_wnd_start: i.new_wnd_start,
+            next_new: i.flow.next_new,
         };
         match new_ack_fast(p, c, &fast) {
             Some(o) => o.write(out),

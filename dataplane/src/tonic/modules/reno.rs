@@ -3,8 +3,8 @@
 //! retransmit" (Tonic §6.1.1): recovery ends at the first new ack, and a further loss in the
 //! same window needs three more duplicate acks or a timeout.
 
-use super::super::module::{HookOutput, IncomingInput};
-use super::{clamp_wnd, is_ack, ModuleParams, TcpModule, TcpState, TcpVariant};
+use super::super::module::{HookOutput, IncomingInput, NewAckInput, NewAckOutput};
+use super::{clamp_wnd, is_ack, is_ack_pkt, ModuleParams, TcpModule, TcpState, TcpVariant};
 
 /// The Reno module.
 pub type Reno = TcpModule<RenoVariant>;
@@ -13,8 +13,32 @@ pub type Reno = TcpModule<RenoVariant>;
 #[derive(Clone, Copy, Debug)]
 pub struct RenoVariant;
 
+/// Bit of context word 3 that holds `in_recovery` (see `TcpState::store`).
+const IN_RECOVERY: u64 = 1 << 32;
+
 impl TcpVariant for RenoVariant {
     const NAME: &'static str = "reno";
+    const NEW_ACK_FAST_PATH: bool = true;
+
+    /// A new ack outside recovery: [`incoming`](TcpVariant::incoming)'s first branch, which
+    /// grows the window and ends a timeout without reading the rest of the state.
+    #[inline(always)]
+    fn incoming_new_ack(
+        p: &ModuleParams,
+        i: &NewAckInput<'_>,
+        ctx: &mut [u64],
+    ) -> Option<NewAckOutput> {
+        let c = TcpState::words_mut(ctx);
+        if !(is_ack_pkt(i.pkt) && i.new_wnd_start > i.old_wnd_start && c[3] & IN_RECOVERY == 0) {
+            return None;
+        }
+        Some(TcpState::new_ack_words(
+            p.rto_ns,
+            c,
+            i.newly_acked_cnt,
+            i.wnd_size,
+        ))
+    }
 
     #[inline(always)]
     fn incoming(p: &ModuleParams, i: &IncomingInput, ctx: &mut [u64], out: &mut HookOutput) {
