@@ -723,9 +723,10 @@ mod dpdk_run {
                 .name(format!("{}{k}", if shared { "shared" } else { "host" }))
                 .spawn(move || -> Result<Option<LcoreReport>, String> {
                     let r = (|| {
-                        if let (true, Some(core)) = (pin, core) {
-                            dataplane::sys::pin_or_warn(core, &format!("host thread {k}"));
-                        }
+                        dataplane::sys::place_current_thread(
+                            core.filter(|_| pin),
+                            &format!("host thread {k}"),
+                        );
                         dataplane::sys::set_timer_slack_ns(1_000);
                         if nic_lcore.is_some() {
                             dataplane::runtime_dpdk::thread_init()()?;

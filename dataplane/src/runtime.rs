@@ -100,7 +100,7 @@ impl Default for RunOptions {
 /// the fix.
 pub fn polling(cfg: &Config, threads: usize, pin: bool) -> (crate::idle::PollMode, Vec<String>) {
     use crate::idle::PollMode;
-    let cpus = crate::sys::allowed_cores().map_or(1, |c| c.len().max(1));
+    let cpus = crate::sys::process_cores().map_or(1, |c| c.len().max(1));
     let physical = cfg.ports.iter().all(|p| p.is_physical());
     let mode = cfg.runtime.poll.resolve(physical, threads, cpus);
     let mut warnings = Vec::new();
@@ -424,9 +424,8 @@ pub fn run_lcores<P: Port + 'static>(
         let t = std::thread::Builder::new()
             .name(name.clone())
             .spawn(move || -> Result<LcoreReport, String> {
-                if let (true, Some(core)) = (pin, lcore.core()) {
-                    crate::sys::pin_or_warn(core, &format!("lcore {}", lcore.name()));
-                }
+                let core = lcore.core().filter(|_| pin);
+                crate::sys::place_current_thread(core, &format!("lcore {}", lcore.name()));
                 crate::sys::set_timer_slack_ns(1_000);
                 init()?;
                 tracing::info!(lcore = %lcore.name(), core = ?lcore.core(), "lcore started");

@@ -103,8 +103,12 @@ pub fn build_dpdk(
         .into());
     }
     let args = eal_args(cfg, extra_eal);
+    // The EAL pins this thread to the main lcore's core, and threads spawned later inherit
+    // it: note the process's cores first, and give them back to this (conducting) thread.
+    crate::sys::note_process_cores();
     let eal = Eal::init(&args)
         .map_err(|e| RunError::Dpdk(format!("{e} (EAL arguments: {})", args.join(" "))))?;
+    let _ = crate::sys::unpin_current_thread();
     let nic = cfg.nic_lcores();
     let queues = nic.len() as u16;
     let mut devs = Vec::new();

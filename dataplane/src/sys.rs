@@ -29,27 +29,83 @@ pub fn allowed_cores() -> io::Result<Vec<usize>> {
     Ok(cores)
 }
 
-/// Pins the calling thread to CPU `core`.
-///
-/// Fails (without changing the thread's affinity) when `core` is out of range or not in the
-/// process's affinity mask.
-pub fn pin_current_thread(core: usize) -> io::Result<()> {
-    if core >= libc::CPU_SETSIZE as usize {
+/// The cores the process could use before anything narrowed its threads' affinity (see
+/// [`note_process_cores`]).
+static PROCESS_CORES: std::sync::OnceLock<Vec<usize>> = std::sync::OnceLock::new();
+
+/// Notes the calling thread's affinity mask as the process's cores, once (later calls keep
+/// the first note). Call it before DPDK's `rte_eal_init`, which pins the thread that calls
+/// it to the main lcore's core: every thread spawned after inherits that one core, so an
+/// unpinned lcore or host thread would share it with the main lcore instead of running
+/// wherever the scheduler finds room.
+pub fn note_process_cores() {
+    if PROCESS_CORES.get().is_none() {
+        if let Ok(c) = allowed_cores() {
+            let _ = PROCESS_CORES.set(c);
+        }
+    }
+}
+
+/// The cores noted by [`note_process_cores`], or the calling thread's mask
+/// ([`allowed_cores`]) when none were noted.
+pub fn process_cores() -> io::Result<Vec<usize>> {
+    match PROCESS_CORES.get() {
+        Some(c) => Ok(c.clone()),
+        None => allowed_cores(),
+    }
+}
+
+/// Sets the calling thread's affinity to `cores` (each `< CPU_SETSIZE`, at least one).
+fn set_current_affinity(cores: &[usize]) -> io::Result<()> {
+    if cores.is_empty() {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
-            format!("core {core} is out of range"),
+            "no core to run on",
         ));
     }
     // SAFETY: as above, a zeroed cpu_set_t is a valid empty set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: core < CPU_SETSIZE was checked above.
-    unsafe { libc::CPU_SET(core, &mut set) };
+    for &core in cores {
+        if core >= libc::CPU_SETSIZE as usize {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("core {core} is out of range"),
+            ));
+        }
+        // SAFETY: core < CPU_SETSIZE was checked just above.
+        unsafe { libc::CPU_SET(core, &mut set) };
+    }
     // SAFETY: valid pointer and size; pid 0 = the calling thread.
     let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
     if rc != 0 {
         return Err(io::Error::last_os_error());
     }
     Ok(())
+}
+
+/// Pins the calling thread to CPU `core`.
+///
+/// Fails (without changing the thread's affinity) when `core` is out of range or not in the
+/// process's affinity mask.
+pub fn pin_current_thread(core: usize) -> io::Result<()> {
+    set_current_affinity(&[core])
+}
+
+/// Lets the calling thread run on every one of the process's cores ([`process_cores`]),
+/// undoing an affinity inherited from a pinned thread.
+pub fn unpin_current_thread() -> io::Result<()> {
+    set_current_affinity(&process_cores()?)
+}
+
+/// Places the calling thread (named `who` in messages): pinned to `core` when given
+/// ([`pin_or_warn`]), else free to run on any of the process's cores (best effort).
+pub fn place_current_thread(core: Option<usize>, who: &str) {
+    match core {
+        Some(core) => pin_or_warn(core, who),
+        None => {
+            let _ = unpin_current_thread();
+        }
+    }
 }
 
 /// Pins the calling thread (named `who` in the message) to CPU `core`; when that fails,
@@ -166,6 +222,28 @@ pub fn libdpdk_installed() -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A thread spawned by a pinned thread inherits its one core; `unpin_current_thread`
+    /// gives it back every core noted for the process.
+    #[test]
+    fn an_unpinned_thread_gets_the_noted_cores_back_from_a_pinned_parent() {
+        note_process_cores();
+        let all = process_cores().unwrap();
+        let first = all[0];
+        let got = std::thread::spawn(move || {
+            pin_current_thread(first).unwrap();
+            std::thread::spawn(|| {
+                let inherited = allowed_cores().unwrap();
+                unpin_current_thread().unwrap();
+                (inherited, allowed_cores().unwrap())
+            })
+            .join()
+            .unwrap()
+        })
+        .join()
+        .unwrap();
+        assert_eq!(got, (vec![first], all));
+    }
 
     #[test]
     fn this_process_has_cores_and_can_pin_to_the_first() {

@@ -224,6 +224,11 @@ impl ProxyProc {
         }
     }
 
+    /// Its process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Its standard output so far.
     pub fn stdout(&self) -> String {
         self.out.lock().unwrap().join("\n")

@@ -22,6 +22,9 @@
 //!   At N = 100000, a debug build whose NIC and host threads spun took 814 s on a loaded
 //!   2-core machine (the client starved); at the default N with adaptive polling it took 16 s
 //!   in a full `make test` (nextest's limit for this test stays raised for slower machines).
+//! - [`procs_threads_are_pinned_to_their_cores_or_free_with_no_pin`]: the loop threads of
+//!   `nicemu kv` run on their configured cores, or with `--no-pin` on every core the process
+//!   may use.
 //!
 //! Bounded: every wait has a limit; processes, namespaces, veths, temp files and DPDK's
 //! runtime directories are removed also when a test fails. Needs root, iproute2, ethtool,
@@ -32,6 +35,7 @@
 mod kernel_peers;
 mod kv_cli;
 mod memif;
+mod placement;
 
 #[path = "../common/mod.rs"]
 mod common;
