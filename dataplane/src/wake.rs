@@ -37,13 +37,19 @@ const WAKE_RCVBUF: libc::c_int = 2048;
 /// [`WakeSource`].
 ///
 /// Invariant: every socket is non-blocking, bound to one interface, and filtered to incoming
-/// frames; a frame that arrives after [`WakeSource::wait`] drained the sockets leaves one
-/// readable, so the next `wait` returns at once.
+/// frames. The descriptors that ended a wait are drained at the start of the next one
+/// (before it polls), not when they wake the loop: the loop serves the frame that woke it
+/// first, without two more system calls on its way to the reply. A frame that arrives after
+/// that drain leaves a socket readable, so the `wait` returns at once.
 #[derive(Debug)]
 pub struct PacketWake {
     socks: Vec<OwnedFd>,
     /// Written by the doorbell's notifier while this loop sleeps.
     event: Option<Arc<File>>,
+    /// Descriptors found readable by the last wait, still to be drained.
+    pending: Vec<libc::c_int>,
+    /// The poll set, kept between waits.
+    fds: Vec<libc::pollfd>,
     /// Frames (notifications) read and discarded.
     pub drained: u64,
     /// Sockets given up because they reported an error (interface down or removed).
@@ -178,24 +184,22 @@ impl PacketWake {
         Ok(PacketWake {
             socks,
             event,
+            pending: Vec::new(),
+            fds: Vec::new(),
             drained: 0,
             dropped: 0,
         })
     }
 
-    /// Reads and discards what is queued on socket `fd` (notifications, not data).
+    /// Reads and discards what is queued on `fd`: a wake socket's frames (notifications,
+    /// not data) or the eventfd's counter. `read(2)`, not `recv(2)`, which an eventfd
+    /// refuses (`ENOTSOCK`): both descriptors are non-blocking.
     fn drain(&mut self, fd: libc::c_int) {
         let mut b = [0u8; 64];
         for _ in 0..64 {
-            // SAFETY: b is a valid buffer of the given length; MSG_DONTWAIT never blocks.
-            let n = unsafe {
-                libc::recv(
-                    fd,
-                    b.as_mut_ptr().cast(),
-                    b.len(),
-                    libc::MSG_DONTWAIT | libc::MSG_TRUNC,
-                )
-            };
+            // SAFETY: b is a valid buffer of the given length; fd is non-blocking, so the
+            // read never blocks.
+            let n = unsafe { libc::read(fd, b.as_mut_ptr().cast(), b.len()) };
             if n < 0 {
                 break;
             }
@@ -210,17 +214,23 @@ impl WakeSource for PacketWake {
     }
 
     fn wait(&mut self, d: Duration, _bell: Option<&Doorbell>) -> bool {
-        let mut fds: Vec<libc::pollfd> = self
-            .socks
-            .iter()
-            .map(|s| s.as_raw_fd())
-            .chain(self.event.as_ref().map(|f| f.as_raw_fd()))
-            .map(|fd| libc::pollfd {
-                fd,
-                events: libc::POLLIN,
-                revents: 0,
-            })
-            .collect();
+        // What woke the last wait: emptied now, so that only later arrivals end this one.
+        for fd in std::mem::take(&mut self.pending) {
+            self.drain(fd);
+        }
+        let mut fds = std::mem::take(&mut self.fds);
+        fds.clear();
+        fds.extend(
+            self.socks
+                .iter()
+                .map(|s| s.as_raw_fd())
+                .chain(self.event.as_ref().map(|f| f.as_raw_fd()))
+                .map(|fd| libc::pollfd {
+                    fd,
+                    events: libc::POLLIN,
+                    revents: 0,
+                }),
+        );
         let ts = libc::timespec {
             tv_sec: d.as_secs() as libc::time_t,
             tv_nsec: d.subsec_nanos() as libc::c_long,
@@ -236,15 +246,17 @@ impl WakeSource for PacketWake {
             )
         };
         if n <= 0 {
+            self.fds = fds;
             return false;
         }
         let mut woken = false;
         let mut failed = Vec::new();
         for (i, p) in fds.iter().enumerate() {
             if p.revents & libc::POLLIN != 0 {
-                // The eventfd reads as a u64 counter; a packet socket as frames: both are
-                // emptied the same way (a read of an eventfd resets it).
-                self.drain(p.fd);
+                // Drained at the next wait (the eventfd reads as a u64 counter, a packet
+                // socket as frames: both are emptied the same way, a read of an eventfd
+                // resets it).
+                self.pending.push(p.fd);
                 woken = true;
             } else if p.revents & (libc::POLLERR | libc::POLLHUP | libc::POLLNVAL) != 0
                 && i < self.socks.len()
@@ -263,6 +275,7 @@ impl WakeSource for PacketWake {
                 "wake socket in error (interface down or gone): idle sleeps on this port end on their timer"
             );
         }
+        self.fds = fds;
         woken
     }
 }
@@ -298,6 +311,12 @@ mod tests {
         assert!(ringer.join().unwrap(), "the ringer never saw the sleeper");
         assert!(woken);
         assert!(t0.elapsed() < Duration::from_secs(4), "{:?}", t0.elapsed());
+        // The ring that ended that wait is drained by the next one before it polls: a quiet
+        // wait times out again.
+        let t0 = Instant::now();
+        assert!(!bell.sleep_with(Duration::from_millis(20), |d| w.wait(d, None)));
+        assert!(t0.elapsed() >= Duration::from_millis(19));
+        assert_eq!(w.drained, 1);
     }
 
     #[test]
