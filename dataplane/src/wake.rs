@@ -215,9 +215,11 @@ impl WakeSource for PacketWake {
 
     fn wait(&mut self, d: Duration, _bell: Option<&Doorbell>) -> bool {
         // What woke the last wait: emptied now, so that only later arrivals end this one.
-        for fd in std::mem::take(&mut self.pending) {
+        for k in 0..self.pending.len() {
+            let fd = self.pending[k];
             self.drain(fd);
         }
+        self.pending.clear();
         let mut fds = std::mem::take(&mut self.fds);
         fds.clear();
         fds.extend(

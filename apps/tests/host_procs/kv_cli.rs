@@ -19,17 +19,7 @@ fn procs_kv_redis_tools() {
     let prefix = format!("nicemu-test-pv-{}", std::process::id());
     let cfg = af_packet_config(&tmp, &net, &prefix);
     let mut kv = NicemuProc::spawn(&["kv", "-c", &cfg, "--no-pin"], &prefix);
-    assert!(
-        wait_for(Duration::from_secs(20), || {
-            kv.exited().is_some()
-                || net
-                    .run(&["timeout", "2", "redis-cli", "-h", NIC_IP, "ping"])
-                    .is_ok_and(|o| o.trim() == "PONG")
-        }),
-        "kv did not answer: {}",
-        kv.describe()
-    );
-    assert!(kv.exited().is_none(), "{}", kv.describe());
+    wait_for_kv(&net, &mut kv);
 
     // redis-cli: binary values through -x (stdin bytes), read back raw.
     let bin: Vec<u8> = (0..=255u8).cycle().take(3000).collect();

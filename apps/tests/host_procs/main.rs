@@ -221,6 +221,22 @@ fn memif_pair(
     }
 }
 
+/// Waits (at most 20 s) until `kv` answers redis-cli's PING at NIC_IP from namespace
+/// `net`; fails the test if it does not, or exits first.
+fn wait_for_kv(net: &Netns, kv: &mut NicemuProc) {
+    assert!(
+        wait_for(Duration::from_secs(20), || {
+            kv.exited().is_some()
+                || net
+                    .run(&["timeout", "2", "redis-cli", "-h", NIC_IP, "ping"])
+                    .is_ok_and(|o| o.trim() == "PONG")
+        }),
+        "kv did not answer: {}",
+        kv.describe()
+    );
+    assert!(kv.exited().is_none(), "{}", kv.describe());
+}
+
 /// Starts `nicemu echo ARGS` (DPDK file prefix `prefix`) and waits until it listens.
 fn start_echo(args: &[&str], prefix: &str) -> NicemuProc {
     start_server(args, prefix, "nicemu echo: listening")

@@ -47,16 +47,7 @@ fn procs_threads_are_pinned_to_their_cores_or_free_with_no_pin() {
         let mut args = vec!["kv", "-c", &cfg];
         args.extend(extra);
         let mut kv = NicemuProc::spawn(&args, &prefix);
-        assert!(
-            wait_for(Duration::from_secs(20), || {
-                kv.exited().is_some()
-                    || net
-                        .run(&["timeout", "2", "redis-cli", "-h", NIC_IP, "ping"])
-                        .is_ok_and(|o| o.trim() == "PONG")
-            }),
-            "kv did not answer: {}",
-            kv.describe()
-        );
+        wait_for_kv(&net, &mut kv);
         let threads = loop_threads(kv.pid());
         kv.interrupt_and_wait(Duration::from_secs(10));
         assert!(!threads.is_empty(), "no loop threads: {}", kv.describe());
